@@ -1,0 +1,39 @@
+# kmirror build and test entry points. `make test` is what CI runs.
+GO        ?= go
+BIN       := bin/kmirror
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Core packages: the hot path and its stores. They run under the race detector.
+CORE_PKGS := ./batch/...
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+BENCHCOUNT ?= 1
+
+.PHONY: build test test-race bench fuzz lint clean
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/kmirror
+
+test: lint
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race $(CORE_PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...
+
+# A short pass over every fuzz target (FuzzX functions in *_fuzz_test.go).
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_fuzz_test.go' '^func Fuzz' .); do \
+		dir=$$(dirname $$f); \
+		for t in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/^func //'); do \
+			echo "fuzz $$dir $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
+
+lint:
+	@out=$$(gofmt -l .); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin
