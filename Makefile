@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/kmirror
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Core packages: the hot path and its stores. They run under the race detector.
-CORE_PKGS := ./batch/...
+CORE_PKGS := ./batch/... ./storage/... ./internal/...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 1

@@ -1,0 +1,133 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/vfs"
+)
+
+// Config is the per-partition log configuration. Field names follow the
+// Kafka topic configs they come from; zero values mean the documented
+// default (see DefaultConfig).
+type Config struct {
+	// SegmentBytes rolls the active segment past this size (segment.bytes,
+	// default 1 GiB).
+	SegmentBytes int64
+	// SegmentMs rolls the active segment when its first batch is older
+	// than this (segment.ms, default 7 days).
+	SegmentMs int64
+	// IndexIntervalBytes is the byte distance between sparse index entries
+	// (index.interval.bytes, default 4096).
+	IndexIntervalBytes int64
+	// RetentionMs deletes segments whose newest timestamp is older
+	// (retention.ms, default 7 days, -1 unlimited).
+	RetentionMs int64
+	// RetentionBytes deletes the oldest segments while the log is larger
+	// (retention.bytes, default -1 unlimited).
+	RetentionBytes int64
+	// FlushMessages fsyncs after this many appended records
+	// (flush.messages, default unlimited: rely on the page cache, as Kafka does).
+	FlushMessages int64
+	// FlushMs fsyncs when the oldest unflushed append is older
+	// (flush.ms, default unlimited). Checked by FlushIfDue.
+	FlushMs int64
+	// ProducerIDExpirationMs forgets idle producers
+	// (producer.id.expiration.ms, default 1 day).
+	ProducerIDExpirationMs int64
+
+	// FS is the file system; nil means the operating system's.
+	FS vfs.FS
+	// Logger receives recovery and error reports; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Defaults, Kafka's.
+const (
+	DefaultSegmentBytes           = 1 << 30
+	DefaultSegmentMs              = 7 * 24 * 3600 * 1000
+	DefaultIndexIntervalBytes     = 4096
+	DefaultRetentionMs            = 7 * 24 * 3600 * 1000
+	DefaultProducerIDExpirationMs = 24 * 3600 * 1000
+	unlimited                     = -1
+	minSegmentBytes               = 4 * batch.HeaderSize
+)
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:           DefaultSegmentBytes,
+		SegmentMs:              DefaultSegmentMs,
+		IndexIntervalBytes:     DefaultIndexIntervalBytes,
+		RetentionMs:            DefaultRetentionMs,
+		RetentionBytes:         unlimited,
+		FlushMessages:          unlimited,
+		FlushMs:                unlimited,
+		ProducerIDExpirationMs: DefaultProducerIDExpirationMs,
+	}
+}
+
+// ErrInvalidConfig marks a configuration error.
+var ErrInvalidConfig = errors.New("storage: invalid config")
+
+// withDefaults fills zero fields and validates.
+func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentMs == 0 {
+		c.SegmentMs = d.SegmentMs
+	}
+	if c.IndexIntervalBytes == 0 {
+		c.IndexIntervalBytes = d.IndexIntervalBytes
+	}
+	if c.RetentionMs == 0 {
+		c.RetentionMs = d.RetentionMs
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = d.RetentionBytes
+	}
+	if c.FlushMessages == 0 {
+		c.FlushMessages = d.FlushMessages
+	}
+	if c.FlushMs == 0 {
+		c.FlushMs = d.FlushMs
+	}
+	if c.ProducerIDExpirationMs == 0 {
+		c.ProducerIDExpirationMs = d.ProducerIDExpirationMs
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	switch {
+	case c.SegmentBytes < minSegmentBytes || c.SegmentBytes > 1<<31-1:
+		return c, fmt.Errorf("%w: segment.bytes %d outside [%d, %d]", ErrInvalidConfig, c.SegmentBytes, minSegmentBytes, 1<<31-1)
+	case c.SegmentMs < 1:
+		return c, fmt.Errorf("%w: segment.ms %d must be positive", ErrInvalidConfig, c.SegmentMs)
+	case c.IndexIntervalBytes < 0:
+		return c, fmt.Errorf("%w: index.interval.bytes %d must not be negative", ErrInvalidConfig, c.IndexIntervalBytes)
+	case c.RetentionMs < unlimited:
+		return c, fmt.Errorf("%w: retention.ms %d below -1", ErrInvalidConfig, c.RetentionMs)
+	case c.RetentionBytes < unlimited:
+		return c, fmt.Errorf("%w: retention.bytes %d below -1", ErrInvalidConfig, c.RetentionBytes)
+	case c.FlushMessages < unlimited:
+		return c, fmt.Errorf("%w: flush.messages %d below -1", ErrInvalidConfig, c.FlushMessages)
+	case c.FlushMs < unlimited:
+		return c, fmt.Errorf("%w: flush.ms %d below -1", ErrInvalidConfig, c.FlushMs)
+	case c.ProducerIDExpirationMs < 1:
+		return c, fmt.Errorf("%w: producer.id.expiration.ms %d must be positive", ErrInvalidConfig, c.ProducerIDExpirationMs)
+	}
+	return c, nil
+}

@@ -1,0 +1,276 @@
+package storage
+
+import (
+	"fmt"
+
+	"github.com/kmirror/kmirror/batch"
+)
+
+// AppendResult describes an append.
+type AppendResult struct {
+	// FirstOffset and LastOffset span the appended batches (for a
+	// duplicate produce, the original batch's offsets).
+	FirstOffset, LastOffset int64
+	// NextOffset is the log end offset after the append.
+	NextOffset int64
+	// Batches and Records count what was appended (0 for a duplicate).
+	Batches int
+	Records int64
+	// Duplicate is set when a produce retry matched an appended batch:
+	// nothing was written and the offsets are the original ones.
+	Duplicate bool
+}
+
+// AppendMirror appends batches fetched from a source cluster at their own
+// offsets (DESIGN.md decision 1): each batch's base offset must be at or
+// beyond the log end offset and beyond the previous batch; gaps stay gaps.
+// The bytes are stored unchanged. The whole chunk is appended or nothing is.
+//
+// REQUIRES: every batch's CRC32C was verified (the fetcher's single pass);
+// storage re-checks only the structure.
+func (l *Log) AppendMirror(records []byte) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(); err != nil {
+		return AppendResult{}, err
+	}
+	res := AppendResult{FirstOffset: -1, LastOffset: -1}
+	next := l.active().next.Load()
+	it := batch.NewIterator(records)
+	it.SkipCRC()
+	for b, ok := it.Next(); ok; b, ok = it.Next() {
+		if b.BaseOffset() < next || b.LastOffsetDelta() < 0 {
+			return AppendResult{}, fmt.Errorf("%w: batch at %d (last %d) below the log end %d",
+				ErrOffsetOrder, b.BaseOffset(), b.LastOffset(), next)
+		}
+		next = b.NextOffset()
+	}
+	if err := it.Err(); err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	if it.Incomplete() {
+		return AppendResult{}, fmt.Errorf("%w: partial batch after %d bytes", ErrInvalidRecord, it.Consumed())
+	}
+	if err := l.appendBatches(records, &res); err != nil {
+		return AppendResult{}, err
+	}
+	return res, nil
+}
+
+// AppendProduce appends one client batch (a Produce request's records for a
+// partition): the CRC is verified, idempotence and epoch checks run, then
+// the base offset becomes the log end offset and the partition leader epoch
+// the given local epoch. It modifies raw in place.
+//
+// A retried batch that was already appended returns Duplicate with the
+// original offsets. Producer errors are ErrOutOfOrderSequence,
+// ErrInvalidProducerEpoch and friends from producer state.
+func (l *Log) AppendProduce(raw []byte, leaderEpoch int32) (AppendResult, error) {
+	b, err := checkClientBatch(raw)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(); err != nil {
+		return AppendResult{}, err
+	}
+	dup, err := l.producer().CheckProduce(b)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if dup != nil {
+		return AppendResult{FirstOffset: dup.BaseOffset, LastOffset: dup.LastOffset,
+			NextOffset: l.active().next.Load(), Duplicate: true}, nil
+	}
+	return l.appendAssigned(b, leaderEpoch)
+}
+
+// AppendControl appends a control batch written by this broker
+// (transaction markers, MIRROR_PID_RESET at failover) at the log end with
+// the given epoch. No producer checks run. It modifies raw in place.
+func (l *Log) AppendControl(raw []byte, leaderEpoch int32) (AppendResult, error) {
+	b, err := batch.Parse(raw)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	if !b.IsControl() {
+		return AppendResult{}, fmt.Errorf("%w: not a control batch", ErrInvalidRecord)
+	}
+	if err := b.Verify(); err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(); err != nil {
+		return AppendResult{}, err
+	}
+	return l.appendAssigned(b, leaderEpoch)
+}
+
+// checkClientBatch applies Kafka's checks on a produced batch.
+func checkClientBatch(raw []byte) (batch.Batch, error) {
+	b, err := batch.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	if err := b.Verify(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	switch {
+	case b.IsControl():
+		return nil, fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
+	case b.RecordCount() <= 0 || int64(b.LastOffsetDelta()) != int64(b.RecordCount())-1:
+		return nil, fmt.Errorf("%w: last offset delta %d does not match %d records",
+			ErrInvalidRecord, b.LastOffsetDelta(), b.RecordCount())
+	}
+	return b, nil
+}
+
+// appendAssigned stamps b with the log end offset and epoch and appends it.
+// REQUIRES: l.mu held.
+func (l *Log) appendAssigned(b batch.Batch, leaderEpoch int32) (AppendResult, error) {
+	b.SetBaseOffset(l.active().next.Load())
+	b.SetPartitionLeaderEpoch(leaderEpoch)
+	res := AppendResult{FirstOffset: -1, LastOffset: -1}
+	if err := l.appendBatches(b, &res); err != nil {
+		return AppendResult{}, err
+	}
+	return res, nil
+}
+
+// appendBatches writes checked, offset-ordered batches, rolling segments as
+// needed, and updates indexes, epochs, producer state and the high
+// watermark. REQUIRES: l.mu held; records structurally valid.
+func (l *Log) appendBatches(records []byte, res *AppendResult) error {
+	runStart := 0 // start of the pending run within records
+	pos := 0
+	it := batch.NewIterator(records)
+	it.SkipCRC()
+	for b, ok := it.Next(); ok; b, ok = it.Next() {
+		seg := l.active()
+		used := seg.size.Load() + int64(pos-runStart)
+		roll := false
+		switch {
+		case used == 0 && b.BaseOffset() != seg.base:
+			roll = true // an empty segment is renamed to the batch's offset
+		case used > 0 && used+int64(len(b)) > l.cfg.SegmentBytes:
+			roll = true
+		case used > 0 && l.cfg.Now().UnixMilli()-seg.created >= l.cfg.SegmentMs:
+			roll = true
+		case b.LastOffset()-seg.base > maxRelativeDelta:
+			roll = true
+		}
+		if roll {
+			if err := l.writeRun(records[runStart:pos], res); err != nil {
+				return err
+			}
+			if err := l.roll(b.BaseOffset()); err != nil {
+				return err
+			}
+			runStart = pos
+		}
+		pos += len(b)
+	}
+	return l.writeRun(records[runStart:pos], res)
+}
+
+// writeRun appends whole batches to the active segment with one write.
+// REQUIRES: l.mu held.
+func (l *Log) writeRun(run []byte, res *AppendResult) error {
+	if len(run) == 0 {
+		return nil
+	}
+	seg := l.active()
+	if err := seg.write(run); err != nil {
+		return l.fail(err)
+	}
+	start := seg.size.Load()
+	if start == 0 {
+		seg.created = l.cfg.Now().UnixMilli()
+	}
+	next, maxTs := seg.next.Load(), seg.maxTs.Load()
+	var records int64
+	it := batch.NewIterator(run)
+	it.SkipCRC()
+	seg.ixMu.Lock()
+	for b, ok := it.Next(); ok; b, ok = it.Next() {
+		seg.indexBatch(b, start+int64(it.Consumed()-len(b)), l.cfg.IndexIntervalBytes)
+		next = b.NextOffset()
+		maxTs = max(maxTs, b.MaxTimestamp())
+		records += int64(b.RecordCount())
+		if res.FirstOffset < 0 {
+			res.FirstOffset = b.BaseOffset()
+		}
+		res.LastOffset = b.LastOffset()
+		res.Batches++
+	}
+	seg.ixMu.Unlock()
+	if err := seg.ix.flushPending(); err != nil {
+		l.cfg.Logger.Warn("index write failed; it is rebuilt at the next open", "segment", seg.path, "err", err)
+	}
+	// Publish: size before next, so that a reader never sees a log end
+	// offset whose bytes it cannot read.
+	seg.size.Add(int64(len(run)))
+	seg.maxTs.Store(maxTs)
+	seg.next.Store(next)
+
+	// Epochs and producer state follow the stored batches.
+	it = batch.NewIterator(run)
+	it.SkipCRC()
+	for b, ok := it.Next(); ok; b, ok = it.Next() {
+		if ple := b.PartitionLeaderEpoch(); ple >= 0 {
+			if _, err := l.epochs.Assign(ple, b.BaseOffset()); err != nil {
+				return l.fail(err)
+			}
+		}
+		if b.HasProducerID() || b.IsControl() {
+			l.producer().OnAppend(b)
+		}
+	}
+	res.Records += records
+	res.NextOffset = next
+	l.highWatermark.Store(next)
+
+	if l.unflushedRecords == 0 {
+		l.firstUnflushedMs = l.cfg.Now().UnixMilli()
+	}
+	l.unflushedRecords += records
+	if l.cfg.FlushMessages > 0 && l.unflushedRecords >= l.cfg.FlushMessages {
+		return l.flushLocked()
+	}
+	return nil
+}
+
+// roll starts a new active segment at base. An empty active segment is
+// replaced instead of kept. REQUIRES: l.mu held.
+func (l *Log) roll(base int64) error {
+	old := l.active()
+	if err := old.ix.flushPending(); err != nil {
+		l.cfg.Logger.Warn("index write failed; it is rebuilt at the next open", "segment", old.path, "err", err)
+	}
+	seg, err := createSegment(l.fs, l.dir, base)
+	if err != nil {
+		return l.fail(err)
+	}
+	// Copy on write: readers keep iterating the slice they loaded.
+	segs := append([]*segment(nil), l.segs...)
+	if old.size.Load() == 0 {
+		segs[len(segs)-1] = seg
+	} else {
+		segs = append(segs, seg)
+	}
+	l.setSegments(segs)
+	if old.size.Load() == 0 {
+		if err := l.retire(old); err != nil {
+			return l.fail(err)
+		}
+		return nil
+	}
+	// Kafka snapshots producer state at every roll, so that recovery
+	// replays at most one segment.
+	if err := l.producer().WriteSnapshot(l.fs, l.dir, base); err != nil {
+		l.cfg.Logger.Warn("producer snapshot failed; recovery will replay more", "offset", base, "err", err)
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package storage
+
+import (
+	"fmt"
+)
+
+// TruncateTo removes every batch whose last offset is >= offset and makes
+// offset the log end (used when a mirror finds its source diverged). A batch
+// that straddles offset is removed whole and the log end becomes its base
+// offset, so the next fetch brings it back intact. Indexes, the epoch cache
+// and producer state follow. An offset below the log start truncates fully.
+func (l *Log) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(); err != nil {
+		return err
+	}
+	if offset < l.logStart.Load() {
+		return l.truncateFullyLocked(offset)
+	}
+	if offset >= l.active().next.Load() {
+		return nil
+	}
+	segs := l.segs
+	i := segmentFor(segs, offset)
+	for len(segs) > i+1 && segs[len(segs)-1].base >= offset {
+		segs = segs[:len(segs)-1]
+	}
+	keep := append([]*segment(nil), segs...)
+	dropped := l.segs[len(keep):]
+	seg := keep[len(keep)-1]
+	size := seg.size.Load()
+	pos, base, err := seg.find(offset, size)
+	if err != nil {
+		return l.fail(err)
+	}
+	newEnd := offset
+	if pos < size && base < offset {
+		newEnd = base
+	}
+	if pos < size || seg.next.Load() > newEnd {
+		if err := seg.truncateAt(pos, max(newEnd, seg.base)); err != nil {
+			return l.fail(err)
+		}
+	}
+	l.setSegments(keep)
+	for _, s := range dropped {
+		if err := l.retire(s); err != nil {
+			return l.fail(err)
+		}
+	}
+	return l.afterTruncation(newEnd)
+}
+
+// afterTruncation brings epochs, producer state and offsets in line with a
+// log that now ends at end. REQUIRES: l.mu held.
+func (l *Log) afterTruncation(end int64) error {
+	if err := l.epochs.TruncateFromEnd(end); err != nil {
+		return l.fail(err)
+	}
+	if err := DeleteSnapshotsAbove(l.fs, l.dir, end); err != nil {
+		return l.fail(err)
+	}
+	if err := l.loadProducerState(); err != nil {
+		return l.fail(err)
+	}
+	l.highWatermark.Store(min(l.highWatermark.Load(), end))
+	l.recoveryPoint = min(l.recoveryPoint, end)
+	if err := l.writeMeta(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes the whole log and restarts it empty at
+// offset, which becomes the log start and end (DESIGN.md decision 1: the
+// source log start moved past everything we hold).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(); err != nil {
+		return err
+	}
+	return l.truncateFullyLocked(offset)
+}
+
+func (l *Log) truncateFullyLocked(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: negative start offset %d", ErrOffsetOutOfRange, offset)
+	}
+	old := l.segs
+	seg, err := createSegment(l.fs, l.dir, offset)
+	if err != nil {
+		return l.fail(err)
+	}
+	l.setSegments([]*segment{seg})
+	for _, s := range old {
+		if s.path == seg.path {
+			s.close() // same file name: createSegment already truncated it
+			continue
+		}
+		if err := l.retire(s); err != nil {
+			return l.fail(err)
+		}
+	}
+	l.logStart.Store(offset)
+	l.highWatermark.Store(offset)
+	l.recoveryPoint = offset
+	if err := l.epochs.Clear(); err != nil {
+		return l.fail(err)
+	}
+	if err := DeleteSnapshotsAbove(l.fs, l.dir, -1); err != nil {
+		return l.fail(err)
+	}
+	l.setProducers(NewProducerState())
+	if err := l.writeMeta(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// SetLogStartOffset moves the log start forward (DeleteRecords, or a mirror
+// following its source): reads below it fail, whole segments below it are
+// deleted. It never moves backwards and never past the high watermark.
+func (l *Log) SetLogStartOffset(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(); err != nil {
+		return err
+	}
+	if offset <= l.logStart.Load() {
+		return nil
+	}
+	if hw := l.highWatermark.Load(); offset > hw {
+		return fmt.Errorf("%w: log start %d beyond the high watermark %d", ErrOffsetOutOfRange, offset, hw)
+	}
+	return l.advanceLogStart(offset)
+}
+
+// advanceLogStart. REQUIRES: l.mu held; logStart < offset <= log end.
+func (l *Log) advanceLogStart(offset int64) error {
+	l.logStart.Store(offset)
+	if err := l.writeMeta(); err != nil {
+		return l.fail(err)
+	}
+	if offset >= l.active().next.Load() && l.active().size.Load() > 0 {
+		if err := l.roll(offset); err != nil {
+			return err
+		}
+	}
+	segs := l.segs
+	n := 0
+	for n < len(segs)-1 && segs[n+1].base <= offset {
+		n++
+	}
+	if n > 0 {
+		l.setSegments(append([]*segment(nil), segs[n:]...))
+		for _, s := range segs[:n] {
+			if err := l.retire(s); err != nil {
+				return l.fail(err)
+			}
+		}
+	}
+	if err := l.epochs.TruncateFromStart(offset); err != nil {
+		return l.fail(err)
+	}
+	l.producer().DropAbortedBefore(offset)
+	if err := DeleteSnapshotsBelow(l.fs, l.dir, offset, snapshotsToKeep); err != nil {
+		l.cfg.Logger.Warn("deleting old producer snapshots failed", "dir", l.dir, "err", err)
+	}
+	return nil
+}
+
+// ApplyRetention deletes the oldest segments past retention.ms (by their
+// newest timestamp) or retention.bytes, never the active one, and moves the
+// log start to the first kept segment. It returns the number deleted.
+func (l *Log) ApplyRetention() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(); err != nil {
+		return 0, err
+	}
+	now := l.cfg.Now().UnixMilli()
+	var total int64
+	for _, s := range l.segs {
+		total += s.size.Load()
+	}
+	n := 0
+	for _, s := range l.segs[:len(l.segs)-1] {
+		newest := s.maxTs.Load()
+		if newest < 0 {
+			newest = s.created
+		}
+		expired := l.cfg.RetentionMs >= 0 && now-newest > l.cfg.RetentionMs
+		oversized := l.cfg.RetentionBytes >= 0 && total-s.size.Load() >= l.cfg.RetentionBytes
+		if !expired && !oversized {
+			break
+		}
+		total -= s.size.Load()
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	start := max(l.logStart.Load(), l.segs[n].base)
+	if err := l.advanceLogStart(start); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
