@@ -1,12 +1,14 @@
 package batch
 
 import (
-	"github.com/klauspost/crc32"
+	"hash/crc32"
+	"sync"
 )
 
-// castagnoli is the CRC32C table. klauspost/crc32 is used instead of
-// hash/crc32 because it was measured faster on our machines (BENCHMARKS.md,
-// BenchmarkCRC32C); both compute the same function.
+// castagnoli is the CRC32C table. hash/crc32 and github.com/klauspost/crc32
+// were measured equal on our machines (BENCHMARKS.md, BenchmarkCRC32C: both
+// run the SSE4.2 three-way kernel; klauspost v1.3.0 has its AVX-512 path
+// disabled), so the standard library wins on having no dependency.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // castagnoliReversed is the CRC32C polynomial in the reflected bit order
@@ -40,7 +42,7 @@ var xPow2 = func() (t [64]uint32) {
 }()
 
 // gfMul multiplies two polynomials modulo the CRC32C polynomial, both in
-// reflected order (bit 31 is x^0).
+// reflected order (bit 31 is x^0). Only table construction uses it.
 func gfMul(a, b uint32) uint32 {
 	var prod uint32
 	for m := uint32(1) << 31; m != 0; m >>= 1 {
@@ -56,11 +58,50 @@ func gfMul(a, b uint32) uint32 {
 	return prod
 }
 
+// Shifting by 8n bits multiplies the register by x^(8n) = the product of
+// x^(2^k) over the set bits k of 8n. Multiplying by a fixed polynomial is
+// linear in the register, so each x^(2^k) gets four 256-entry tables (one
+// per register byte) and a multiplication is four lookups, branch-free.
+// Bits 0-2 of 8n are always zero; bit 34 covers batches up to 2 GiB.
+const (
+	minShiftBit = 3
+	maxShiftBit = 35
+)
+
+type mulTables [4][256]uint32
+
+var (
+	shiftTablesOnce sync.Once
+	shiftTables     *[maxShiftBit - minShiftBit]mulTables
+)
+
+// buildShiftTables runs once, at the first patch (about 30k gfMul calls,
+// a few milliseconds), so that programs that never patch never pay it.
+func buildShiftTables() {
+	t := new([maxShiftBit - minShiftBit]mulTables)
+	for k := range t {
+		c := xPow2[k+minShiftBit]
+		for i := range 4 {
+			for v := range 256 {
+				t[k][i][v] = gfMul(c, uint32(v)<<(8*i))
+			}
+		}
+	}
+	shiftTables = t
+}
+
 // shiftZeros advances a raw CRC register over n zero bytes.
 func shiftZeros(reg uint32, n int) uint32 {
-	bits := uint64(n) * 8
-	for k := 0; bits != 0; k, bits = k+1, bits>>1 {
+	shiftTablesOnce.Do(buildShiftTables)
+	bits := uint64(n)
+	for k := 0; bits != 0 && k < len(shiftTables); k, bits = k+1, bits>>1 {
 		if bits&1 != 0 {
+			t := &shiftTables[k]
+			reg = t[0][byte(reg)] ^ t[1][byte(reg>>8)] ^ t[2][byte(reg>>16)] ^ t[3][byte(reg>>24)]
+		}
+	}
+	for k := len(shiftTables) + minShiftBit; bits != 0; k, bits = k+1, bits>>1 {
+		if bits&1 != 0 { // beyond 2 GiB: never a batch, kept correct anyway
 			reg = gfMul(xPow2[k&63], reg)
 		}
 	}

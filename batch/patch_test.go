@@ -111,6 +111,30 @@ func TestShiftZerosMatchesUpdate(t *testing.T) {
 	}
 }
 
+// The table-driven shift must equal the plain polynomial arithmetic for any
+// length, including lengths beyond the tables (over 2 GiB).
+func TestShiftZerosMatchesPolynomial(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	reference := func(reg uint32, n int) uint32 {
+		bits := uint64(n) * 8
+		for k := 0; bits != 0; k, bits = k+1, bits>>1 {
+			if bits&1 != 0 {
+				reg = gfMul(xPow2[k&63], reg)
+			}
+		}
+		return reg
+	}
+	for range 2000 {
+		n := int(rng.Uint64() >> rng.IntN(64))
+		n &= 1<<40 - 1
+		reg := rng.Uint32()
+		if got, want := shiftZeros(reg, n), reference(reg, n); got != want {
+			t.Fatalf("n=%d: %08x want %08x", n, got, want)
+		}
+	}
+}
+
 // The hot path's promise: no allocation to view, iterate, validate and patch.
 func TestHotPathZeroAllocs(t *testing.T) {
 	blob := concat(testBatch(0, 10, 100, 5), testBatch(10, 10, 100, 5), testBatch(20, 3, 100, 5)[:50])
