@@ -102,13 +102,20 @@ func openSegment(fsys vfs.FS, dir string, base int64, verify bool, indexInterval
 	if n := len(s.ix.times); n > 0 {
 		s.maxTs.Store(s.ix.times[n-1].ts)
 	}
-	end, scanErr := s.scan(from, verify, func(b batch.Batch, pos int64) error {
-		if rebuild {
-			s.indexBatch(b, pos, indexInterval)
-		}
+	indexAndObserve := func(b batch.Batch, pos int64) error {
+		s.indexBatch(b, pos, indexInterval)
 		s.observe(b)
 		return nil
-	})
+	}
+	observeOnly := func(b batch.Batch, _ int64) error {
+		s.observe(b)
+		return nil
+	}
+	walk := observeOnly
+	if rebuild {
+		walk = indexAndObserve
+	}
+	end, scanErr := s.scan(from, verify, walk)
 	if !rebuild {
 		s.bytesSinceIndex = end - from
 	}
@@ -130,11 +137,7 @@ func openSegment(fsys vfs.FS, dir string, base int64, verify bool, indexInterval
 			s.ix.offsets, s.ix.times = s.ix.offsets[:0], s.ix.times[:0]
 			s.next.Store(base)
 			s.maxTs.Store(-1)
-			if _, err := s.scan(0, false, func(b batch.Batch, pos int64) error {
-				s.indexBatch(b, pos, indexInterval)
-				s.observe(b)
-				return nil
-			}); err != nil {
+			if _, err := s.scan(0, false, indexAndObserve); err != nil {
 				return nil, false, err
 			}
 		}
