@@ -104,7 +104,11 @@ func (l *Log) recover() error {
 	if err := l.writeMeta(); err != nil {
 		return err
 	}
-	if err := l.recoverEpochs(leo, logStart); err != nil {
+	replayFrom := leo // a clean log's checkpoint is complete
+	if !clean {
+		replayFrom = verifyFrom
+	}
+	if err := l.recoverEpochs(leo, logStart, replayFrom); err != nil {
 		return err
 	}
 	if err := DeleteSnapshotsAbove(l.fs, l.dir, leo); err != nil {
@@ -160,8 +164,11 @@ func closeAll(segs []*segment) {
 }
 
 // recoverEpochs opens the epoch cache, rebuilding it from the batches when
-// the checkpoint is damaged or missing for a non-empty log.
-func (l *Log) recoverEpochs(leo, logStart int64) error {
+// the checkpoint is damaged or missing for a non-empty log. Batches in
+// segments from replayFrom on are assigned again: a crash between a
+// segment write and the checkpoint update leaves batches whose epoch the
+// checkpoint lacks (Kafka re-assigns while recovering segments too).
+func (l *Log) recoverEpochs(leo, logStart, replayFrom int64) error {
 	c, err := OpenEpochCache(l.fs, l.dir)
 	rebuild := false
 	switch {
@@ -201,6 +208,19 @@ func (l *Log) recoverEpochs(leo, logStart int64) error {
 	}
 	if err := c.TruncateFromEnd(leo); err != nil {
 		return err
+	}
+	if !rebuild {
+		for _, s := range l.segs {
+			if s.next.Load() <= replayFrom {
+				continue
+			}
+			if _, err := s.scan(0, false, func(b batch.Batch, _ int64) error {
+				_, err := c.Assign(b.PartitionLeaderEpoch(), b.BaseOffset())
+				return err
+			}); err != nil {
+				return fmt.Errorf("replaying leader epochs of %s: %w", s.path, err)
+			}
+		}
 	}
 	return c.TruncateFromStart(logStart)
 }

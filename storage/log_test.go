@@ -395,3 +395,42 @@ func TestInvalidConfig(t *testing.T) {
 		}
 	}
 }
+
+// An open error on a segment is returned, never a panic, and closes what
+// was opened.
+func TestOpenReportsSegmentErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l := openTestLog(t, dir, Config{})
+	if _, err := l.AppendMirror(dataBatch(0, 1, 10, 0, -1, -1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	ffs := vfs.NewFaultFS(vfs.Default)
+	ffs.Fail(vfs.OpRead, syscall.EIO)
+	if _, err := Open(dir, Config{FS: ffs}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("open with failing reads: %v", err)
+	}
+}
+
+// A crash after a batch reached the segment but before the epoch
+// checkpoint learned its epoch: recovery assigns it from the log.
+func TestUncleanOpenReassignsEpochs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l := openTestLog(t, dir, Config{})
+	for i, ple := range []int32{1, 1, 4} {
+		if _, err := l.AppendMirror(dataBatch(int64(i), 1, 10, ple, -1, -1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	os.Remove(filepath.Join(dir, cleanMarker))
+	// The checkpoint as it was before the epoch-4 batch.
+	os.WriteFile(filepath.Join(dir, "leader-epoch-checkpoint"), []byte("0\n1\n1 0\n"), 0o644)
+	l = openTestLog(t, dir, Config{})
+	defer l.Close()
+	if e, ok := l.Epochs().Latest(); !ok || e.Epoch != 4 || e.StartOffset != 2 {
+		t.Fatalf("latest epoch after recovery: %+v", e)
+	}
+}

@@ -63,8 +63,10 @@ func createSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
 // checked (structure and CRC32C), a damaged tail is cut and the indexes are
 // rebuilt; otherwise the index files are trusted if they decode cleanly and
 // only the stretch after the last index entry is walked.
-func openSegment(fsys vfs.FS, dir string, base int64, verify bool, indexInterval int64) (s *segment, cut bool, err error) {
-	s = &segment{base: base, path: segmentPath(dir, base)}
+func openSegment(fsys vfs.FS, dir string, base int64, verify bool, indexInterval int64) (_ *segment, cut bool, err error) {
+	// s is not a named result: early returns set results to nil, and the
+	// deferred cleanup must still reach the files opened so far.
+	s := &segment{base: base, path: segmentPath(dir, base)}
 	if s.file, err = fsys.OpenFile(s.path+".log", os.O_RDWR, 0o644); err != nil {
 		return nil, false, fmt.Errorf("opening segment %s.log: %w", s.path, err)
 	}
