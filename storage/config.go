@@ -38,6 +38,16 @@ type Config struct {
 	// ProducerIDExpirationMs forgets idle producers
 	// (producer.id.expiration.ms, default 1 day).
 	ProducerIDExpirationMs int64
+	// Compact turns on Log.Compact (cleanup.policy contains compact).
+	// Retention is separate: for cleanup.policy=compact alone, set
+	// RetentionMs and RetentionBytes to -1.
+	Compact bool
+	// DeleteRetentionMs keeps a compacted log's tombstones this long after
+	// their segment's newest timestamp (delete.retention.ms, default 1 day).
+	DeleteRetentionMs int64
+	// MinCompactionLagMs keeps a segment out of compaction until its newest
+	// timestamp is this old (min.compaction.lag.ms, default 0).
+	MinCompactionLagMs int64
 
 	// FS is the file system; nil means the operating system's.
 	FS vfs.FS
@@ -54,6 +64,7 @@ const (
 	DefaultIndexIntervalBytes     = 4096
 	DefaultRetentionMs            = 7 * 24 * 3600 * 1000
 	DefaultProducerIDExpirationMs = 24 * 3600 * 1000
+	DefaultDeleteRetentionMs      = 24 * 3600 * 1000
 	unlimited                     = -1
 	minSegmentBytes               = 4 * batch.HeaderSize
 )
@@ -69,6 +80,7 @@ func DefaultConfig() Config {
 		FlushMessages:          unlimited,
 		FlushMs:                unlimited,
 		ProducerIDExpirationMs: DefaultProducerIDExpirationMs,
+		DeleteRetentionMs:      DefaultDeleteRetentionMs,
 	}
 }
 
@@ -102,6 +114,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ProducerIDExpirationMs == 0 {
 		c.ProducerIDExpirationMs = d.ProducerIDExpirationMs
 	}
+	if c.DeleteRetentionMs == 0 {
+		c.DeleteRetentionMs = d.DeleteRetentionMs
+	}
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
@@ -128,6 +143,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: flush.ms %d below -1", ErrInvalidConfig, c.FlushMs)
 	case c.ProducerIDExpirationMs < 1:
 		return c, fmt.Errorf("%w: producer.id.expiration.ms %d must be positive", ErrInvalidConfig, c.ProducerIDExpirationMs)
+	case c.DeleteRetentionMs < 0:
+		return c, fmt.Errorf("%w: delete.retention.ms %d must not be negative", ErrInvalidConfig, c.DeleteRetentionMs)
+	case c.MinCompactionLagMs < 0:
+		return c, fmt.Errorf("%w: min.compaction.lag.ms %d must not be negative", ErrInvalidConfig, c.MinCompactionLagMs)
 	}
 	return c, nil
 }
