@@ -156,7 +156,9 @@ func (l *Log) appendBatches(records []byte, res *AppendResult) error {
 			roll = true // an empty segment is renamed to the batch's offset
 		case used > 0 && used+int64(len(b)) > l.cfg.SegmentBytes:
 			roll = true
-		case used > 0 && l.cfg.Now().UnixMilli()-seg.created >= l.cfg.SegmentMs:
+		case used > 0 && seg.created > 0 && l.cfg.Now().UnixMilli()-seg.created >= l.cfg.SegmentMs:
+			// created is set at a segment's first write: a run still
+			// pending for a new segment is not "old".
 			roll = true
 		case b.LastOffset()-seg.base > maxRelativeDelta:
 			roll = true

@@ -215,6 +215,11 @@ func (l *Log) recoverEpochs(leo, logStart, replayFrom int64) error {
 				continue
 			}
 			if _, err := s.scan(0, false, func(b batch.Batch, _ int64) error {
+				// Only newer epochs: assigning an older one would cut
+				// the entries after it (Kafka's recovery does the same).
+				if last, ok := c.Latest(); ok && b.PartitionLeaderEpoch() <= last.Epoch {
+					return nil
+				}
 				_, err := c.Assign(b.PartitionLeaderEpoch(), b.BaseOffset())
 				return err
 			}); err != nil {

@@ -434,3 +434,20 @@ func TestUncleanOpenReassignsEpochs(t *testing.T) {
 		t.Fatalf("latest epoch after recovery: %+v", e)
 	}
 }
+
+// One chunk into a new log fills one segment, not one segment per batch.
+func TestFirstChunkDoesNotRollPerBatch(t *testing.T) {
+	t.Parallel()
+	l := openTestLog(t, t.TempDir(), Config{})
+	defer l.Close()
+	var chunk []byte
+	for i := range 50 {
+		chunk = append(chunk, dataBatch(int64(i), 1, 100, 0, -1, -1, 1)...)
+	}
+	if _, err := l.AppendMirror(chunk); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.NumSegments(); n != 1 {
+		t.Fatalf("%d segments after one chunk", n)
+	}
+}
