@@ -61,3 +61,29 @@ func (b Batch) RewriteProducerID() bool {
 	b.SetProducerID(mapped)
 	return true
 }
+
+// SetLogAppendTime marks the batch's timestamps as broker-assigned
+// (message.timestamp.type=LogAppendTime): the timestamp-type attribute is
+// set and MaxTimestamp becomes ts, which consumers then report for every
+// record. The CRC32C is patched in place from the old checksum, as
+// SetProducerID does; the records are untouched.
+//
+// REQUIRES: the stored CRC is correct (Verify passed).
+func (b Batch) SetLogAppendTime(ts int64) {
+	// Attributes (offset 21) and MaxTimestamp (offset 35) are both in the
+	// CRC range; patch each as an XOR delta.
+	attrs := b[offAttributes : offAttributes+2]
+	oldAttrs := binary.BigEndian.Uint16(attrs)
+	newAttrs := oldAttrs | attrTimestampType
+	var d2 [2]byte
+	binary.BigEndian.PutUint16(d2[:], oldAttrs^newAttrs)
+	binary.BigEndian.PutUint16(attrs, newAttrs)
+	crc := patchedCRC(b.CRC(), d2[:], len(b)-(offAttributes+2))
+
+	field := b[offMaxTimestamp : offMaxTimestamp+8]
+	var d8 [8]byte
+	binary.BigEndian.PutUint64(d8[:], binary.BigEndian.Uint64(field)^uint64(ts))
+	binary.BigEndian.PutUint64(field, uint64(ts))
+	crc = patchedCRC(crc, d8[:], len(b)-(offMaxTimestamp+8))
+	binary.BigEndian.PutUint32(b[offCRC:], crc)
+}

@@ -150,3 +150,25 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// SetConfig replaces the log's configuration (a topic config change). The
+// file system, logger and clock stay those the log was opened with. New
+// segment and retention limits apply from the next append or retention run.
+func (l *Log) SetConfig(cfg Config) error {
+	cfg.FS, cfg.Logger, cfg.Now = l.cfg.FS, l.cfg.Logger, l.cfg.Now
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	return nil
+}
+
+// Config returns the log's configuration.
+func (l *Log) Config() Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg
+}

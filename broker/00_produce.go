@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/storage"
+)
+
+// errReadOnlyTopic is READ_ONLY_TOPIC, KIP-1279's answer to a write to a
+// topic that is being mirrored.
+const errReadOnlyTopic int16 = 134
+
+// Produce: v3-13
+//
+// Behavior:
+// Each partition's records must be exactly one valid record batch (magic
+// 2, CRC32C checked) no larger than the topic's max.message.bytes. The
+// batch is appended at the log end with this node's leader epoch;
+// idempotent batches go through producer state (sequence and epoch checks;
+// a retried batch already appended answers with its original offsets).
+// Partitions of a mirror topic answer READ_ONLY_TOPIC until failover.
+// With acks=0 nothing is answered; acks=1 and acks=all are the same on
+// one node: the high watermark is the log end as soon as the append
+// returns.
+//
+// Version notes:
+// v3 is the floor (record batch v2, as Kafka 4.0); v9 flexible; v13 names
+// topics by ID.
+func init() { regKey(0, 3, 13, (*Broker).handleProduce) }
+
+func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	b.stats.ProduceRequests.Add(1)
+	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		t := b.topicByName(rt.Topic)
+		if req.Version >= 13 {
+			t = b.topicByID(rt.TopicID)
+		}
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			switch {
+			case badAcks:
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case t == nil && req.Version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case t.readOnly():
+				sp.ErrorCode = errReadOnlyTopic
+				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirror + " and read-only until failover"
+				sp.ErrorMessage = &msg
+			default:
+				b.producePartition(t.parts[rp.Partition], rp.Records, &sp)
+			}
+			if sp.ErrorCode != 0 {
+				b.stats.ErrorResponses.Add(1)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		r.noResponse = true
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// producePartition appends one partition's batch and fills its answer.
+func (b *Broker) producePartition(p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+	if len(records) < batch.HeaderSize {
+		sp.ErrorCode = kerr.CorruptMessage.Code
+		return
+	}
+	if max := p.maxMessageBytes.Load(); len(records) > int(max) {
+		sp.ErrorCode = kerr.MessageTooLarge.Code
+		return
+	}
+	bt, err := batch.Parse(records)
+	if err == nil && len(bt) != len(records) {
+		sp.ErrorCode = kerr.InvalidRecord.Code
+		msg := "a produce request must hold exactly one record batch per partition"
+		sp.ErrorMessage = &msg
+		return
+	}
+	if err == nil && p.appendTimestamps.Load() {
+		if err = bt.Verify(); err == nil {
+			sp.LogAppendTime = time.Now().UnixMilli()
+			bt.SetLogAppendTime(sp.LogAppendTime)
+		}
+	}
+	var res storage.AppendResult
+	if err == nil {
+		res, err = p.log.AppendProduce(records, p.leaderEpoch())
+	}
+	if err != nil {
+		sp.ErrorCode = produceErrorCode(err)
+		if sp.ErrorCode == kerr.KafkaStorageError.Code {
+			b.log.Error("produce append failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		} else {
+			msg := err.Error()
+			sp.ErrorMessage = &msg
+		}
+		return
+	}
+	sp.BaseOffset = res.FirstOffset
+	sp.LogStartOffset = p.log.LogStartOffset()
+	if !res.Duplicate {
+		b.stats.ProduceBatches.Add(int64(res.Batches))
+		b.stats.ProduceBytes.Add(int64(len(records)))
+		p.appended()
+	}
+}
+
+// produceErrorCode maps an append error to its Kafka code.
+func produceErrorCode(err error) int16 {
+	switch {
+	case batch.IsCorruption(err):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, storage.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, storage.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, storage.ErrUnknownProducerID):
+		return kerr.UnknownProducerID.Code
+	case errors.Is(err, storage.ErrTransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
+	}
+	return kerr.KafkaStorageError.Code
+}

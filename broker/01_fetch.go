@@ -1,0 +1,374 @@
+package broker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/storage"
+)
+
+// Fetch: v4-17
+//
+// Behavior:
+// Consumers (and later mirror followers) read stored batches. Each
+// partition is answered from the log: read_uncommitted up to the high
+// watermark, read_committed up to the last stable offset with the aborted
+// transactions of the range. The response is encoded by hand (fetch_encode.go)
+// with the batch bytes read from the segment straight into the response
+// buffer: never decoded, never re-encoded, no allocation per response once
+// the pools are warm.
+//
+// The first partition with data may exceed the response and partition byte
+// limits by one batch (KIP-74); later partitions get data only while the
+// response budget lasts. When less than MinBytes is ready the request waits
+// up to MaxWaitMillis for an append to any of its partitions (long poll); the
+// wait is on this connection's worker, never on an event loop.
+//
+// CurrentLeaderEpoch (v9+) older than ours is FENCED_LEADER_EPOCH, newer is
+// UNKNOWN_LEADER_EPOCH. LastFetchedEpoch (v12+) that diverges from our epoch
+// history returns DivergingEpoch and no records. Fetch sessions: see
+// fetch_session.go.
+//
+// Version notes:
+// v4 is the floor: record batch v2 (magic 2) only, as in Kafka 4.0.
+// v7 sessions, v9 current leader epoch, v11 rack (ignored: one node),
+// v12 flexible and diverging epochs, v13 topic IDs, v15 replica state.
+func init() { regKey(1, 4, 17, (*Broker).handleFetch) }
+
+// fetchPart is one partition of a Fetch being answered.
+type fetchPart struct {
+	topicIdx  int // index into fetchScratch.topics
+	t         *topic
+	p         *partition
+	sp        *sessionPart // session position, nil when sessionless
+	partition int32
+	offset    int64
+	maxBytes  int32
+	curEpoch  int32
+	lastEpoch int32
+
+	errCode   int16
+	info      storage.ReadInfo
+	region    storage.Region
+	divEpoch  int32
+	divOffset int64
+	diverging bool
+	aborted   []storage.AbortedTxn // aliases fetchScratch.aborted, read_committed only
+	include   bool
+}
+
+// fetchTopic is a topic of the response, in request (or session) order.
+type fetchTopic struct {
+	name  string
+	id    [16]byte
+	count int // included partitions
+}
+
+// fetchScratch is a connection's reusable Fetch state. Requests of one
+// connection never overlap, so it needs no lock.
+type fetchScratch struct {
+	parts   []fetchPart
+	topics  []fetchTopic
+	aborted []storage.AbortedTxn
+	wake    chan struct{}
+	timer   *time.Timer
+}
+
+func (b *Broker) fetchScratch(r *request) *fetchScratch {
+	cs := connState(r.conn)
+	if cs.fetch == nil {
+		cs.fetch = &fetchScratch{wake: make(chan struct{}, 1)}
+	}
+	return cs.fetch
+}
+
+func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.FetchRequest)
+	b.stats.FetchRequests.Add(1)
+	fs := b.fetchScratch(r)
+	fs.parts, fs.topics = fs.parts[:0], fs.topics[:0]
+
+	sess, sessErr := b.fetchSessionFor(req, fs)
+	if sess != nil {
+		defer sess.mu.Unlock()
+	}
+	if sessErr != nil {
+		r.out = appendFetchError(r.out, req.Version, sessErr.Code)
+		r.raw = true
+		return nil, nil
+	}
+	sessionID, incremental := int32(0), false
+	if sess != nil {
+		sessionID, incremental = sess.id, req.SessionEpoch > sessionEpochInitial
+	}
+
+	committed := req.IsolationLevel == 1
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		total, anyErr := b.planFetch(req.Version, fs, committed, req.MaxBytes, incremental)
+		if total >= int64(req.MinBytes) || anyErr || req.MaxWaitMillis <= 0 || !time.Now().Before(deadline) {
+			break
+		}
+		if !b.waitForAppend(fs, deadline) {
+			break
+		}
+	}
+	r.out = b.encodeFetch(r.out, req.Version, sessionID, fs, committed)
+	r.raw = true
+	if sess != nil {
+		sess.lastUsed = time.Now()
+	}
+	return nil, nil
+}
+
+// fetchSessionFor applies the request's session fields: it creates,
+// continues or closes a session, fills fs.parts with the partitions to
+// answer and returns the session, locked, or nil for a sessionless fetch.
+func (b *Broker) fetchSessionFor(req *kmsg.FetchRequest, fs *fetchScratch) (*fetchSession, *kerr.Error) {
+	var sess *fetchSession
+	switch {
+	case req.Version < 7 || (req.SessionID == 0 && req.SessionEpoch == sessionEpochFinal):
+		// Sessionless full fetch.
+	case req.SessionEpoch == sessionEpochFinal:
+		b.sessions.remove(req.SessionID) // close, answer as a full fetch
+	case req.SessionEpoch == sessionEpochInitial:
+		if req.SessionID != 0 {
+			b.sessions.remove(req.SessionID)
+		}
+		sess = b.sessions.create(time.Now())
+		if sess != nil {
+			sess.mu.Lock()
+		}
+	default:
+		if sess = b.sessions.get(req.SessionID); sess == nil {
+			return nil, kerr.FetchSessionIDNotFound
+		}
+		sess.mu.Lock()
+		if sess.epoch != req.SessionEpoch {
+			sess.mu.Unlock()
+			return nil, kerr.InvalidFetchSessionEpoch
+		}
+	}
+	byID := req.Version >= 13
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			fp := fetchPart{partition: rp.Partition, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes,
+				curEpoch: rp.CurrentLeaderEpoch, lastEpoch: rp.LastFetchedEpoch, topicIdx: -1}
+			key := sessionKey{partition: rp.Partition}
+			if byID {
+				key.topicID = rt.TopicID
+			} else {
+				key.topic = rt.Topic
+			}
+			if sess != nil {
+				fp.sp = sess.upsert(sessionPart{key: key, fetchOffset: fp.offset, maxBytes: fp.maxBytes,
+					currentEpoch: fp.curEpoch, lastFetchedEpoch: fp.lastEpoch})
+				continue
+			}
+			b.addFetchPart(fs, fp, key)
+		}
+	}
+	if sess == nil {
+		return nil, nil
+	}
+	for i := range req.ForgottenTopics {
+		ft := &req.ForgottenTopics[i]
+		for _, p := range ft.Partitions {
+			key := sessionKey{partition: p}
+			if byID {
+				key.topicID = ft.TopicID
+			} else {
+				key.topic = ft.Topic
+			}
+			sess.forget(key)
+		}
+	}
+	sess.epoch = nextSessionEpoch(sess.epoch)
+	// Answer every partition of the session, in session order.
+	for _, sp := range sess.parts {
+		b.addFetchPart(fs, fetchPart{partition: sp.key.partition, offset: sp.fetchOffset, maxBytes: sp.maxBytes,
+			curEpoch: sp.currentEpoch, lastEpoch: sp.lastFetchedEpoch, sp: sp, topicIdx: -1}, sp.key)
+	}
+	return sess, nil
+}
+
+func nextSessionEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
+}
+
+// addFetchPart resolves a partition's topic and appends it, grouping
+// partitions of one topic under one response topic.
+func (b *Broker) addFetchPart(fs *fetchScratch, fp fetchPart, key sessionKey) {
+	if key.topicID != ([16]byte{}) {
+		fp.t = b.topicByID(key.topicID)
+	} else {
+		fp.t = b.topicByName(key.topic)
+	}
+	if fp.t != nil && fp.partition >= 0 && int(fp.partition) < len(fp.t.parts) {
+		fp.p = fp.t.parts[fp.partition]
+	}
+	if n := len(fs.topics); n > 0 && fs.topics[n-1].name == key.topic && fs.topics[n-1].id == key.topicID {
+		fp.topicIdx = n - 1
+	} else {
+		fs.topics = append(fs.topics, fetchTopic{name: key.topic, id: key.topicID})
+		fp.topicIdx = len(fs.topics) - 1
+	}
+	fs.parts = append(fs.parts, fp)
+}
+
+// planFetch locates every partition's data without copying it and decides
+// which partitions the response lists. It returns the bytes found and
+// whether any partition has an error (which ends a long poll at once).
+func (b *Broker) planFetch(version int16, fs *fetchScratch, committed bool, maxBytes int32, incremental bool) (total int64, anyErr bool) {
+	fs.aborted = fs.aborted[:0]
+	budget := int64(maxBytes)
+	for i := range fs.topics {
+		fs.topics[i].count = 0
+	}
+	for i := range fs.parts {
+		fp := &fs.parts[i]
+		fp.errCode, fp.diverging, fp.aborted, fp.region = 0, false, nil, storage.Region{}
+		fp.info = storage.ReadInfo{FirstOffset: -1, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+		b.readFetchPart(version, fp, fs, committed, &budget, total == 0)
+		total += fp.region.Length
+		if fp.errCode != 0 {
+			anyErr = true
+		}
+		fp.include = !incremental || fp.changed()
+		if fp.include {
+			fs.topics[fp.topicIdx].count++
+		}
+	}
+	return total, anyErr
+}
+
+// changed reports whether an incremental response must list the partition.
+func (fp *fetchPart) changed() bool {
+	sp := fp.sp
+	return sp == nil || fp.errCode != 0 || fp.region.Length > 0 || fp.diverging ||
+		fp.info.HighWatermark != sp.sentHW || fp.info.LastStableOffset != sp.sentLSO ||
+		fp.info.LogStartOffset != sp.sentLogStart
+}
+
+// readFetchPart fills one partition's answer.
+func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, committed bool, budget *int64, first bool) {
+	p := fp.p
+	switch {
+	case p == nil && version >= 13:
+		fp.errCode = kerr.UnknownTopicID.Code
+		return
+	case p == nil:
+		fp.errCode = kerr.UnknownTopicOrPartition.Code
+		return
+	}
+	epoch := p.leaderEpoch()
+	switch {
+	case fp.curEpoch >= 0 && fp.curEpoch < epoch:
+		fp.errCode = kerr.FencedLeaderEpoch.Code
+		return
+	case fp.curEpoch > epoch:
+		fp.errCode = kerr.UnknownLeaderEpoch.Code
+		return
+	}
+	if fp.lastEpoch >= 0 {
+		e, end := p.log.EndOffsetForEpoch(fp.lastEpoch)
+		if e < fp.lastEpoch || end < fp.offset {
+			fp.diverging, fp.divEpoch, fp.divOffset = true, e, end
+			fp.info = partitionInfo(p.log)
+			return
+		}
+	}
+	limit := int64(fp.maxBytes)
+	if !first {
+		limit = min(limit, *budget)
+	}
+	upTo := p.log.HighWatermark()
+	if committed {
+		upTo = p.log.LastStableOffset()
+	}
+	var err error
+	if limit <= 0 && !first {
+		fp.info = partitionInfo(p.log)
+		if fp.offset < fp.info.LogStartOffset || fp.offset > fp.info.LogEndOffset {
+			err = storage.ErrOffsetOutOfRange
+		}
+	} else {
+		fp.region, fp.info, err = p.log.ReadRegion(fp.offset, int(max(limit, 1)), upTo)
+	}
+	switch {
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		fp.errCode = kerr.OffsetOutOfRange.Code
+		fp.info.HighWatermark, fp.info.LastStableOffset, fp.info.LogStartOffset = -1, -1, -1
+		fp.region = storage.Region{}
+		return
+	case err != nil:
+		fp.errCode = kerr.KafkaStorageError.Code
+		fp.region = storage.Region{}
+		b.log.Warn("fetch read failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		return
+	}
+	if !first && fp.region.Length > *budget {
+		fp.region = storage.Region{} // KIP-74: only the first partition may overshoot
+	}
+	*budget -= fp.region.Length
+	if committed && fp.region.Length > 0 {
+		start := len(fs.aborted)
+		fs.aborted = p.log.Producers().AppendAbortedTxns(fs.aborted, fp.offset, fp.info.LastStableOffset)
+		fp.aborted = fs.aborted[start:len(fs.aborted):len(fs.aborted)]
+	}
+}
+
+// partitionInfo reads the offsets a partition answers with when no read
+// runs.
+func partitionInfo(l *storage.Log) storage.ReadInfo {
+	return storage.ReadInfo{
+		FirstOffset:      -1,
+		HighWatermark:    l.HighWatermark(),
+		LastStableOffset: l.LastStableOffset(),
+		LogStartOffset:   l.LogStartOffset(),
+		LogEndOffset:     l.LogEndOffset(),
+	}
+}
+
+// waitForAppend parks the request until an append to one of its
+// partitions, the deadline or shutdown. It returns false when the broker
+// is closing.
+func (b *Broker) waitForAppend(fs *fetchScratch, deadline time.Time) bool {
+	select {
+	case <-fs.wake:
+	default:
+	}
+	for i := range fs.parts {
+		if p := fs.parts[i].p; p != nil {
+			p.wait(fs.wake)
+		}
+	}
+	d := time.Until(deadline)
+	if fs.timer == nil {
+		fs.timer = time.NewTimer(d)
+	} else {
+		fs.timer.Reset(d)
+	}
+	open := true
+	select {
+	case <-fs.wake:
+	case <-fs.timer.C:
+	case <-b.closing:
+		open = false
+	}
+	fs.timer.Stop()
+	for i := range fs.parts {
+		if p := fs.parts[i].p; p != nil {
+			p.unwait(fs.wake)
+		}
+	}
+	return open
+}

@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/storage"
+)
+
+// Special ListOffsets timestamps.
+const (
+	listLatest        = -1
+	listEarliest      = -2
+	listMaxTimestamp  = -3 // v7+
+	listEarliestLocal = -4 // v8+: no tiered storage, so the log start
+)
+
+// ListOffsets: v1-10
+//
+// Behavior:
+// Latest is the high watermark (the last stable offset for read_committed),
+// earliest the log start, max timestamp the batch with the largest
+// timestamp, and a timestamp the first batch whose max timestamp is at or
+// after it (batch granularity: a reset by time may re-read, never skip).
+// CurrentLeaderEpoch is checked as in Fetch.
+//
+// Version notes:
+// v1 is the floor (Kafka 4.0); v2 isolation level; v4 leader epochs; v6
+// flexible; v7 max timestamp; v8 earliest local; v9-10 change nothing we
+// answer.
+func init() { regKey(2, 1, 10, (*Broker).handleListOffsets) }
+
+func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		t := b.topicByName(rt.Topic)
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				b.listOffset(t.parts[rp.Partition], rp, req.IsolationLevel == 1, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	epoch := p.leaderEpoch()
+	switch {
+	case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
+		sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+		return
+	case rp.CurrentLeaderEpoch > epoch:
+		sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+		return
+	}
+	l := p.log
+	var (
+		offset, ts int64 = -1, -1
+		found            = true
+		err        error
+	)
+	switch rp.Timestamp {
+	case listLatest:
+		offset = l.HighWatermark()
+		if committed {
+			offset = l.LastStableOffset()
+		}
+	case listEarliest, listEarliestLocal:
+		offset = l.LogStartOffset()
+	case listMaxTimestamp:
+		offset, ts, found, err = l.MaxTimestamp()
+	default:
+		if rp.Timestamp < 0 {
+			sp.ErrorCode = kerr.InvalidRequest.Code
+			return
+		}
+		offset, ts, found, err = l.OffsetForTimestamp(rp.Timestamp)
+	}
+	if err != nil {
+		b.log.Warn("list offsets failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		sp.ErrorCode = kerr.KafkaStorageError.Code
+		return
+	}
+	if !found {
+		return // no such record: offset and timestamp -1, as Kafka answers
+	}
+	sp.Offset, sp.Timestamp = offset, ts
+	sp.LeaderEpoch = offsetEpoch(l, offset)
+}
+
+// offsetEpoch is the leader epoch of the batch at offset, or the latest
+// epoch at the log end; -1 when unknown.
+func offsetEpoch(l *storage.Log, offset int64) int32 {
+	if offset >= l.LogEndOffset() {
+		if e, ok := l.Epochs().Latest(); ok {
+			return e.Epoch
+		}
+		return -1
+	}
+	if e, ok := l.Epochs().EpochForOffset(offset); ok {
+		return e
+	}
+	return -1
+}

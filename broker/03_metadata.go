@@ -1,0 +1,143 @@
+package broker
+
+import (
+	"errors"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Metadata: v0-13
+//
+// Behavior:
+// One broker, this node, leads every partition with itself as the only
+// replica. The broker entry advertises the listener the request came in
+// on. A null topic list (v1+; empty in v0) lists every topic. A requested
+// topic that does not exist is created with num.partitions when
+// auto.create.topics.enable is on and the request allows it (always before
+// v4), and answered at once, not with LEADER_NOT_AVAILABLE.
+//
+// Version notes:
+// v1 controller id and nullable topics, v2 cluster id, v4 auto-create flag,
+// v7 leader epochs, v8 authorized operations (not computed: no authorizer
+// yet), v9 flexible, v10 topic IDs, v12 topics by ID, v13 top-level error.
+func init() { regKey(3, 0, 13, (*Broker).handleMetadata) }
+
+func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	adv := b.advertisedFor(r.conn.Listener())
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: adv.Host, Port: int32(adv.Port)}}
+	clusterID := b.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = b.cfg.NodeID
+
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		b.mu.RLock()
+		ts := make([]*topic, 0, len(b.topics))
+		for _, t := range b.topics {
+			ts = append(ts, t)
+		}
+		b.mu.RUnlock()
+		sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
+		for _, t := range ts {
+			resp.Topics = append(resp.Topics, b.metadataTopic(t))
+		}
+		return resp, nil
+	}
+	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, rt := range req.Topics {
+		var t *topic
+		switch {
+		case rt.TopicID != ([16]byte{}):
+			t = b.topicByID(rt.TopicID)
+		case rt.Topic != nil:
+			t = b.topicByName(*rt.Topic)
+		}
+		if t == nil && rt.Topic != nil && autoCreate {
+			t = b.autoCreate(*rt.Topic)
+		}
+		if t == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if rt.Topic == nil {
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+			} else if validateTopicName(*rt.Topic) != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.metadataTopic(t))
+	}
+	return resp, nil
+}
+
+// autoCreate creates a topic a client asked for by name, if the name is
+// valid; a concurrent create of the same name is fine.
+func (b *Broker) autoCreate(name string) *topic {
+	if validateTopicName(name) != nil {
+		return nil
+	}
+	t, err := b.createTopic(name, b.cfg.NumPartitions, nil, [16]byte{})
+	if errors.Is(err, errTopicExists) {
+		return b.topicByName(name)
+	}
+	if err != nil {
+		b.log.Warn("auto-creating a topic failed", "topic", name, "err", err)
+		return nil
+	}
+	return t
+}
+
+func (b *Broker) metadataTopic(t *topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.name
+	mt.Topic, mt.TopicID = &name, t.id
+	b.mu.RLock()
+	parts := t.parts
+	b.mu.RUnlock()
+	replicas := []int32{b.cfg.NodeID}
+	for _, p := range parts {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.index
+		mp.Leader = b.cfg.NodeID
+		mp.LeaderEpoch = p.leaderEpoch()
+		mp.Replicas, mp.ISR = replicas, replicas
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// advertisedFor returns the advertised listener named like the one a
+// connection came in on.
+func (b *Broker) advertisedFor(listener string) Listener {
+	for _, l := range b.advertised {
+		if l.Name == listener {
+			return l
+		}
+	}
+	return b.advertised[0]
+}
+
+// validateTopicName applies Kafka's topic name rules.
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("topic name is empty")
+	case name == "." || name == "..":
+		return errors.New(`topic name cannot be "." or ".."`)
+	case len(name) > 249:
+		return errors.New("topic name is longer than 249 characters")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return errors.New("topic name may only contain ASCII letters, digits, '.', '_' and '-'")
+		}
+	}
+	return nil
+}

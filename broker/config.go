@@ -1,0 +1,160 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/kmirror/kmirror/storage"
+)
+
+// Config is the node's configuration: plain data, filled by cmd/kmirror from
+// a Kafka-style properties file and flags (STYLE.md item 34). Field comments
+// name the Kafka property each field comes from.
+type Config struct {
+	// NodeID is node.id (default 1).
+	NodeID int32
+	// Listeners are the addresses to bind (listeners, default
+	// PLAINTEXT://127.0.0.1:9092). Only PLAINTEXT exists today.
+	Listeners []Listener
+	// AdvertisedListeners are what Metadata tells clients
+	// (advertised.listeners); empty means Listeners, with the bound port
+	// when a listener asked for port 0.
+	AdvertisedListeners []Listener
+	// LogDirs hold partition logs (log.dirs, default /tmp/kmirror-logs).
+	// New partitions go to the directory holding the fewest partitions.
+	LogDirs []string
+	// StateDir holds the Badger store (metadata.log.dir; default
+	// <first log dir>/__kmirror_state).
+	StateDir string
+	// NumPartitions is num.partitions (default 1) for auto-created topics
+	// and CreateTopics without a partition count.
+	NumPartitions int32
+	// AutoCreateTopics is auto.create.topics.enable (default true).
+	AutoCreateTopics bool
+	// MessageMaxBytes is message.max.bytes (default 1048588): the largest
+	// record batch a producer may send, and the topic default of
+	// max.message.bytes.
+	MessageMaxBytes int32
+	// SocketRequestMaxBytes is socket.request.max.bytes (default 104857600):
+	// a larger frame closes the connection.
+	SocketRequestMaxBytes int32
+	// Log is the default partition log configuration (log.segment.bytes,
+	// log.retention.ms/minutes/hours, log.retention.bytes, log.roll.ms,
+	// log.flush.*, log.cleanup.policy...). Topic configs override it.
+	Log storage.Config
+	// LogCleanupPolicy is log.cleanup.policy (default "delete").
+	LogCleanupPolicy string
+	// MetricsListener is the host:port of the Prometheus /metrics HTTP
+	// listener (metrics.listener, kmirror's own; default 127.0.0.1:9308,
+	// empty disables it).
+	MetricsListener string
+
+	// Logger receives the broker's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Listener is one listener: a name (also the security protocol, until
+// listener.security.protocol.map exists) and a host:port.
+type Listener struct {
+	Name string
+	Host string
+	Port int
+}
+
+// Addr is host:port.
+func (l Listener) Addr() string { return net.JoinHostPort(l.Host, strconv.Itoa(l.Port)) }
+
+// String is the listeners-property form, NAME://host:port.
+func (l Listener) String() string { return l.Name + "://" + l.Addr() }
+
+// Defaults, Kafka's where Kafka has one.
+const (
+	DefaultNodeID                = 1
+	DefaultNumPartitions         = 1
+	DefaultMessageMaxBytes       = 1048588
+	DefaultSocketRequestMaxBytes = 104857600
+	DefaultLogDir                = "/tmp/kmirror-logs"
+	DefaultMetricsListener       = "127.0.0.1:9308"
+	stateDirName                 = "__kmirror_state"
+)
+
+// DefaultConfig is what `kmirror serve` runs with no file and no flags.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                DefaultNodeID,
+		Listeners:             []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
+		LogDirs:               []string{DefaultLogDir},
+		NumPartitions:         DefaultNumPartitions,
+		AutoCreateTopics:      true,
+		MessageMaxBytes:       DefaultMessageMaxBytes,
+		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
+		Log:                   storage.DefaultConfig(),
+		LogCleanupPolicy:      "delete",
+		MetricsListener:       DefaultMetricsListener,
+	}
+}
+
+// ErrInvalidConfig marks a configuration the broker refuses to start with.
+var ErrInvalidConfig = errors.New("broker: invalid config")
+
+// Validate checks the configuration and fills derived defaults (StateDir,
+// Logger). Errors name the Kafka property at fault.
+func (c *Config) Validate() error {
+	bad := func(prop, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, prop, fmt.Sprintf(format, args...))
+	}
+	if c.NodeID < 0 {
+		return bad("node.id", "must be >= 0, got %d", c.NodeID)
+	}
+	if len(c.Listeners) == 0 {
+		return bad("listeners", "at least one listener is required")
+	}
+	seen := map[string]bool{}
+	for _, l := range c.Listeners {
+		if l.Name != "PLAINTEXT" {
+			return bad("listeners", "listener %s: only PLAINTEXT is supported (TLS and SASL are not built yet)", l.Name)
+		}
+		if seen[l.Name] {
+			return bad("listeners", "listener name %s appears twice", l.Name)
+		}
+		seen[l.Name] = true
+		if l.Port < 0 || l.Port > 65535 {
+			return bad("listeners", "port %d out of range", l.Port)
+		}
+	}
+	for _, l := range c.AdvertisedListeners {
+		if !seen[l.Name] {
+			return bad("advertised.listeners", "listener %s is not in listeners", l.Name)
+		}
+		if l.Host == "" || l.Port <= 0 || l.Port > 65535 {
+			return bad("advertised.listeners", "%s needs a host and a port in 1-65535", l)
+		}
+	}
+	if len(c.LogDirs) == 0 {
+		return bad("log.dirs", "at least one directory is required")
+	}
+	if c.StateDir == "" {
+		c.StateDir = c.LogDirs[0] + "/" + stateDirName
+	}
+	if c.NumPartitions < 1 {
+		return bad("num.partitions", "must be >= 1, got %d", c.NumPartitions)
+	}
+	if c.MessageMaxBytes < 0 {
+		return bad("message.max.bytes", "must be >= 0, got %d", c.MessageMaxBytes)
+	}
+	if c.SocketRequestMaxBytes < 1 {
+		return bad("socket.request.max.bytes", "must be >= 1, got %d", c.SocketRequestMaxBytes)
+	}
+	switch c.LogCleanupPolicy {
+	case "delete", "compact", "compact,delete", "delete,compact":
+	default:
+		return bad("log.cleanup.policy", "must be delete, compact or both, got %q", c.LogCleanupPolicy)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/netio"
+)
+
+// request is one decoded request on its way through a handler.
+type request struct {
+	conn *netio.Conn
+	hdr  *netio.Header
+	kreq kmsg.Request
+	// out is the pooled response buffer, header room reserved. Handlers
+	// that encode by hand (Fetch) append to it and set raw.
+	out []byte
+	raw bool
+	// noResponse suppresses the response (Produce with acks=0).
+	noResponse bool
+}
+
+// handlerFunc serves one API key. It returns the response, or nil with
+// r.raw or r.noResponse set. An error closes the connection.
+type handlerFunc func(b *Broker, r *request) (kmsg.Response, error)
+
+// apiHandler is a registered API key and the versions served.
+type apiHandler struct {
+	min, max int16
+	serve    handlerFunc
+}
+
+// maxAPIKey bounds the handler table (the mirror RPCs end at 107).
+const maxAPIKey = 128
+
+var handlers [maxAPIKey]*apiHandler
+
+// regKey registers a handler; called from each handler file's init.
+func regKey(key, min, max int16, serve handlerFunc) {
+	if handlers[key] != nil {
+		panic(fmt.Sprintf("BUG: API key %d registered twice", key))
+	}
+	if r := kmsg.RequestForKey(key); r != nil && max > r.MaxVersion() {
+		panic(fmt.Sprintf("BUG: API key %d v%d is beyond what kmsg knows (v%d)", key, max, r.MaxVersion()))
+	}
+	handlers[key] = &apiHandler{min: min, max: max, serve: serve}
+}
+
+func lookupHandler(key, version int16) (*apiHandler, bool) {
+	if key < 0 || int(key) >= len(handlers) || handlers[key] == nil {
+		return nil, false
+	}
+	h := handlers[key]
+	return h, version >= h.min && version <= h.max
+}
+
+// Flexible implements netio.Handler: request header v2 for the flexible
+// versions of the keys served.
+func (b *Broker) Flexible(key, version int16) bool {
+	if _, ok := lookupHandler(key, version); !ok {
+		return false
+	}
+	r := kmsg.RequestForKey(key)
+	r.SetVersion(version)
+	return r.IsFlexible()
+}
+
+// errUnsupported closes connections that send what Kafka would refuse the
+// same way.
+var errUnsupported = errors.New("unsupported API key or version")
+
+// Serve implements netio.Handler.
+func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte) ([]byte, bool, error) {
+	h, ok := lookupHandler(hdr.Key, hdr.Version)
+	if !ok {
+		if hdr.Key == apiVersionsKey {
+			// KIP-511: a client newer than us gets v0 with our ranges.
+			return b.apiVersionsFallback(out), true, nil
+		}
+		return out, false, fmt.Errorf("%w: key %d (%s) v%d", errUnsupported, hdr.Key, kmsg.NameForKey(hdr.Key), hdr.Version)
+	}
+	kreq := kmsg.RequestForKey(hdr.Key)
+	kreq.SetVersion(hdr.Version)
+	if err := kreq.ReadFrom(body); err != nil {
+		return out, false, fmt.Errorf("decoding %s v%d: %w", kmsg.NameForKey(hdr.Key), hdr.Version, err)
+	}
+	r := &request{conn: c, hdr: hdr, kreq: kreq, out: out}
+	resp, err := h.serve(b, r)
+	if err != nil {
+		return r.out, false, err
+	}
+	switch {
+	case r.noResponse:
+		return r.out, false, nil
+	case r.raw:
+		return r.out, true, nil
+	case resp == nil:
+		panic(fmt.Sprintf("BUG: %s handler returned no response", kmsg.NameForKey(hdr.Key)))
+	}
+	resp.SetVersion(hdr.Version)
+	return resp.AppendTo(r.out), true, nil
+}
+
+const apiVersionsKey = 18
+
+// errCode returns the Kafka code of a kerr error (0 for nil).
+func errCode(err *kerr.Error) int16 {
+	if err == nil {
+		return 0
+	}
+	return err.Code
+}

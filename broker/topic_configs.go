@@ -1,0 +1,277 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kmirror/kmirror/storage"
+)
+
+// Config types as DescribeConfigs reports them (Kafka's ConfigType).
+const (
+	configTypeBoolean int8 = 1
+	configTypeString  int8 = 2
+	configTypeInt     int8 = 3
+	configTypeLong    int8 = 5
+	configTypeList    int8 = 7
+)
+
+// effectiveTopicConfig holds the topic configs the broker (not storage)
+// enforces.
+type effectiveTopicConfig struct {
+	maxMessageBytes int32
+	compact         bool
+	logAppendTime   bool
+}
+
+// topicConfig is one topic config Kafka defines. Those with apply change
+// how kmirror stores or accepts data; the others are accepted, stored and
+// described so tools and mirrored configs round-trip, but have no effect on
+// a single node (replication, remote storage, down-conversion...).
+type topicConfig struct {
+	name string
+	// broker is the broker config that sets the default ("" if none).
+	broker string
+	typ    int8
+	// check validates a value; nil accepts any string.
+	check func(string) error
+	// apply sets the value on the storage config and the broker-enforced
+	// part; nil for configs without effect.
+	apply func(c *storage.Config, e *effectiveTopicConfig, v string)
+	// def returns the static default from the broker config.
+	def func(b *Config) string
+}
+
+func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
+
+func longAtLeast(min int64) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < min {
+			return fmt.Errorf("want an integer >= %d, got %q", min, s)
+		}
+		return nil
+	}
+}
+
+func intAtLeast(min int64) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 32)
+		if err != nil || v < min {
+			return fmt.Errorf("want a 32-bit integer >= %d, got %q", min, s)
+		}
+		return nil
+	}
+}
+
+func checkBool(s string) error {
+	if !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
+		return fmt.Errorf("want true or false, got %q", s)
+	}
+	return nil
+}
+
+func oneOf(values ...string) func(string) error {
+	return func(s string) error {
+		if !slices.Contains(values, s) {
+			return fmt.Errorf("want one of %s, got %q", strings.Join(values, ", "), s)
+		}
+		return nil
+	}
+}
+
+func checkCleanupPolicy(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "delete" && p != "compact" {
+			return fmt.Errorf("want a list of delete and compact, got %q", s)
+		}
+	}
+	return nil
+}
+
+func parseLong(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+
+func cleanupCompacts(s string) bool { return strings.Contains(s, "compact") }
+
+func cleanupDeletes(s string) bool { return strings.Contains(s, "delete") }
+
+// topicConfigs is every topic config, sorted by name (DescribeConfigs lists
+// them in this order).
+var topicConfigs = []topicConfig{
+	{name: "cleanup.policy", broker: "log.cleanup.policy", typ: configTypeList, check: checkCleanupPolicy,
+		apply: func(c *storage.Config, e *effectiveTopicConfig, v string) {
+			c.Compact, e.compact = cleanupCompacts(v), cleanupCompacts(v)
+			if !cleanupDeletes(v) {
+				c.RetentionMs, c.RetentionBytes = -1, -1
+			}
+		},
+		def: func(b *Config) string { return b.LogCleanupPolicy }},
+	{name: "compression.type", broker: "compression.type", typ: configTypeString,
+		check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+		def:   func(*Config) string { return "producer" }},
+	{name: "delete.retention.ms", broker: "log.cleaner.delete.retention.ms", typ: configTypeLong, check: longAtLeast(0),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.DeleteRetentionMs = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(b.Log.DeleteRetentionMs) }},
+	{name: "file.delete.delay.ms", broker: "log.segment.delete.delay.ms", typ: configTypeLong, check: longAtLeast(0),
+		def: func(*Config) string { return "60000" }},
+	{name: "flush.messages", broker: "log.flush.interval.messages", typ: configTypeLong, check: longAtLeast(1),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.FlushMessages = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(unlimitedAsMax(b.Log.FlushMessages)) }},
+	{name: "flush.ms", broker: "log.flush.interval.ms", typ: configTypeLong, check: longAtLeast(0),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.FlushMs = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(unlimitedAsMax(b.Log.FlushMs)) }},
+	{name: "follower.replication.throttled.replicas", typ: configTypeList, def: func(*Config) string { return "" }},
+	{name: "index.interval.bytes", broker: "log.index.interval.bytes", typ: configTypeInt, check: intAtLeast(0),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.IndexIntervalBytes = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(b.Log.IndexIntervalBytes) }},
+	{name: "leader.replication.throttled.replicas", typ: configTypeList, def: func(*Config) string { return "" }},
+	{name: "local.retention.bytes", broker: "log.local.retention.bytes", typ: configTypeLong, check: longAtLeast(-2),
+		def: func(*Config) string { return "-2" }},
+	{name: "local.retention.ms", broker: "log.local.retention.ms", typ: configTypeLong, check: longAtLeast(-2),
+		def: func(*Config) string { return "-2" }},
+	{name: "max.compaction.lag.ms", broker: "log.cleaner.max.compaction.lag.ms", typ: configTypeLong, check: longAtLeast(1),
+		def: func(*Config) string { return "9223372036854775807" }},
+	{name: "max.message.bytes", broker: "message.max.bytes", typ: configTypeInt, check: intAtLeast(0),
+		apply: func(_ *storage.Config, e *effectiveTopicConfig, v string) { e.maxMessageBytes = int32(parseLong(v)) },
+		def:   func(b *Config) string { return itoa64(int64(b.MessageMaxBytes)) }},
+	{name: "message.downconversion.enable", typ: configTypeBoolean, check: checkBool,
+		def: func(*Config) string { return "true" }},
+	{name: "message.timestamp.after.max.ms", broker: "log.message.timestamp.after.max.ms", typ: configTypeLong, check: longAtLeast(0),
+		def: func(*Config) string { return "3600000" }},
+	{name: "message.timestamp.before.max.ms", broker: "log.message.timestamp.before.max.ms", typ: configTypeLong, check: longAtLeast(0),
+		def: func(*Config) string { return "9223372036854775807" }},
+	{name: "message.timestamp.type", broker: "log.message.timestamp.type", typ: configTypeString,
+		check: oneOf("CreateTime", "LogAppendTime"),
+		apply: func(_ *storage.Config, e *effectiveTopicConfig, v string) { e.logAppendTime = v == "LogAppendTime" },
+		def:   func(*Config) string { return "CreateTime" }},
+	{name: "min.cleanable.dirty.ratio", broker: "log.cleaner.min.cleanable.ratio", typ: 6,
+		check: func(s string) error {
+			if v, err := strconv.ParseFloat(s, 64); err != nil || v < 0 || v > 1 {
+				return fmt.Errorf("want a number in [0, 1], got %q", s)
+			}
+			return nil
+		},
+		def: func(*Config) string { return "0.5" }},
+	{name: "min.compaction.lag.ms", broker: "log.cleaner.min.compaction.lag.ms", typ: configTypeLong, check: longAtLeast(0),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.MinCompactionLagMs = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(b.Log.MinCompactionLagMs) }},
+	{name: "min.insync.replicas", broker: "min.insync.replicas", typ: configTypeInt, check: intAtLeast(1),
+		def: func(*Config) string { return "1" }},
+	{name: "preallocate", broker: "log.preallocate", typ: configTypeBoolean, check: checkBool,
+		def: func(*Config) string { return "false" }},
+	{name: "remote.storage.enable", typ: configTypeBoolean, check: oneOf("false"),
+		def: func(*Config) string { return "false" }},
+	{name: "retention.bytes", broker: "log.retention.bytes", typ: configTypeLong, check: longAtLeast(-1),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.RetentionBytes = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(b.Log.RetentionBytes) }},
+	{name: "retention.ms", broker: "log.retention.ms", typ: configTypeLong, check: longAtLeast(-1),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.RetentionMs = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(b.Log.RetentionMs) }},
+	{name: "segment.bytes", broker: "log.segment.bytes", typ: configTypeInt, check: intAtLeast(minTopicSegmentBytes),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.SegmentBytes = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(b.Log.SegmentBytes) }},
+	{name: "segment.index.bytes", broker: "log.index.size.max.bytes", typ: configTypeInt, check: intAtLeast(4),
+		def: func(*Config) string { return "10485760" }},
+	{name: "segment.jitter.ms", broker: "log.roll.jitter.ms", typ: configTypeLong, check: longAtLeast(0),
+		def: func(*Config) string { return "0" }},
+	{name: "segment.ms", broker: "log.roll.ms", typ: configTypeLong, check: longAtLeast(1),
+		apply: func(c *storage.Config, _ *effectiveTopicConfig, v string) { c.SegmentMs = parseLong(v) },
+		def:   func(b *Config) string { return itoa64(b.Log.SegmentMs) }},
+	{name: "unclean.leader.election.enable", broker: "unclean.leader.election.enable", typ: configTypeBoolean, check: checkBool,
+		def: func(*Config) string { return "false" }},
+}
+
+// minTopicSegmentBytes is the smallest segment.bytes storage accepts (four
+// batch headers); Kafka's own floor is 14 bytes but no batch fits in that.
+const minTopicSegmentBytes = 244
+
+// unlimitedAsMax reports storage's -1 (unlimited) as Kafka does, Long.MAX.
+func unlimitedAsMax(v int64) int64 {
+	if v < 0 {
+		return 1<<63 - 1
+	}
+	return v
+}
+
+func lookupTopicConfig(name string) (*topicConfig, bool) {
+	i, ok := slices.BinarySearchFunc(topicConfigs, name, func(c topicConfig, n string) int {
+		return strings.Compare(c.name, n)
+	})
+	if !ok {
+		return nil, false
+	}
+	return &topicConfigs[i], true
+}
+
+// validateTopicConfig checks one topic config; the error is the message
+// for INVALID_CONFIG.
+func validateTopicConfig(name, value string) error {
+	tc, ok := lookupTopicConfig(name)
+	if !ok {
+		return fmt.Errorf("unknown topic config %q", name)
+	}
+	if tc.check != nil {
+		if err := tc.check(value); err != nil {
+			return fmt.Errorf("invalid value for %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// topicConfigDefault is the value a topic gets when it does not set name:
+// the dynamic broker config, else the static one. The bool reports
+// whether the default came from a dynamic broker config.
+func (b *Broker) topicConfigDefault(tc *topicConfig) (string, bool) {
+	if tc.broker != "" {
+		b.dynMu.RLock()
+		v, ok := b.dynamicConfigs[tc.broker]
+		b.dynMu.RUnlock()
+		if ok {
+			return v, true
+		}
+	}
+	return tc.def(&b.cfg), false
+}
+
+// logConfig resolves a topic's storage configuration and broker-enforced
+// settings from its dynamic configs over the broker defaults.
+func (b *Broker) logConfig(configs map[string]string) (storage.Config, effectiveTopicConfig, error) {
+	cfg := b.cfg.Log
+	cfg.Logger = b.log
+	eff := effectiveTopicConfig{maxMessageBytes: b.cfg.MessageMaxBytes}
+	// Apply defaults first, then overrides, each in table order so that
+	// cleanup.policy (first) never undoes an explicit retention value.
+	for i := range topicConfigs {
+		tc := &topicConfigs[i]
+		if tc.apply == nil {
+			continue
+		}
+		v, explicit := configs[tc.name]
+		if !explicit {
+			if v, explicit = b.dynamicDefault(tc); !explicit {
+				if tc.name == "cleanup.policy" {
+					tc.apply(&cfg, &eff, b.cfg.LogCleanupPolicy)
+				}
+				continue
+			}
+		}
+		if err := validateTopicConfig(tc.name, v); err != nil {
+			return cfg, eff, err
+		}
+		tc.apply(&cfg, &eff, v)
+	}
+	return cfg, eff, nil
+}
+
+// dynamicDefault returns a dynamic broker config that sets tc's default.
+func (b *Broker) dynamicDefault(tc *topicConfig) (string, bool) {
+	if tc.broker == "" {
+		return "", false
+	}
+	b.dynMu.RLock()
+	defer b.dynMu.RUnlock()
+	v, ok := b.dynamicConfigs[tc.broker]
+	return v, ok
+}

@@ -1,0 +1,324 @@
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/storage"
+)
+
+// deletedSuffix marks a partition directory whose topic was deleted: it is
+// renamed first, so a crash never leaves a half-removed log under its live
+// name, then removed in the background (and at the next start).
+const deletedSuffix = "-delete"
+
+// topic is a topic and its partitions.
+type topic struct {
+	name    string
+	id      [16]byte
+	configs map[string]string // dynamic topic configs (explicitly set keys)
+	mirror  string            // cluster mirror owning the topic, "" if none
+	parts   []*partition
+}
+
+// readOnly reports whether clients may not write: the topic belongs to a
+// cluster mirror (SPEC.md: READ_ONLY_TOPIC until failover).
+func (t *topic) readOnly() bool { return t.mirror != "" }
+
+// partition is one partition's log and its local leader epoch.
+type partition struct {
+	topic *topic
+	index int32
+	log   *storage.Log
+	// maxMessageBytes is the topic's max.message.bytes for Produce.
+	maxMessageBytes atomic.Int32
+	// compact mirrors cleanup.policy for maintenance.
+	compact atomic.Bool
+	// appendTimestamps is message.timestamp.type=LogAppendTime.
+	appendTimestamps atomic.Bool
+
+	waitMu  sync.Mutex
+	waiters []chan struct{}
+}
+
+// leaderEpoch is this node's leader epoch for the partition: the newest
+// epoch in the log's epoch cache (0 for a new log). A single node never
+// changes leaders; the mirror control plane bumps epochs by appending.
+func (p *partition) leaderEpoch() int32 {
+	if e, ok := p.log.Epochs().Latest(); ok && e.Epoch > 0 {
+		return e.Epoch
+	}
+	return 0
+}
+
+// wait registers ch to be signalled at the next append.
+func (p *partition) wait(ch chan struct{}) {
+	p.waitMu.Lock()
+	p.waiters = append(p.waiters, ch)
+	p.waitMu.Unlock()
+}
+
+// unwait removes ch if it is still registered.
+func (p *partition) unwait(ch chan struct{}) {
+	p.waitMu.Lock()
+	for i, w := range p.waiters {
+		if w == ch {
+			last := len(p.waiters) - 1
+			p.waiters[i] = p.waiters[last]
+			p.waiters[last] = nil
+			p.waiters = p.waiters[:last]
+			break
+		}
+	}
+	p.waitMu.Unlock()
+}
+
+// appended wakes every long-poll Fetch waiting on the partition.
+func (p *partition) appended() {
+	p.waitMu.Lock()
+	for i, w := range p.waiters {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+		p.waiters[i] = nil
+	}
+	p.waiters = p.waiters[:0]
+	p.waitMu.Unlock()
+}
+
+// maintain runs retention, compaction, time-based flush and producer
+// expiry for the partition.
+func (p *partition) maintain(now time.Time) error {
+	var errs []error
+	if _, err := p.log.ApplyRetention(); err != nil {
+		errs = append(errs, fmt.Errorf("retention: %w", err))
+	}
+	if p.compact.Load() {
+		if _, err := p.log.Compact(now); err != nil {
+			errs = append(errs, fmt.Errorf("compaction: %w", err))
+		}
+	}
+	if err := p.log.FlushIfDue(); err != nil {
+		errs = append(errs, fmt.Errorf("flush: %w", err))
+	}
+	p.log.Producers().ExpireProducers(now.UnixMilli(), p.log.Config().ProducerIDExpirationMs)
+	return errors.Join(errs...)
+}
+
+// newTopicID returns a random topic ID that is neither zero nor, like
+// Kafka's Uuid.randomUuid, one whose base64 form starts with '-'.
+func newTopicID() ([16]byte, error) {
+	for {
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return id, err
+		}
+		if id != ([16]byte{}) && base64.RawURLEncoding.EncodeToString(id[:])[0] != '-' {
+			return id, nil
+		}
+	}
+}
+
+// partitionDir is where partition p of topic name lives: the log
+// directory holding it already, else the one with the fewest partitions.
+func (b *Broker) partitionDir(name string, p int32) string {
+	base := name + "-" + strconv.Itoa(int(p))
+	best, bestN := b.cfg.LogDirs[0], -1
+	for _, d := range b.cfg.LogDirs {
+		if _, err := os.Stat(filepath.Join(d, base)); err == nil {
+			return filepath.Join(d, base)
+		}
+		if len(b.cfg.LogDirs) == 1 {
+			break
+		}
+		entries, _ := os.ReadDir(d)
+		if bestN < 0 || len(entries) < bestN {
+			best, bestN = d, len(entries)
+		}
+	}
+	return filepath.Join(best, base)
+}
+
+// openTopic opens the logs of a registered topic.
+func (b *Broker) openTopic(st state.Topic) (*topic, error) {
+	t := &topic{name: st.Name, id: st.ID, configs: st.Configs, mirror: st.Mirror}
+	if t.configs == nil {
+		t.configs = map[string]string{}
+	}
+	if err := b.addPartitions(t, st.Partitions); err != nil {
+		for _, p := range t.parts {
+			p.log.Close()
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// addPartitions opens (creating) partitions len(t.parts)..n-1 of t.
+func (b *Broker) addPartitions(t *topic, n int32) error {
+	cfg, eff, err := b.logConfig(t.configs)
+	if err != nil {
+		return fmt.Errorf("topic %s: %w", t.name, err)
+	}
+	for i := int32(len(t.parts)); i < n; i++ {
+		l, err := storage.Open(b.partitionDir(t.name, i), cfg)
+		if err != nil {
+			return fmt.Errorf("opening %s-%d: %w", t.name, i, err)
+		}
+		p := &partition{topic: t, index: i, log: l}
+		p.applyEffective(eff)
+		t.parts = append(t.parts, p)
+	}
+	return nil
+}
+
+// applyEffective sets the partition's broker-enforced topic configs.
+func (p *partition) applyEffective(eff effectiveTopicConfig) {
+	p.maxMessageBytes.Store(eff.maxMessageBytes)
+	p.compact.Store(eff.compact)
+	p.appendTimestamps.Store(eff.logAppendTime)
+}
+
+// topicByName looks a topic up.
+func (b *Broker) topicByName(name string) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.topics[name]
+}
+
+// topicByID looks a topic up by ID.
+func (b *Broker) topicByID(id [16]byte) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.topicsByID[id]
+}
+
+// errTopicExists is CreateTopics' TOPIC_ALREADY_EXISTS.
+var errTopicExists = errors.New("topic already exists")
+
+// createTopic registers and opens a topic. configs must be validated.
+func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, id [16]byte) (*topic, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[name]; ok {
+		return nil, errTopicExists
+	}
+	if id == ([16]byte{}) {
+		var err error
+		if id, err = newTopicID(); err != nil {
+			return nil, err
+		}
+	}
+	st := state.Topic{Name: name, ID: id, Partitions: partitions, Configs: maps.Clone(configs)}
+	if st.Configs == nil {
+		st.Configs = map[string]string{}
+	}
+	// Logs first, registry second: a crash in between leaves empty
+	// directories the next create reuses, never a registered topic
+	// without logs.
+	t, err := b.openTopic(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.store.PutTopic(st); err != nil {
+		for _, p := range t.parts {
+			p.log.Close()
+		}
+		return nil, fmt.Errorf("registering topic %s: %w", name, err)
+	}
+	b.topics[name] = t
+	b.topicsByID[id] = t
+	b.log.Info("topic created", "topic", name, "partitions", partitions)
+	return t, nil
+}
+
+// deleteTopic unregisters a topic and removes its logs.
+func (b *Broker) deleteTopic(t *topic) error {
+	b.mu.Lock()
+	if b.topics[t.name] != t {
+		b.mu.Unlock()
+		return nil
+	}
+	if err := b.store.DeleteTopic(t.name); err != nil && !errors.Is(err, state.ErrNotFound) {
+		b.mu.Unlock()
+		return fmt.Errorf("unregistering topic %s: %w", t.name, err)
+	}
+	delete(b.topics, t.name)
+	delete(b.topicsByID, t.id)
+	b.mu.Unlock()
+	b.sessions.forgetTopic(t.id)
+	for _, p := range t.parts {
+		p.appended() // wake long polls so they see the topic gone
+		if err := p.log.Close(); err != nil {
+			b.log.Warn("closing a deleted partition", "topic", t.name, "partition", p.index, "err", err)
+		}
+		dir := p.log.Dir()
+		gone := dir + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + deletedSuffix
+		if err := os.Rename(dir, gone); err != nil {
+			b.log.Warn("renaming a deleted partition", "dir", dir, "err", err)
+			continue
+		}
+		go b.removeDeletedDir(gone)
+	}
+	b.log.Info("topic deleted", "topic", t.name)
+	return nil
+}
+
+func (b *Broker) removeDeletedDir(dir string) {
+	if err := os.RemoveAll(dir); err != nil {
+		b.log.Warn("removing a deleted partition", "dir", dir, "err", err)
+	}
+}
+
+// growTopic adds partitions (CreatePartitions).
+func (b *Broker) growTopic(t *topic, n int32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := int32(len(t.parts))
+	if err := b.addPartitions(t, n); err != nil {
+		return err
+	}
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: n, Configs: t.configs, Mirror: t.mirror}
+	if err := b.store.PutTopic(st); err != nil {
+		for _, p := range t.parts[old:] {
+			p.log.Close()
+		}
+		t.parts = t.parts[:old]
+		return fmt.Errorf("registering partitions of %s: %w", t.name, err)
+	}
+	return nil
+}
+
+// setTopicConfigs replaces a topic's dynamic configs (validated) and
+// applies them to every partition.
+func (b *Broker) setTopicConfigs(t *topic, configs map[string]string) error {
+	cfg, eff, err := b.logConfig(configs)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts)), Configs: configs, Mirror: t.mirror}
+	if err := b.store.PutTopic(st); err != nil {
+		return fmt.Errorf("storing configs of %s: %w", t.name, err)
+	}
+	t.configs = configs
+	for _, p := range t.parts {
+		if err := p.log.SetConfig(cfg); err != nil {
+			return err
+		}
+		p.applyEffective(eff)
+	}
+	return nil
+}

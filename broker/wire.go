@@ -1,0 +1,67 @@
+package broker
+
+import (
+	"encoding/binary"
+
+	"github.com/kmirror/kmirror/netio"
+)
+
+// Append encoders for the responses encoded by hand (Fetch). They follow
+// Kafka's wire primitives; "flexible" selects the compact forms of KIP-482.
+
+func appendI16(dst []byte, v int16) []byte { return binary.BigEndian.AppendUint16(dst, uint16(v)) }
+func appendI32(dst []byte, v int32) []byte { return binary.BigEndian.AppendUint32(dst, uint32(v)) }
+func appendI64(dst []byte, v int64) []byte { return binary.BigEndian.AppendUint64(dst, uint64(v)) }
+
+func appendUvarint(dst []byte, v uint64) []byte { return binary.AppendUvarint(dst, v) }
+
+// appendArrayLen writes an array length; n < 0 is a null array.
+func appendArrayLen(dst []byte, n int, flexible bool) []byte {
+	if flexible {
+		return appendUvarint(dst, uint64(n+1))
+	}
+	return appendI32(dst, int32(n))
+}
+
+// appendString writes a non-null string.
+func appendString(dst []byte, s string, flexible bool) []byte {
+	if flexible {
+		dst = appendUvarint(dst, uint64(len(s)+1))
+	} else {
+		dst = appendI16(dst, int16(len(s)))
+	}
+	return append(dst, s...)
+}
+
+// appendBytesLen writes the length of a non-null bytes field.
+func appendBytesLen(dst []byte, n int, flexible bool) []byte {
+	if flexible {
+		return appendUvarint(dst, uint64(n+1))
+	}
+	return appendI32(dst, int32(n))
+}
+
+// uvarintLen is the encoded size of v.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// connScratch is per-connection state the handlers reuse between requests
+// of one connection (which never overlap).
+type connScratch struct {
+	fetch *fetchScratch
+}
+
+func connState(c *netio.Conn) *connScratch {
+	if cs, ok := c.Context.(*connScratch); ok {
+		return cs
+	}
+	cs := &connScratch{}
+	c.Context = cs
+	return cs
+}

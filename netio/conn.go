@@ -1,0 +1,210 @@
+package netio
+
+import (
+	"sync"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/kmirror/kmirror/internal/bufpool"
+)
+
+// responseStartCap is the capacity of a fresh response buffer; handlers grow
+// it by append when a response is larger (Fetch asks for what it needs).
+const responseStartCap = 4096
+
+// Conn is one client connection. Its requests are framed on the event loop,
+// copied into pooled buffers and queued; a worker goroutine, started when
+// the queue becomes non-empty and gone when it drains, serves them in order.
+// No goroutine idles per connection, and the event loop never blocks.
+type Conn struct {
+	srv      *Server
+	gc       gnet.Conn
+	listener string
+	remote   string
+	// Context is the handler's per-connection state. Only Serve touches it,
+	// and Serve calls of one connection never overlap.
+	Context any
+	// hdr is reused for every request: one worker at a time reads it.
+	hdr Header
+
+	mu sync.Mutex
+	// queue holds request frames (pooled, owned by the queue until the
+	// worker takes one, then by the worker until it Puts it).
+	queue    [][]byte
+	running  bool
+	stalled  bool // OnTraffic stopped framing because the queue was full
+	isClosed bool
+
+	// inflight holds response buffers handed to AsyncWrite. gnet runs the
+	// writes of one connection in order on its event loop, so onWritten
+	// always releases the oldest one.
+	wmu       sync.Mutex
+	inflight  [][]byte
+	onWritten gnet.AsyncCallback // bound once: no closure per response
+}
+
+func newConn(srv *Server, listener string, gc gnet.Conn) *Conn {
+	c := &Conn{srv: srv, gc: gc, listener: listener}
+	if a := gc.RemoteAddr(); a != nil {
+		c.remote = a.String()
+	}
+	c.onWritten = c.written
+	return c
+}
+
+// Listener is the name of the listener the connection came in on.
+func (c *Conn) Listener() string { return c.listener }
+
+// RemoteAddr is the client's address, host:port.
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// readFrames runs on the event loop: it moves every complete frame out of
+// gnet's buffer into the queue. Partial frames stay in gnet's buffer until
+// more bytes arrive (STYLE.md item 8).
+func (c *Conn) readFrames(in inbound) error {
+	maxQueued := c.srv.cfg.MaxQueuedRequests
+	for {
+		c.mu.Lock()
+		if c.isClosed {
+			c.mu.Unlock()
+			return nil
+		}
+		if len(c.queue) >= maxQueued {
+			c.stalled = true
+			c.mu.Unlock()
+			break
+		}
+		c.mu.Unlock()
+		size, ok, err := frameSize(in, c.srv.cfg.MaxRequestBytes)
+		if err != nil {
+			return err
+		}
+		if !ok || in.InboundBuffered() < 4+size {
+			break
+		}
+		data, err := in.Next(4 + size)
+		if err != nil {
+			return err
+		}
+		// gnet's bytes die when OnTraffic returns (STYLE.md item 9): the
+		// worker gets a copy. Its owner is the queue, then the worker.
+		frame := bufpool.Get(size)[:size]
+		copy(frame, data[4:])
+		c.srv.stats.BytesIn.Add(int64(4 + size))
+		c.enqueue(frame)
+	}
+	// A client that pipelines without reading answers fills gnet's buffer
+	// while the queue is full. gnet cannot pause reading a socket, so past
+	// two maximum-size requests the connection is closed instead.
+	if limit := 2 * int(c.srv.cfg.MaxRequestBytes); in.InboundBuffered() > limit {
+		return errPipelinedTooMuch
+	}
+	return nil
+}
+
+func (c *Conn) enqueue(frame []byte) {
+	c.mu.Lock()
+	c.queue = append(c.queue, frame)
+	start := !c.running
+	c.running = true
+	c.mu.Unlock()
+	if start {
+		go c.work()
+	}
+}
+
+// work serves queued requests in order until the queue is empty.
+func (c *Conn) work() {
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.isClosed {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		frame := c.queue[0]
+		n := copy(c.queue, c.queue[1:])
+		c.queue[n] = nil
+		c.queue = c.queue[:n]
+		wake := c.stalled
+		c.stalled = false
+		c.mu.Unlock()
+		if wake {
+			// Frames may wait in gnet's buffer with no new bytes coming:
+			// ask the event loop to run OnTraffic again.
+			_ = c.gc.Wake(nil)
+		}
+		c.serve(frame)
+		bufpool.Put(frame)
+	}
+}
+
+// serve handles one request frame on the worker goroutine.
+func (c *Conn) serve(frame []byte) {
+	srv := c.srv
+	hdr, body, err := ParseHeader(frame, srv.handler.Flexible)
+	if err != nil {
+		srv.stats.FramingErrors.Add(1)
+		srv.log.Warn("closing connection", "listener", c.listener, "remote", c.remote, "err", err)
+		_ = c.gc.Close()
+		return
+	}
+	c.hdr = hdr
+	srv.stats.Requests.Add(1)
+	resp := bufpool.Get(responseStartCap)[:responseHeaderRoom]
+	out, send, err := srv.handler.Serve(c, &c.hdr, body, resp)
+	if err != nil {
+		bufpool.Put(out)
+		srv.log.Warn("closing connection", "listener", c.listener, "remote", c.remote,
+			"api_key", hdr.Key, "api_version", hdr.Version, "err", err)
+		_ = c.gc.Close()
+		return
+	}
+	if !send {
+		bufpool.Put(out)
+		return
+	}
+	msg := finishResponse(out, hdr.CorrelationID, hdr.ResponseFlexible())
+	srv.stats.BytesOut.Add(int64(len(msg)))
+	c.wmu.Lock()
+	c.inflight = append(c.inflight, out)
+	c.wmu.Unlock()
+	if err := c.gc.AsyncWrite(msg, c.onWritten); err != nil {
+		// The callback will not run: take the buffer back.
+		c.wmu.Lock()
+		c.inflight = c.inflight[:len(c.inflight)-1]
+		c.wmu.Unlock()
+		bufpool.Put(out)
+	}
+}
+
+// written releases the oldest in-flight response buffer. It runs on the
+// event loop after gnet wrote (or copied) the bytes, or failed to.
+func (c *Conn) written(_ gnet.Conn, _ error) error {
+	c.wmu.Lock()
+	if len(c.inflight) > 0 {
+		out := c.inflight[0]
+		n := copy(c.inflight, c.inflight[1:])
+		c.inflight[n] = nil
+		c.inflight = c.inflight[:n]
+		bufpool.Put(out)
+	}
+	c.wmu.Unlock()
+	return nil
+}
+
+// closed runs on the event loop when the connection closes: queued frames
+// go back to the pool; a running worker stops after its current request.
+func (c *Conn) closed(err error) {
+	c.mu.Lock()
+	c.isClosed = true
+	for i, f := range c.queue {
+		bufpool.Put(f)
+		c.queue[i] = nil
+	}
+	c.queue = c.queue[:0]
+	c.mu.Unlock()
+	if err != nil {
+		c.srv.log.Debug("connection closed", "listener", c.listener, "remote", c.remote, "err", err)
+	}
+}

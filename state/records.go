@@ -1,0 +1,297 @@
+package state
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+)
+
+// Keys (see the package doc). These strings are part of the on-disk format.
+const (
+	keyClusterID          = "v1/meta/cluster-id"
+	keyNextProducerID     = "v1/meta/next-producer-id"
+	keyTopicPrefix        = "v1/topic/"
+	keyTopicIDPrefix      = "v1/topic-id/"
+	keyBrokerConfigPrefix = "v1/broker-config/"
+)
+
+// formatV1 is the leading byte of every value written today. Part of the
+// on-disk format.
+const formatV1 byte = 1
+
+// maxTopicNameLen is Kafka's limit (Topic.MAX_NAME_LENGTH).
+const maxTopicNameLen = 249
+
+func topicKey(name string) []byte { return []byte(keyTopicPrefix + name) }
+
+func topicIDKey(id [16]byte) []byte {
+	return hex.AppendEncode([]byte(keyTopicIDPrefix), id[:])
+}
+
+func brokerConfigKey(name string) []byte { return []byte(keyBrokerConfigPrefix + name) }
+
+// checkTopicName applies Kafka's topic name rules (Topic.validate): 1 to 249
+// characters from [a-zA-Z0-9._-], and not "." or "..". A name that Kafka
+// would refuse can never be a valid registry entry, and the rule keeps keys
+// plain ASCII without separators.
+func checkTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("empty topic name")
+	case len(name) > maxTopicNameLen:
+		return fmt.Errorf("topic name of %d bytes, limit %d", len(name), maxTopicNameLen)
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name %q", name)
+	}
+	for i := range len(name) {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q: illegal character at %d", name, i)
+		}
+	}
+	return nil
+}
+
+// checkTopic holds the rules of a valid Topic, shared by PutTopic (refusing
+// input) and decodeTopic (refusing stored values), so whatever decodes is
+// something PutTopic could have written.
+func checkTopic(t *Topic) error {
+	if err := checkTopicName(t.Name); err != nil {
+		return err
+	}
+	if t.ID == ([16]byte{}) {
+		return fmt.Errorf("topic %q: all-zero topic id", t.Name)
+	}
+	if t.Partitions < 1 {
+		return fmt.Errorf("topic %q: %d partitions", t.Name, t.Partitions)
+	}
+	for k := range t.Configs {
+		if k == "" {
+			return fmt.Errorf("topic %q: empty config name", t.Name)
+		}
+	}
+	return nil
+}
+
+// appendString appends s as a u32 length and the bytes.
+func appendString(dst []byte, s string) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(s)))
+	return append(dst, s...)
+}
+
+// appendTopic appends t's value. REQUIRES: checkTopic(&t) == nil.
+func appendTopic(dst []byte, t Topic) []byte {
+	dst = append(dst, formatV1)
+	dst = append(dst, t.ID[:]...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(t.Partitions))
+	dst = appendString(dst, t.Name)
+	dst = appendString(dst, t.Mirror)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(t.Configs)))
+	keys := make([]string, 0, len(t.Configs))
+	for k := range t.Configs {
+		keys = append(keys, k)
+	}
+	// Sorted keys make the encoding canonical and let the decoder reject
+	// duplicates with one comparison per pair.
+	slices.Sort(keys)
+	for _, k := range keys {
+		dst = appendString(dst, k)
+		dst = appendString(dst, t.Configs[k])
+	}
+	return dst
+}
+
+// decodeTopic decodes a topic value. The returned Configs is never nil.
+// Errors wrap ErrCorrupt.
+func decodeTopic(b []byte) (Topic, error) {
+	r := reader{b: b, what: "topic"}
+	r.version()
+	var t Topic
+	copy(t.ID[:], r.bytes(16))
+	t.Partitions = int32(r.u32())
+	t.Name = r.str()
+	t.Mirror = r.str()
+	n := r.u32()
+	// Each pair takes at least 8 bytes: refuse a count the value cannot
+	// hold before sizing the map by it.
+	if r.err == nil && uint64(n) > uint64(len(r.b))/8 {
+		r.fail("%d configs in %d bytes", n, len(r.b))
+	}
+	t.Configs = make(map[string]string, min(n, 64))
+	prev := ""
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		k, v := r.str(), r.str()
+		if r.err != nil {
+			break
+		}
+		if i > 0 && k <= prev {
+			r.fail("config %q after %q: keys not strictly ascending", k, prev)
+			break
+		}
+		t.Configs[k] = v
+		prev = k
+	}
+	if err := r.complete(); err != nil {
+		return Topic{}, err
+	}
+	if err := checkTopic(&t); err != nil {
+		return Topic{}, fmt.Errorf("%w: topic: %v", ErrCorrupt, err)
+	}
+	return t, nil
+}
+
+// appendTopicIndex appends the value of a topic-id index entry.
+func appendTopicIndex(dst []byte, name string) []byte {
+	return appendString(append(dst, formatV1), name)
+}
+
+// decodeTopicIndex decodes a topic-id index entry: the topic's name.
+func decodeTopicIndex(b []byte) (string, error) {
+	r := reader{b: b, what: "topic id index"}
+	r.version()
+	name := r.str()
+	if err := r.complete(); err != nil {
+		return "", err
+	}
+	if err := checkTopicName(name); err != nil {
+		return "", fmt.Errorf("%w: topic id index: %v", ErrCorrupt, err)
+	}
+	return name, nil
+}
+
+// appendBrokerConfig appends the value of one dynamic broker config.
+func appendBrokerConfig(dst []byte, value string) []byte {
+	return appendString(append(dst, formatV1), value)
+}
+
+// decodeBrokerConfig decodes one dynamic broker config value. The empty
+// string is a legal value.
+func decodeBrokerConfig(b []byte) (string, error) {
+	r := reader{b: b, what: "broker config"}
+	r.version()
+	v := r.str()
+	if err := r.complete(); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// appendClusterID appends the cluster id value.
+func appendClusterID(dst []byte, id [16]byte) []byte {
+	return append(append(dst, formatV1), id[:]...)
+}
+
+// decodeClusterID decodes the cluster id value; an all-zero id is corrupt
+// (it is Kafka's "no id").
+func decodeClusterID(b []byte) ([16]byte, error) {
+	r := reader{b: b, what: "cluster id"}
+	r.version()
+	var id [16]byte
+	copy(id[:], r.bytes(16))
+	if err := r.complete(); err != nil {
+		return id, err
+	}
+	if id == ([16]byte{}) {
+		return id, fmt.Errorf("%w: cluster id: all zero", ErrCorrupt)
+	}
+	return id, nil
+}
+
+// appendNextProducerID appends the allocator's value: the first id not yet
+// handed out.
+func appendNextProducerID(dst []byte, next int64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, formatV1), uint64(next))
+}
+
+// decodeNextProducerID decodes the allocator's value, which lies in
+// [firstProducerID, producerIDLimit].
+func decodeNextProducerID(b []byte) (int64, error) {
+	r := reader{b: b, what: "next producer id"}
+	r.version()
+	next := int64(r.u64())
+	if err := r.complete(); err != nil {
+		return 0, err
+	}
+	if next < firstProducerID || next > producerIDLimit {
+		return 0, fmt.Errorf("%w: next producer id %d outside [%d, %d]", ErrCorrupt, next, firstProducerID, producerIDLimit)
+	}
+	return next, nil
+}
+
+// reader decodes one value with a sticky error (kbin style): after the
+// first failure every read returns zero values and complete reports the
+// failure. Lengths are checked against the bytes left before slicing.
+type reader struct {
+	b    []byte
+	err  error
+	what string // record name for error messages
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s: %s", ErrCorrupt, r.what, fmt.Sprintf(format, args...))
+	}
+}
+
+// version consumes the format version byte.
+func (r *reader) version() {
+	if len(r.b) == 0 {
+		r.fail("empty value")
+		return
+	}
+	if r.b[0] != formatV1 {
+		r.fail("unknown format version %d", r.b[0])
+		return
+	}
+	r.b = r.b[1:]
+}
+
+func (r *reader) bytes(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b) {
+		r.fail("truncated: %d bytes wanted, %d left", n, len(r.b))
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	if v := r.bytes(4); v != nil {
+		return binary.BigEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (r *reader) u64() uint64 {
+	if v := r.bytes(8); v != nil {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// str reads a u32 length and that many bytes, copied: values handed out by
+// Badger die with their transaction.
+func (r *reader) str() string {
+	n := r.u32()
+	if r.err != nil {
+		return ""
+	}
+	if uint64(n) > uint64(len(r.b)) {
+		r.fail("string of %d bytes, %d left", n, len(r.b))
+		return ""
+	}
+	return string(r.bytes(int(n)))
+}
+
+// complete reports the sticky error, or corruption if bytes are left over.
+func (r *reader) complete() error {
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d trailing bytes", len(r.b))
+	}
+	return r.err
+}

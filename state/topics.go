@@ -1,0 +1,213 @@
+package state
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Topic is one entry of the topic registry.
+type Topic struct {
+	Name string
+	// ID is the topic id; never all zero.
+	ID         [16]byte
+	Partitions int32
+	// Configs holds the dynamic topic configs set by CreateTopics or
+	// AlterConfigs: only explicitly set keys, never defaults. Topics read
+	// from the store always have a non-nil map.
+	Configs map[string]string
+	// Mirror names the cluster mirror the topic belongs to, "" if none.
+	Mirror string
+}
+
+// PutTopic inserts t, or replaces the topic of the same name, together with
+// its id index entry in one transaction. It refuses an invalid topic (a name
+// Kafka would refuse, fewer than 1 partition, an all-zero id, an empty config
+// name) and an id that already belongs to a topic of another name.
+func (s *Store) PutTopic(t Topic) error {
+	if err := checkTopic(&t); err != nil {
+		return fmt.Errorf("state: put topic: %v", err)
+	}
+	val := appendTopic(nil, t)
+	idKey := topicIDKey(t.ID)
+	return s.update(func(txn *badger.Txn) error {
+		owner, found, err := getTopicIndex(txn, idKey)
+		if err != nil {
+			return err
+		}
+		if found && owner != t.Name {
+			// The index says another topic has this id. Believe it only
+			// if that topic agrees: an entry left behind by a deleted
+			// corrupt record (see DeleteTopic) is stale, not a claim.
+			other, ok, err := getTopic(txn, owner)
+			if err != nil {
+				return err
+			}
+			if ok && other.ID == t.ID {
+				return fmt.Errorf("state: put topic %q: topic id %s already belongs to topic %q",
+					t.Name, hex.EncodeToString(t.ID[:]), owner)
+			}
+			s.log.Warn("state: replacing stale topic id index entry",
+				"key", string(idKey), "stale_topic", owner, "topic", t.Name)
+		}
+		old, ok, err := getTopic(txn, t.Name)
+		if err != nil {
+			return err
+		}
+		if ok && old.ID != t.ID {
+			// The topic was recreated under a new id: its old id must
+			// stop resolving. Only drop the entry if it still points here.
+			oldKey := topicIDKey(old.ID)
+			if err := deleteIndexIfOwned(txn, oldKey, t.Name); err != nil {
+				return err
+			}
+		}
+		if err := txn.Set(topicKey(t.Name), val); err != nil {
+			return err
+		}
+		return txn.Set(idKey, appendTopicIndex(nil, t.Name))
+	})
+}
+
+// Topic returns the topic named name, or an error wrapping ErrNotFound.
+func (s *Store) Topic(name string) (Topic, error) {
+	var t Topic
+	err := s.view(func(txn *badger.Txn) error {
+		var ok bool
+		var err error
+		t, ok, err = getTopic(txn, name)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: topic %q", ErrNotFound, name)
+		}
+		return err
+	})
+	if err != nil {
+		return Topic{}, err
+	}
+	return t, nil
+}
+
+// TopicByID returns the topic whose id is id, or an error wrapping
+// ErrNotFound.
+func (s *Store) TopicByID(id [16]byte) (Topic, error) {
+	var t Topic
+	err := s.view(func(txn *badger.Txn) error {
+		idKey := topicIDKey(id)
+		name, found, err := getTopicIndex(txn, idKey)
+		if err != nil {
+			return err
+		}
+		ok := false
+		if found {
+			if t, ok, err = getTopic(txn, name); err != nil {
+				return err
+			}
+			if !ok || t.ID != id {
+				// A stale entry (see PutTopic): the id resolves to nothing.
+				s.log.Warn("state: stale topic id index entry", "key", string(idKey), "topic", name)
+				ok = false
+			}
+		}
+		if !ok {
+			return fmt.Errorf("%w: topic id %s", ErrNotFound, hex.EncodeToString(id[:]))
+		}
+		return nil
+	})
+	if err != nil {
+		return Topic{}, err
+	}
+	return t, nil
+}
+
+// Topics returns every topic, sorted by name.
+func (s *Store) Topics() ([]Topic, error) {
+	var ts []Topic
+	err := s.view(func(txn *badger.Txn) error {
+		ts = ts[:0]
+		// Keys sort bytewise, so the scan yields names in Go string order.
+		return scanPrefix(txn, keyTopicPrefix, func(name string, v []byte) error {
+			t, err := decodeTopicFor(name, v)
+			if err != nil {
+				return err
+			}
+			ts = append(ts, t)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// DeleteTopic removes the topic named name and its id index entry, or
+// returns an error wrapping ErrNotFound. A topic whose record is corrupt is
+// deleted too (the repair path for it): its id is unknown, so an index entry
+// may stay behind, which lookups and PutTopic treat as stale.
+func (s *Store) DeleteTopic(name string) error {
+	return s.update(func(txn *badger.Txn) error {
+		key := topicKey(name)
+		t, ok, err := getTopic(txn, name)
+		switch {
+		case err != nil && !isCorrupt(err):
+			return err
+		case err != nil:
+			s.log.Warn("state: deleting corrupt topic record", "key", string(key), "err", err)
+		case !ok:
+			return fmt.Errorf("%w: topic %q", ErrNotFound, name)
+		default:
+			if err := deleteIndexIfOwned(txn, topicIDKey(t.ID), name); err != nil {
+				return err
+			}
+		}
+		return txn.Delete(key)
+	})
+}
+
+// getTopic reads the topic named name in txn. found is false if absent.
+func getTopic(txn *badger.Txn, name string) (t Topic, found bool, err error) {
+	found, err = getRecord(txn, topicKey(name), func(v []byte) error {
+		var err error
+		t, err = decodeTopicFor(name, v)
+		return err
+	})
+	return t, found, err
+}
+
+// decodeTopicFor decodes the value stored under the key of topic name and
+// checks that it describes that topic.
+func decodeTopicFor(name string, v []byte) (Topic, error) {
+	t, err := decodeTopic(v)
+	if err != nil {
+		return Topic{}, err
+	}
+	if t.Name != name {
+		return Topic{}, fmt.Errorf("%w: topic: value names topic %q", ErrCorrupt, t.Name)
+	}
+	return t, nil
+}
+
+// getTopicIndex reads the topic-id index entry at idKey.
+func getTopicIndex(txn *badger.Txn, idKey []byte) (name string, found bool, err error) {
+	found, err = getRecord(txn, idKey, func(v []byte) error {
+		var err error
+		name, err = decodeTopicIndex(v)
+		return err
+	})
+	return name, found, err
+}
+
+// deleteIndexIfOwned deletes the index entry at idKey if it names topic
+// name. An entry naming another topic belongs to that topic and stays; a
+// corrupt entry is deleted, as nothing can resolve through it anyway.
+func deleteIndexIfOwned(txn *badger.Txn, idKey []byte, name string) error {
+	owner, found, err := getTopicIndex(txn, idKey)
+	switch {
+	case err != nil && !isCorrupt(err):
+		return err
+	case err == nil && (!found || owner != name):
+		return nil
+	}
+	return txn.Delete(idKey)
+}
