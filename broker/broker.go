@@ -49,6 +49,8 @@ type Broker struct {
 // Stats are the broker's counters for the metrics adapter: plain atomics,
 // no map lookups on the hot path (STYLE.md item 16).
 type Stats struct {
+	// Requests counts requests by API key.
+	Requests        [maxAPIKey]atomic.Int64
 	ProduceBatches  atomic.Int64
 	ProduceBytes    atomic.Int64
 	FetchBytes      atomic.Int64
@@ -145,6 +147,37 @@ func (b *Broker) ClusterID() string { return b.store.ClusterID() }
 
 // Stats returns the broker's live counters.
 func (b *Broker) Stats() *Stats { return &b.stats }
+
+// TopicStat is a topic's size for the metrics adapter.
+type TopicStat struct {
+	Name         string
+	Partitions   int
+	SizeBytes    int64
+	EndOffsetSum int64
+}
+
+// TopicStats sums each topic's partitions (scrape time, not the hot path).
+func (b *Broker) TopicStats() []TopicStat {
+	b.mu.RLock()
+	ts := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		ts = append(ts, t)
+	}
+	b.mu.RUnlock()
+	out := make([]TopicStat, 0, len(ts))
+	for _, t := range ts {
+		b.mu.RLock()
+		parts := t.parts
+		b.mu.RUnlock()
+		st := TopicStat{Name: t.name, Partitions: len(parts)}
+		for _, p := range parts {
+			st.SizeBytes += p.log.Size()
+			st.EndOffsetSum += p.log.LogEndOffset()
+		}
+		out = append(out, st)
+	}
+	return out
+}
 
 // NetStats returns the transport's live counters.
 func (b *Broker) NetStats() *netio.Stats { return b.srv.Stats() }

@@ -82,6 +82,7 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 		}
 		return out, false, fmt.Errorf("%w: key %d (%s) v%d", errUnsupported, hdr.Key, kmsg.NameForKey(hdr.Key), hdr.Version)
 	}
+	b.stats.Requests[hdr.Key].Add(1)
 	kreq := kmsg.RequestForKey(hdr.Key)
 	kreq.SetVersion(hdr.Version)
 	if err := kreq.ReadFrom(body); err != nil {

@@ -57,6 +57,10 @@ type Config struct {
 	Now func() time.Time
 }
 
+// MinSegmentBytes is the smallest segment.bytes: four batch headers.
+// (Kafka's floor of 14 bytes dates from legacy messages; no v2 batch fits.)
+const MinSegmentBytes = 4 * batch.HeaderSize
+
 // Defaults, Kafka's.
 const (
 	DefaultSegmentBytes           = 1 << 30
@@ -66,7 +70,6 @@ const (
 	DefaultProducerIDExpirationMs = 24 * 3600 * 1000
 	DefaultDeleteRetentionMs      = 24 * 3600 * 1000
 	unlimited                     = -1
-	minSegmentBytes               = 4 * batch.HeaderSize
 )
 
 // DefaultConfig returns Kafka's defaults.
@@ -127,8 +130,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.Now = time.Now
 	}
 	switch {
-	case c.SegmentBytes < minSegmentBytes || c.SegmentBytes > 1<<31-1:
-		return c, fmt.Errorf("%w: segment.bytes %d outside [%d, %d]", ErrInvalidConfig, c.SegmentBytes, minSegmentBytes, 1<<31-1)
+	case c.SegmentBytes < MinSegmentBytes || c.SegmentBytes > 1<<31-1:
+		return c, fmt.Errorf("%w: segment.bytes %d outside [%d, %d]", ErrInvalidConfig, c.SegmentBytes, MinSegmentBytes, 1<<31-1)
 	case c.SegmentMs < 1:
 		return c, fmt.Errorf("%w: segment.ms %d must be positive", ErrInvalidConfig, c.SegmentMs)
 	case c.IndexIntervalBytes < 0:

@@ -1,6 +1,6 @@
-// Command kmirror is the single kmirror binary. Today it answers --help and
-// version; later subcommands (serve, mirrors, demo, bench) land here as the
-// packages behind them exist.
+// Command kmirror is the single kmirror binary: serve runs a node, version
+// prints the build. Later subcommands (mirrors, demo, bench) land here as
+// the packages behind them exist.
 package main
 
 import (
@@ -22,6 +22,7 @@ Usage:
   kmirror <command> [flags]
 
 Commands:
+  serve      run a kmirror node (a Kafka-compatible broker)
   version    print the version and build information
   help       print this help
 
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kmirror: unknown command %q\n\n%s", args[0], usage)
 	return 2

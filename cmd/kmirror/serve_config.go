@@ -1,0 +1,558 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/props"
+	"github.com/kmirror/kmirror/storage"
+)
+
+// This file is the configuration front end of `kmirror serve`: Kafka's
+// server.properties keys, with Kafka's meanings, mapped onto broker.Config.
+// An operator's existing file should load unchanged or be refused with an
+// error naming the key and line, never half-understood.
+
+// setting is one key kmirror reads from a properties file or --override.
+type setting struct {
+	name string
+	help string // one line for `kmirror serve --help`
+	// apply parses v onto c. v is already trimmed, as Kafka trims every
+	// value before parsing it. On error c may be half-written; the caller
+	// then discards it. nil accepts the key and ignores it.
+	apply func(c *broker.Config, v string) error
+	// aliasOf names the setting this key is another name for: the value
+	// goes through that setting's apply, and when both keys are set they
+	// must agree (Kafka refuses a broker.id that differs from node.id).
+	aliasOf string
+}
+
+// settings is every key kmirror accepts, in application order. Where Kafka
+// lets one key take precedence over another, the winner comes later and so
+// overwrites: log.dirs after log.dir, log.roll.ms after log.roll.hours,
+// log.retention.ms after .minutes after .hours, and controller.listener.names
+// after the listener lists it prunes. A key's position in a file does not
+// matter, as in Kafka.
+var settings = []setting{
+	// Server basics and KRaft: one kmirror node is the whole cluster.
+	{name: "node.id", help: "this node's id, an integer >= 0 (default " + strconv.Itoa(broker.DefaultNodeID) + ")",
+		apply: func(c *broker.Config, v string) (err error) { c.NodeID, err = int32At(v, 0); return err }},
+	{name: "broker.id", aliasOf: "node.id", help: "older name of node.id; if both are set they must agree"},
+	{name: "process.roles", help: "ignored: a kmirror node is its own broker and controller"},
+	{name: "controller.quorum.voters", help: "ignored: there is no KRaft quorum"},
+	{name: "controller.quorum.bootstrap.servers", help: "ignored: there is no KRaft quorum"},
+
+	// Sockets.
+	{name: "listeners", help: "comma list of NAME://host:port to bind; empty host means 0.0.0.0, IPv6 in brackets (default " + broker.DefaultConfig().Listeners[0].String() + ")",
+		apply: func(c *broker.Config, v string) (err error) { c.Listeners, err = parseListeners(v, false); return err }},
+	{name: "advertised.listeners", help: "comma list of NAME://host:port that clients are told to use; empty means listeners",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.AdvertisedListeners, err = parseListeners(v, true)
+			return err
+		}},
+	{name: "controller.listener.names", help: "listeners with these names are dropped: kmirror serves no KRaft controller port",
+		apply: dropControllerListeners},
+	{name: "inter.broker.listener.name", help: "ignored: a single node has no inter-broker traffic"},
+	{name: "listener.security.protocol.map", help: "checked, then ignored: every entry must be NAME:PLAINTEXT (no TLS or SASL yet)",
+		apply: checkProtocolMap},
+	{name: "num.network.threads", help: "ignored: kmirror sizes its own event loops"},
+	{name: "num.io.threads", help: "ignored: kmirror sizes its own workers"},
+	{name: "socket.send.buffer.bytes", help: "ignored"},
+	{name: "socket.receive.buffer.bytes", help: "ignored"},
+	{name: "socket.request.max.bytes", help: "largest request frame, an integer >= 1 (default " + strconv.Itoa(broker.DefaultSocketRequestMaxBytes) + ")",
+		apply: func(c *broker.Config, v string) (err error) { c.SocketRequestMaxBytes, err = int32At(v, 1); return err }},
+	{name: "message.max.bytes", help: "largest record batch, an integer >= 0 (default " + strconv.Itoa(broker.DefaultMessageMaxBytes) + ")",
+		apply: func(c *broker.Config, v string) (err error) { c.MessageMaxBytes, err = int32At(v, 0); return err }},
+	{name: "metrics.listener", help: "host:port of the Prometheus /metrics listener, empty to disable (default " + broker.DefaultMetricsListener + ")",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.MetricsListener, err = parseMetricsListener(v)
+			return err
+		}},
+
+	// Log basics.
+	{name: "log.dir", help: "comma list of log directories, used when log.dirs is not set (default " + broker.DefaultLogDir + ")",
+		apply: func(c *broker.Config, v string) (err error) { c.LogDirs, err = parseDirs(v); return err }},
+	{name: "log.dirs", help: "comma list of log directories; wins over log.dir",
+		apply: func(c *broker.Config, v string) (err error) { c.LogDirs, err = parseDirs(v); return err }},
+	{name: "metadata.log.dir", help: "directory of kmirror's state store (default <first log dir>/__kmirror_state)",
+		apply: func(c *broker.Config, v string) error { c.StateDir = v; return nil }},
+	{name: "num.partitions", help: "partitions of auto-created topics, an integer >= 1 (default " + strconv.Itoa(broker.DefaultNumPartitions) + ")",
+		apply: func(c *broker.Config, v string) (err error) { c.NumPartitions, err = int32At(v, 1); return err }},
+	{name: "num.recovery.threads.per.data.dir", help: "ignored"},
+	{name: "auto.create.topics.enable", help: "create unknown topics on first use, true or false (default true)",
+		apply: func(c *broker.Config, v string) (err error) { c.AutoCreateTopics, err = parseBool(v); return err }},
+
+	// Internal topics and replication: one node holds one replica of everything.
+	{name: "offsets.topic.replication.factor", help: "ignored: one node, one replica"},
+	{name: "transaction.state.log.replication.factor", help: "ignored: one node, one replica"},
+	{name: "transaction.state.log.min.isr", help: "ignored: one node, one replica"},
+	{name: "share.coordinator.state.topic.replication.factor", help: "ignored: one node, one replica"},
+	{name: "share.coordinator.state.topic.min.isr", help: "ignored: one node, one replica"},
+	{name: "default.replication.factor", help: "ignored: one node, one replica"},
+	{name: "min.insync.replicas", help: "ignored: one node, one replica"},
+
+	// Flush policy. Kafka's defaults leave flushing to the OS, as ours do.
+	{name: "log.flush.interval.messages", help: "fsync after this many records, an integer >= 1 (default: never, the OS decides)",
+		apply: func(c *broker.Config, v string) (err error) { c.Log.FlushMessages, err = int64At(v, 1); return err }},
+	{name: "log.flush.interval.ms", help: "fsync when the oldest unflushed record is this old, an integer >= 0 (default: never)",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Log.FlushMs, err = zeroAsOne(int64At(v, 0))
+			return err
+		}},
+
+	// Retention, segments and cleanup.
+	{name: "log.retention.hours", help: "delete segments older than this, negative for unlimited (default " + strconv.Itoa(storage.DefaultRetentionMs/msPerHour) + ")",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Log.RetentionMs, err = retentionMs(v, msPerHour)
+			return err
+		}},
+	{name: "log.retention.minutes", help: "as log.retention.hours, in minutes; wins over it",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Log.RetentionMs, err = retentionMs(v, msPerMinute)
+			return err
+		}},
+	{name: "log.retention.ms", help: "as log.retention.hours, in milliseconds; wins over minutes and hours",
+		apply: func(c *broker.Config, v string) (err error) { c.Log.RetentionMs, err = retentionMs(v, 1); return err }},
+	{name: "log.retention.bytes", help: "delete the oldest segments while a partition is larger, negative for unlimited (default -1)",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Log.RetentionBytes, err = retentionBytes(v)
+			return err
+		}},
+	{name: "log.retention.check.interval.ms", help: "ignored"},
+	{name: "log.segment.bytes", help: "roll to a new segment past this size, an integer >= 244 (default " + strconv.Itoa(storage.DefaultSegmentBytes) + ")",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, storage.MinSegmentBytes) // four batch headers: Kafka's floor of 14 bytes holds no v2 batch
+			c.Log.SegmentBytes = int64(n)
+			return err
+		}},
+	{name: "log.roll.hours", help: "roll a segment whose first batch is this old, an integer >= 1 (default " + strconv.Itoa(storage.DefaultSegmentMs/msPerHour) + ")",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.Log.SegmentMs = int64(n) * msPerHour
+			return err
+		}},
+	{name: "log.roll.ms", help: "as log.roll.hours, in milliseconds; wins over it",
+		apply: func(c *broker.Config, v string) (err error) { c.Log.SegmentMs, err = int64At(v, 1); return err }},
+	{name: "log.index.interval.bytes", help: "bytes between offset index entries, an integer >= 0 (default " + strconv.Itoa(storage.DefaultIndexIntervalBytes) + ")",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 0)
+			c.Log.IndexIntervalBytes, err = zeroAsOne(int64(n), err)
+			return err
+		}},
+	{name: "log.cleanup.policy", help: "delete, compact or compact,delete (default delete)",
+		apply: setCleanupPolicy},
+	{name: "log.cleaner.delete.retention.ms", help: "keep a compacted log's tombstones this long, an integer >= 0 (default " + strconv.Itoa(storage.DefaultDeleteRetentionMs) + ")",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Log.DeleteRetentionMs, err = zeroAsOne(int64At(v, 0))
+			return err
+		}},
+	{name: "log.cleaner.min.compaction.lag.ms", help: "leave segments younger than this out of compaction, an integer >= 0 (default 0)",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Log.MinCompactionLagMs, err = int64At(v, 0)
+			return err
+		}},
+	{name: "producer.id.expiration.ms", help: "forget producers idle this long, an integer >= 1 (default " + strconv.Itoa(storage.DefaultProducerIDExpirationMs) + ")",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.Log.ProducerIDExpirationMs = int64(n)
+			return err
+		}},
+
+	// Group coordinator.
+	{name: "group.initial.rebalance.delay.ms", help: "ignored"},
+}
+
+const (
+	msPerMinute = 60 * 1000
+	msPerHour   = 60 * msPerMinute
+)
+
+// loadServeConfig builds the node's configuration as kafka-server-start.sh
+// does: defaults, then the properties file (if file is not empty), then each
+// override ("key=value", Kafka's --override), the last value of a key
+// winning; then Validate. Errors name the setting and where its value came
+// from.
+func loadServeConfig(file string, overrides []string) (broker.Config, error) {
+	vals := map[string]settingValue{}
+	if file != "" {
+		ps, err := readPropsFile(file)
+		if err != nil {
+			return broker.Config{}, err
+		}
+		for _, p := range ps {
+			if err := collectSetting(vals, p.Key, p.Value, fmt.Sprintf("line %d of %s", p.Line, file)); err != nil {
+				return broker.Config{}, err
+			}
+		}
+	}
+	for _, o := range overrides {
+		k, v, ok := strings.Cut(o, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return broker.Config{}, fmt.Errorf("--override %q: want key=value", o)
+		}
+		if err := collectSetting(vals, k, v, "from --override"); err != nil {
+			return broker.Config{}, err
+		}
+	}
+
+	cfg := broker.DefaultConfig()
+	for i := range settings {
+		s := &settings[i]
+		if v, ok := vals[s.name]; ok {
+			if err := s.set(&cfg, v, vals); err != nil {
+				return broker.Config{}, err
+			}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return broker.Config{}, err
+	}
+	return cfg, nil
+}
+
+// settingValue is the winning value of one key and where it came from, for errors.
+type settingValue struct {
+	text   string
+	origin string // "line 12 of server.properties" or "from --override"
+}
+
+// collectSetting records key=text, refusing unknown keys: a misspelt key silently
+// ignored is a setting the operator believes is in force.
+func collectSetting(vals map[string]settingValue, key, text, origin string) error {
+	if lookupSetting(key) == nil {
+		return fmt.Errorf("unknown setting %q (%s)", key, origin)
+	}
+	vals[key] = settingValue{text: text, origin: origin}
+	return nil
+}
+
+func lookupSetting(name string) *setting {
+	for i := range settings {
+		if settings[i].name == name {
+			return &settings[i]
+		}
+	}
+	return nil
+}
+
+// set applies v, following an alias to the setting it names.
+func (s *setting) set(c *broker.Config, v settingValue, vals map[string]settingValue) error {
+	apply := s.apply
+	if s.aliasOf != "" {
+		apply = lookupSetting(s.aliasOf).apply
+	}
+	if apply == nil {
+		return nil
+	}
+	if err := apply(c, strings.TrimSpace(v.text)); err != nil {
+		return fmt.Errorf("%s: %w (%s)", s.name, err, v.origin)
+	}
+	if s.aliasOf == "" {
+		return nil
+	}
+	if other, ok := vals[s.aliasOf]; ok && !sameEffect(apply, v.text, other.text) {
+		return fmt.Errorf("%s: %q (%s) conflicts with %s %q (%s); set one of them",
+			s.name, v.text, v.origin, s.aliasOf, other.text, other.origin)
+	}
+	return nil
+}
+
+// sameEffect reports whether two values configure the same thing, so that
+// node.id=7 and broker.id=07 agree as they do in Kafka. Each is applied to
+// an empty Config, so only the fields apply sets can differ.
+func sameEffect(apply func(*broker.Config, string) error, a, b string) bool {
+	var ca, cb broker.Config
+	errA, errB := apply(&ca, strings.TrimSpace(a)), apply(&cb, strings.TrimSpace(b))
+	return errA == nil && errB == nil && reflect.DeepEqual(ca, cb)
+}
+
+// readPropsFile parses file. The *PathError from Open names the path; a
+// syntax error is prefixed with it.
+func readPropsFile(file string) ([]props.Property, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	ps, err := props.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", file, err)
+	}
+	return ps, nil
+}
+
+// serveConfigHelp is the body of the settings section of `kmirror serve
+// --help` (the caller writes the heading): one indented line per key, in
+// table order, written from the settings table so the two cannot drift.
+func serveConfigHelp() string {
+	width := 0
+	for _, s := range settings {
+		width = max(width, len(s.name))
+	}
+	var b strings.Builder
+	for _, s := range settings {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, s.name, s.help)
+	}
+	return b.String()
+}
+
+// parseInt reads a base-10 integer in [lo, hi] (Java's Integer/Long.parseInt
+// accept the same forms as strconv: an optional sign, then digits).
+func parseInt(v string, lo, hi int64) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		err = nil // n is clamped to the int64 range; the bounds below catch it
+	}
+	switch {
+	case err != nil || n < lo:
+		if lo <= math.MinInt32 {
+			return 0, fmt.Errorf("want an integer (got %q)", v)
+		}
+		return 0, fmt.Errorf("want an integer >= %d (got %q)", lo, v)
+	case n > hi:
+		return 0, fmt.Errorf("want an integer <= %d (got %q)", hi, v)
+	}
+	return n, nil
+}
+
+// int32At reads a Kafka INT setting, int64At a LONG one, each at least lo.
+func int32At(v string, lo int64) (int32, error) {
+	n, err := parseInt(v, lo, math.MaxInt32)
+	return int32(n), err
+}
+
+func int64At(v string, lo int64) (int64, error) { return parseInt(v, lo, math.MaxInt64) }
+
+// zeroAsOne passes n on, but as 1 when it is 0. storage.Config reads 0 as
+// "the default" while Kafka's 0 means "at once" or "every time" (flush at
+// once, index every batch, drop tombstones at once); 1 ms or 1 byte says
+// the same within one unit, where 0 would silently mean days.
+func zeroAsOne(n int64, err error) (int64, error) {
+	if n == 0 && err == nil {
+		n = 1
+	}
+	return n, err
+}
+
+// retentionMs reads log.retention.hours (unit msPerHour), .minutes or .ms.
+// Kafka's rule: any negative result is -1, unlimited. Hours and minutes are
+// Kafka INTs, so the product cannot overflow.
+func retentionMs(v string, unit int64) (int64, error) {
+	lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+	if unit == 1 {
+		lo, hi = math.MinInt64, math.MaxInt64
+	}
+	n, err := parseInt(v, lo, hi)
+	if err != nil {
+		return 0, fmt.Errorf("want an integer, negative for unlimited (got %q)", v)
+	}
+	if n < 0 {
+		return -1, nil
+	}
+	return zeroAsOne(n*unit, nil)
+}
+
+// retentionBytes reads log.retention.bytes: negative is unlimited, as in
+// Kafka, and 0 (delete all but the active segment) becomes 1 byte.
+func retentionBytes(v string) (int64, error) {
+	n, err := parseInt(v, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return 0, fmt.Errorf("want an integer, negative for unlimited (got %q)", v)
+	}
+	if n < 0 {
+		return -1, nil
+	}
+	return zeroAsOne(n, nil)
+}
+
+// parseBool accepts what Kafka's ConfigDef accepts: true or false in any case.
+func parseBool(v string) (bool, error) {
+	switch {
+	case strings.EqualFold(v, "true"):
+		return true, nil
+	case strings.EqualFold(v, "false"):
+		return false, nil
+	}
+	return false, fmt.Errorf("want true or false (got %q)", v)
+}
+
+// splitList splits a Kafka LIST value: items separated by commas with any
+// whitespace around them, nil for an empty value. Empty items are kept
+// (Kafka keeps them too); each caller decides whether they are an error.
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	items := strings.Split(v, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return items
+}
+
+// parseDirs reads log.dirs or log.dir. Kafka parses both as comma lists and
+// drops empty items (CoreUtils.parseCsvList).
+func parseDirs(v string) ([]string, error) {
+	var dirs []string
+	for _, d := range splitList(v) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("want a comma-separated list of directories (got %q)", v)
+	}
+	return dirs, nil
+}
+
+// parseListeners reads listeners or advertised.listeners. An empty
+// advertised.listeners means "the same as listeners" (nil).
+func parseListeners(v string, advertised bool) ([]broker.Listener, error) {
+	items := splitList(v)
+	if len(items) == 0 && !advertised {
+		return nil, fmt.Errorf("want a comma-separated list of NAME://host:port (got %q)", v)
+	}
+	var ls []broker.Listener
+	for _, item := range items {
+		l, err := parseListener(item)
+		if err != nil {
+			return nil, err
+		}
+		if advertised {
+			// Kafka refuses to advertise the meta-addresses: a client
+			// cannot connect to them.
+			if ip := net.ParseIP(l.Host); l.Host == "" || ip != nil && ip.IsUnspecified() {
+				return nil, fmt.Errorf("want a host clients can reach, not %q (got %q)", l.Host, item)
+			}
+			if l.Port == 0 {
+				return nil, fmt.Errorf("want a port in 1-65535 (got %q)", item)
+			}
+		} else if l.Host == "" {
+			l.Host = "0.0.0.0" // Kafka binds every interface for an empty host
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+// parseListener reads NAME://host:port. Kafka upper-cases the name
+// (ListenerName.normalised) and takes the host characters of its listener
+// regex; an IPv6 host goes in brackets.
+func parseListener(s string) (broker.Listener, error) {
+	name, addr, ok := strings.Cut(s, "://")
+	if !ok || name == "" {
+		return broker.Listener{}, fmt.Errorf("want NAME://host:port (got %q)", s)
+	}
+	host, port, err := hostPort(addr)
+	if err != nil {
+		return broker.Listener{}, fmt.Errorf("want NAME://host:port, %w (got %q)", err, s)
+	}
+	return broker.Listener{Name: strings.ToUpper(name), Host: host, Port: port}, nil
+}
+
+// hostPort splits host:port with a port in 0-65535 (0 picks a free port).
+func hostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, errors.New("IPv6 hosts in brackets")
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, errors.New("a port in 0-65535")
+	}
+	for _, c := range host {
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-%._:", c)
+		if !ok {
+			return "", 0, errors.New("a host of letters, digits and -%._:")
+		}
+	}
+	return host, port, nil
+}
+
+// parseMetricsListener reads metrics.listener: host:port, or empty to
+// serve no metrics.
+func parseMetricsListener(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if _, _, err := hostPort(v); err != nil {
+		return "", fmt.Errorf("want host:port or nothing, %w (got %q)", err, v)
+	}
+	return v, nil
+}
+
+// dropControllerListeners applies controller.listener.names. Kafka's sample
+// KRaft file binds a CONTROLLER listener for the quorum; kmirror has no
+// quorum, so that listener is dropped rather than refused as not PLAINTEXT.
+// It runs after listeners and advertised.listeners (table order).
+func dropControllerListeners(c *broker.Config, v string) error {
+	drop := map[string]bool{}
+	for _, name := range splitList(v) {
+		drop[strings.ToUpper(name)] = true
+	}
+	keep := func(ls []broker.Listener) []broker.Listener {
+		var out []broker.Listener
+		for _, l := range ls {
+			if !drop[l.Name] {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	c.Listeners, c.AdvertisedListeners = keep(c.Listeners), keep(c.AdvertisedListeners)
+	return nil
+}
+
+// checkProtocolMap accepts listener.security.protocol.map only when every
+// listener maps to PLAINTEXT: anything else asks for TLS or SASL, which
+// kmirror does not have, and ignoring it would serve plaintext where the
+// operator asked for encryption or authentication.
+func checkProtocolMap(_ *broker.Config, v string) error {
+	for _, item := range splitList(v) {
+		name, proto, ok := strings.Cut(item, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return fmt.Errorf("want a comma-separated list of NAME:PLAINTEXT (got %q)", item)
+		}
+		if !strings.EqualFold(strings.TrimSpace(proto), "PLAINTEXT") {
+			return fmt.Errorf("want NAME:PLAINTEXT only, kmirror has no TLS or SASL yet (got %q)", item)
+		}
+	}
+	return nil
+}
+
+// setCleanupPolicy applies log.cleanup.policy: compact, delete or both, in
+// any order. Retention stays as configured: a compact-only policy switches
+// off time and size deletion per log, where the effective policy of each
+// topic is known (storage.Config.Compact).
+func setCleanupPolicy(c *broker.Config, v string) error {
+	var compact, del bool
+	for _, p := range splitList(v) {
+		switch p {
+		case "compact":
+			compact = true
+		case "delete":
+			del = true
+		default:
+			return fmt.Errorf("want delete, compact or compact,delete (got %q)", v)
+		}
+	}
+	switch {
+	case compact && del:
+		c.LogCleanupPolicy = "compact,delete"
+	case compact:
+		c.LogCleanupPolicy = "compact"
+	case del:
+		c.LogCleanupPolicy = "delete"
+	default:
+		return fmt.Errorf("want delete, compact or compact,delete (got %q)", v)
+	}
+	c.Log.Compact = compact
+	return nil
+}

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/storage"
+)
+
+// writeConfig writes contents to a fresh server.properties and returns its
+// path; "" stays "" (no file).
+func writeConfig(t *testing.T, contents string) string {
+	t.Helper()
+	if contents == "" {
+		return ""
+	}
+	path := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(path, []byte(contents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// wantConfig is DefaultConfig changed by edit and validated, as
+// loadServeConfig returns it.
+func wantConfig(t *testing.T, edit func(*broker.Config)) broker.Config {
+	t.Helper()
+	c := broker.DefaultConfig()
+	if edit != nil {
+		edit(&c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("expected config invalid: %v", err)
+	}
+	return c
+}
+
+func TestLoadServeConfig(t *testing.T) {
+	t.Parallel()
+	plain := func(host string, port int) []broker.Listener {
+		return []broker.Listener{{Name: "PLAINTEXT", Host: host, Port: port}}
+	}
+	tests := []struct {
+		name      string
+		path      string // an existing file, used as is
+		contents  string // else a file written with these contents, if any
+		overrides []string
+		edit      func(*broker.Config) // applied to DefaultConfig for the expected result
+	}{
+		{name: "defaults"},
+		{name: "sample file", path: "testdata/server.properties", edit: func(c *broker.Config) {
+			c.NodeID = 3
+			c.Listeners = plain("0.0.0.0", 19092)
+			c.AdvertisedListeners = plain("broker.example.com", 19092)
+			c.SocketRequestMaxBytes = 52428800
+			c.MessageMaxBytes = 2097152
+			c.MetricsListener = "127.0.0.1:19308"
+			c.LogDirs = []string{"/var/lib/kmirror/data-0", "/var/lib/kmirror/data-1"}
+			c.StateDir = "/var/lib/kmirror/meta"
+			c.NumPartitions = 3
+			c.AutoCreateTopics = false
+			c.Log.FlushMessages = 10000
+			c.Log.FlushMs = 1000
+			c.Log.RetentionMs = 2 * 24 * msPerHour
+			c.Log.RetentionBytes = 1 << 30
+			c.Log.SegmentBytes = 512 << 20
+			c.Log.SegmentMs = 12 * msPerHour
+			c.Log.IndexIntervalBytes = 8192
+			c.LogCleanupPolicy = "compact,delete"
+			c.Log.Compact = true
+			c.Log.DeleteRetentionMs = msPerHour
+			c.Log.MinCompactionLagMs = msPerMinute
+			c.Log.ProducerIDExpirationMs = msPerHour
+		}},
+		{name: "overrides beat the file", contents: "num.partitions=3\nlog.dirs=/a\n", overrides: []string{"num.partitions=7", "log.dir=/ignored"},
+			edit: func(c *broker.Config) { c.NumPartitions, c.LogDirs = 7, []string{"/a"} }},
+		{name: "overrides beat the sample file", path: "testdata/server.properties", overrides: []string{"log.retention.ms=-1", "node.id=3", "log.dirs=/x"},
+			edit: func(c *broker.Config) {
+				sample, err := loadServeConfig("testdata/server.properties", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				*c = sample
+				c.Log.RetentionMs, c.LogDirs, c.StateDir = -1, []string{"/x"}, "/var/lib/kmirror/meta"
+			}},
+		{name: "later override wins", overrides: []string{"num.partitions=2", "num.partitions = 5"},
+			edit: func(c *broker.Config) { c.NumPartitions = 5 }},
+		{name: "later line wins", contents: "num.partitions=2\nnum.partitions=4\n",
+			edit: func(c *broker.Config) { c.NumPartitions = 4 }},
+		{name: "values are trimmed", contents: "num.partitions =  4  \t\nauto.create.topics.enable: FALSE \n",
+			edit: func(c *broker.Config) { c.NumPartitions, c.AutoCreateTopics = 4, false }},
+		{name: "boolean any case", overrides: []string{"auto.create.topics.enable=True"}},
+
+		{name: "retention hours", overrides: []string{"log.retention.hours=2"},
+			edit: func(c *broker.Config) { c.Log.RetentionMs = 2 * msPerHour }},
+		{name: "retention minutes beat hours", contents: "log.retention.minutes=30\nlog.retention.hours=2\n",
+			edit: func(c *broker.Config) { c.Log.RetentionMs = 30 * msPerMinute }},
+		{name: "retention ms beats minutes and hours", contents: "log.retention.ms=1234\nlog.retention.hours=2\nlog.retention.minutes=30\n",
+			edit: func(c *broker.Config) { c.Log.RetentionMs = 1234 }},
+		{name: "retention negative is unlimited", overrides: []string{"log.retention.minutes=-5"},
+			edit: func(c *broker.Config) { c.Log.RetentionMs = -1 }},
+		{name: "retention ms negative is unlimited", overrides: []string{"log.retention.ms=-1", "log.retention.hours=3"},
+			edit: func(c *broker.Config) { c.Log.RetentionMs = -1 }},
+		{name: "retention zero is one ms", overrides: []string{"log.retention.hours=0"},
+			edit: func(c *broker.Config) { c.Log.RetentionMs = 1 }},
+		{name: "retention bytes", overrides: []string{"log.retention.bytes=-7"}},
+		{name: "retention bytes zero is one byte", overrides: []string{"log.retention.bytes=0"},
+			edit: func(c *broker.Config) { c.Log.RetentionBytes = 1 }},
+		{name: "roll hours", overrides: []string{"log.roll.hours=1"},
+			edit: func(c *broker.Config) { c.Log.SegmentMs = msPerHour }},
+		{name: "roll ms beats hours", contents: "log.roll.ms=5000\nlog.roll.hours=1\n",
+			edit: func(c *broker.Config) { c.Log.SegmentMs = 5000 }},
+		{name: "log.dirs beats log.dir", contents: "log.dirs=/b, /c\nlog.dir=/a\n",
+			edit: func(c *broker.Config) { c.LogDirs = []string{"/b", "/c"} }},
+		{name: "log.dir alone, empty items dropped", overrides: []string{"log.dir=/a,,/b , "},
+			edit: func(c *broker.Config) { c.LogDirs = []string{"/a", "/b"} }},
+		{name: "empty metadata.log.dir is the default", overrides: []string{"metadata.log.dir="}},
+		{name: "index interval zero is every batch", overrides: []string{"log.index.interval.bytes=0"},
+			edit: func(c *broker.Config) { c.Log.IndexIntervalBytes = 1 }},
+		{name: "flush ms zero", overrides: []string{"log.flush.interval.ms=0", "log.flush.interval.messages=1"},
+			edit: func(c *broker.Config) { c.Log.FlushMs, c.Log.FlushMessages = 1, 1 }},
+		{name: "compaction settings", overrides: []string{"log.cleaner.delete.retention.ms=0", "log.cleaner.min.compaction.lag.ms=0", "producer.id.expiration.ms=1"},
+			edit: func(c *broker.Config) { c.Log.DeleteRetentionMs, c.Log.ProducerIDExpirationMs = 1, 1 }},
+		{name: "cleanup compact", overrides: []string{"log.cleanup.policy=compact"},
+			edit: func(c *broker.Config) { c.LogCleanupPolicy, c.Log.Compact = "compact", true }},
+		{name: "cleanup both, any order", overrides: []string{"log.cleanup.policy=delete , compact"},
+			edit: func(c *broker.Config) { c.LogCleanupPolicy, c.Log.Compact = "compact,delete", true }},
+		{name: "cleanup delete", overrides: []string{"log.cleanup.policy=delete,delete"}},
+		{name: "segment bytes minimum", overrides: []string{"log.segment.bytes=244"},
+			edit: func(c *broker.Config) { c.Log.SegmentBytes = 244 }},
+
+		{name: "broker.id alone", overrides: []string{"broker.id=9"},
+			edit: func(c *broker.Config) { c.NodeID = 9 }},
+		{name: "broker.id agrees with node.id", contents: "node.id=7\nbroker.id=07\n",
+			edit: func(c *broker.Config) { c.NodeID = 7 }},
+
+		{name: "listener empty host", overrides: []string{"listeners=PLAINTEXT://:0"},
+			edit: func(c *broker.Config) { c.Listeners = plain("0.0.0.0", 0) }},
+		{name: "listener IPv6 and lower-case name", overrides: []string{"listeners=plaintext://[::1]:9093", "advertised.listeners=PLAINTEXT://[2001:db8::1]:9093"},
+			edit: func(c *broker.Config) {
+				c.Listeners = plain("::1", 9093)
+				c.AdvertisedListeners = plain("2001:db8::1", 9093)
+			}},
+		{name: "controller listener dropped", contents: "listeners=PLAINTEXT://h:1,CONTROLLER://h:2\ncontroller.listener.names=controller\n",
+			edit: func(c *broker.Config) { c.Listeners = plain("h", 1) }},
+		{name: "empty advertised listeners", overrides: []string{"advertised.listeners="}},
+		{name: "protocol map of PLAINTEXT", overrides: []string{"listener.security.protocol.map=CONTROLLER:PLAINTEXT, PLAINTEXT : plaintext"}},
+		{name: "metrics disabled", overrides: []string{"metrics.listener="},
+			edit: func(c *broker.Config) { c.MetricsListener = "" }},
+		{name: "metrics all interfaces", overrides: []string{"metrics.listener=:9999"},
+			edit: func(c *broker.Config) { c.MetricsListener = ":9999" }},
+		{name: "ignored keys", contents: "process.roles=broker,controller\ncontroller.quorum.voters=1@localhost:9093\n" +
+			"num.network.threads=abc\ndefault.replication.factor=3\n"},
+		{name: "comments and escapes", contents: "# c\n! c\nlog.dirs = /data/a\\,b,\\\n   /data/c\n",
+			edit: func(c *broker.Config) { c.LogDirs = []string{"/data/a", "b", "/data/c"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := tt.path
+			if path == "" {
+				path = writeConfig(t, tt.contents)
+			}
+			got, err := loadServeConfig(path, tt.overrides)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := wantConfig(t, tt.edit)
+			got.Logger, want.Logger = nil, nil // Validate makes a fresh one each time
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("config\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestLoadServeConfigErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		contents  string
+		overrides []string
+		want      string // "{file}" stands for the file's path
+	}{
+		{"unknown key", "node.id=1\n\n# c\nfoo.bar=1\n", nil, `unknown setting "foo.bar" (line 4 of {file})`},
+		{"unknown override", "", []string{"foo.bar=1"}, `unknown setting "foo.bar" (from --override)`},
+		{"unknown key escaped", "log\\ dirs=1\n", nil, `unknown setting "log dirs" (line 1 of {file})`},
+		{"override without =", "", []string{"num.partitions"}, `--override "num.partitions": want key=value`},
+		{"override empty key", "", []string{" =1"}, `--override " =1": want key=value`},
+		{"malformed escape", "a=b\nlog.dirs=\\u12x4\n", nil, `config file {file}: props: line 2: malformed \uXXXX escape`},
+
+		{"segment bytes not a number", "\nlog.segment.bytes=abc\n", nil, `log.segment.bytes: want an integer >= 244 (got "abc") (line 2 of {file})`},
+		{"segment bytes too small", "log.segment.bytes=243", nil, `log.segment.bytes: want an integer >= 244 (got "243") (line 1 of {file})`},
+		{"segment bytes too big", "", []string{"log.segment.bytes=2147483648"}, `log.segment.bytes: want an integer <= 2147483647 (got "2147483648") (from --override)`},
+		{"num.partitions zero", "num.partitions=0", nil, `num.partitions: want an integer >= 1 (got "0") (line 1 of {file})`},
+		{"num.partitions huge", "", []string{"num.partitions=99999999999999999999"}, `num.partitions: want an integer <= 2147483647`},
+		{"message.max.bytes negative", "message.max.bytes=-1", nil, `message.max.bytes: want an integer >= 0 (got "-1") (line 1 of {file})`},
+		{"socket.request.max.bytes zero", "socket.request.max.bytes=0", nil, `socket.request.max.bytes: want an integer >= 1 (got "0")`},
+		{"node.id negative", "node.id=-1", nil, `node.id: want an integer >= 0 (got "-1") (line 1 of {file})`},
+		{"node.id float", "", []string{"node.id=1.5"}, `node.id: want an integer >= 0 (got "1.5") (from --override)`},
+		{"broker.id invalid", "broker.id=x", nil, `broker.id: want an integer >= 0 (got "x") (line 1 of {file})`},
+		{"broker.id conflicts", "node.id=1\nbroker.id=2\n", nil, `broker.id: "2" (line 2 of {file}) conflicts with node.id "1" (line 1 of {file})`},
+		{"override makes a conflict", "node.id=1\nbroker.id=1\n", []string{"node.id=2"}, `broker.id: "1" (line 2 of {file}) conflicts with node.id "2" (from --override)`},
+		{"boolean", "auto.create.topics.enable=yes", nil, `auto.create.topics.enable: want true or false (got "yes") (line 1 of {file})`},
+		{"retention hours", "log.retention.hours=abc", nil, `log.retention.hours: want an integer, negative for unlimited (got "abc") (line 1 of {file})`},
+		{"retention minutes too big", "log.retention.minutes=2147483648", nil, `log.retention.minutes: want an integer, negative for unlimited`},
+		{"retention ms", "log.retention.ms=1.5", nil, `log.retention.ms: want an integer, negative for unlimited (got "1.5")`},
+		{"retention bytes", "log.retention.bytes=1G", nil, `log.retention.bytes: want an integer, negative for unlimited (got "1G")`},
+		{"roll hours zero", "log.roll.hours=0", nil, `log.roll.hours: want an integer >= 1 (got "0") (line 1 of {file})`},
+		{"roll ms zero", "log.roll.ms=0", nil, `log.roll.ms: want an integer >= 1 (got "0")`},
+		{"index interval negative", "log.index.interval.bytes=-1", nil, `log.index.interval.bytes: want an integer >= 0`},
+		{"flush messages zero", "log.flush.interval.messages=0", nil, `log.flush.interval.messages: want an integer >= 1`},
+		{"flush ms negative", "log.flush.interval.ms=-1", nil, `log.flush.interval.ms: want an integer >= 0`},
+		{"delete retention negative", "log.cleaner.delete.retention.ms=-1", nil, `log.cleaner.delete.retention.ms: want an integer >= 0`},
+		{"compaction lag negative", "log.cleaner.min.compaction.lag.ms=-1", nil, `log.cleaner.min.compaction.lag.ms: want an integer >= 0`},
+		{"producer expiration zero", "producer.id.expiration.ms=0", nil, `producer.id.expiration.ms: want an integer >= 1`},
+		{"cleanup policy", "log.cleanup.policy=compress", nil, `log.cleanup.policy: want delete, compact or compact,delete (got "compress") (line 1 of {file})`},
+		{"cleanup policy empty", "log.cleanup.policy=", nil, `log.cleanup.policy: want delete, compact or compact,delete (got "")`},
+		{"log.dirs empty", "log.dirs= , ", nil, `log.dirs: want a comma-separated list of directories (got ",")`},
+		{"log.dir empty", "log.dir=", nil, `log.dir: want a comma-separated list of directories (got "") (line 1 of {file})`},
+
+		{"listeners empty", "listeners=", nil, `listeners: want a comma-separated list of NAME://host:port (got "") (line 1 of {file})`},
+		{"listener without name", "listeners=localhost:9092", nil, `listeners: want NAME://host:port (got "localhost:9092") (line 1 of {file})`},
+		{"listener empty item", "listeners=PLAINTEXT://:1,", nil, `listeners: want NAME://host:port (got "")`},
+		{"listener IPv6 unbracketed", "listeners=PLAINTEXT://::1:9092", nil, `listeners: want NAME://host:port, IPv6 hosts in brackets (got "PLAINTEXT://::1:9092")`},
+		{"listener no port", "listeners=PLAINTEXT://host", nil, `listeners: want NAME://host:port, IPv6 hosts in brackets (got "PLAINTEXT://host")`},
+		{"listener port range", "listeners=PLAINTEXT://h:65536", nil, `listeners: want NAME://host:port, a port in 0-65535 (got "PLAINTEXT://h:65536")`},
+		{"listener port text", "listeners=PLAINTEXT://h:http", nil, `listeners: want NAME://host:port, a port in 0-65535`},
+		{"listener host", "listeners=PLAINTEXT://a/b:1", nil, `listeners: want NAME://host:port, a host of letters, digits and -%._: (got "PLAINTEXT://a/b:1")`},
+		{"listener SSL", "listeners=SSL://:9093", nil, `listeners: listener SSL: only PLAINTEXT is supported`},
+		{"advertised meta-address", "advertised.listeners=PLAINTEXT://0.0.0.0:9092", nil, `advertised.listeners: want a host clients can reach, not "0.0.0.0" (got "PLAINTEXT://0.0.0.0:9092") (line 1 of {file})`},
+		{"advertised empty host", "advertised.listeners=PLAINTEXT://:9092", nil, `advertised.listeners: want a host clients can reach, not ""`},
+		{"advertised IPv6 meta-address", "", []string{"advertised.listeners=PLAINTEXT://[::]:9092"}, `advertised.listeners: want a host clients can reach, not "::"`},
+		{"advertised port zero", "advertised.listeners=PLAINTEXT://h:0", nil, `advertised.listeners: want a port in 1-65535 (got "PLAINTEXT://h:0")`},
+		{"advertised unknown listener", "advertised.listeners=EXTERNAL://h:1", nil, `advertised.listeners: listener EXTERNAL is not in listeners`},
+		{"protocol map SSL", "\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,SSL:SSL\n", nil,
+			`listener.security.protocol.map: want NAME:PLAINTEXT only, kmirror has no TLS or SASL yet (got "SSL:SSL") (line 2 of {file})`},
+		{"protocol map malformed", "listener.security.protocol.map=PLAINTEXT", nil, `listener.security.protocol.map: want a comma-separated list of NAME:PLAINTEXT (got "PLAINTEXT")`},
+		{"metrics listener", "metrics.listener=localhost", nil, `metrics.listener: want host:port or nothing, IPv6 hosts in brackets (got "localhost") (line 1 of {file})`},
+		{"controller drops every listener", "listeners=CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n", nil, `listeners: at least one listener is required`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeConfig(t, tt.contents)
+			_, err := loadServeConfig(path, tt.overrides)
+			want := strings.ReplaceAll(tt.want, "{file}", path)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %v\nwant it to contain %s", err, want)
+			}
+		})
+	}
+}
+
+func TestLoadServeConfigUnreadable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.properties")
+	_, err := loadServeConfig(missing, nil)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: %v; want ErrNotExist naming %s", err, missing)
+	}
+	// A directory opens but does not read.
+	if _, err := loadServeConfig(dir, nil); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("directory: %v; want an error naming %s", err, dir)
+	}
+}
+
+// TestSettingsTable checks the table itself: names unique, aliases resolve
+// to real settings, and every key has one line of ASCII help that
+// serveConfigHelp prints.
+func TestSettingsTable(t *testing.T) {
+	t.Parallel()
+	help := serveConfigHelp()
+	seen := map[string]bool{}
+	for _, s := range settings {
+		if seen[s.name] {
+			t.Errorf("%s: listed twice", s.name)
+		}
+		seen[s.name] = true
+		if s.aliasOf != "" && (s.apply != nil || lookupSetting(s.aliasOf) == nil || lookupSetting(s.aliasOf).apply == nil) {
+			t.Errorf("%s: alias of %q must have no apply of its own and name a setting that has one", s.name, s.aliasOf)
+		}
+		if s.help == "" || strings.Contains(s.help, "\n") {
+			t.Errorf("%s: help must be one non-empty line, got %q", s.name, s.help)
+		}
+		if !strings.Contains("\n"+help, "\n  "+s.name+" ") {
+			t.Errorf("%s: missing from serveConfigHelp", s.name)
+		}
+	}
+	for i, r := range help {
+		if r > 0x7e || r < 0x20 && r != '\n' {
+			t.Fatalf("help has a non-ASCII or control character at %d: %q", i, r)
+		}
+	}
+	// The keys of Kafka's sample KRaft file, and ours, all load.
+	for _, name := range []string{"process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+		"inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
+		"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
+		"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
+		"log.retention.check.interval.ms", "default.replication.factor", "min.insync.replicas",
+		"group.initial.rebalance.delay.ms"} {
+		if s := lookupSetting(name); s == nil || s.apply != nil {
+			t.Errorf("%s: want an accepted, ignored key", name)
+		}
+	}
+}
+
+// The defaults in the help text come from the same constants DefaultConfig
+// uses; this catches a constant that DefaultConfig stops using.
+func TestServeConfigHelpDefaults(t *testing.T) {
+	t.Parallel()
+	d := broker.DefaultConfig()
+	if d.Log.SegmentBytes != storage.DefaultSegmentBytes || d.Log.RetentionMs != storage.DefaultRetentionMs ||
+		d.NumPartitions != broker.DefaultNumPartitions || d.MetricsListener != broker.DefaultMetricsListener {
+		t.Fatalf("DefaultConfig no longer uses the constants the help quotes: %+v", d)
+	}
+}

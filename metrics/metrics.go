@@ -1,0 +1,107 @@
+// Package metrics is the only package besides cmd/ that imports Prometheus
+// (DESIGN.md, STYLE.md item 4). The core keeps plain atomic counters; a
+// Collector here reads them at scrape time, so the hot path pays one atomic
+// add per event and never touches a label map.
+//
+// Metric names (STYLE.md item 36: kmirror_<subsystem>_<name>_<unit>):
+//
+//	kmirror_net_connections_opened_total     connections accepted
+//	kmirror_net_connections_closed_total     connections closed
+//	kmirror_net_received_bytes_total         request bytes read
+//	kmirror_net_sent_bytes_total             response bytes written
+//	kmirror_net_framing_errors_total         connections closed for a bad frame
+//	kmirror_broker_requests_total{api}       requests served, by API name
+//	kmirror_broker_produce_batches_total     batches appended by Produce
+//	kmirror_broker_produce_bytes_total       bytes appended by Produce
+//	kmirror_broker_fetch_bytes_total         record bytes served by Fetch
+//	kmirror_broker_error_responses_total     partitions answered with an error by Produce
+//	kmirror_broker_topics                    topics on the node
+//	kmirror_broker_partitions                partitions on the node
+//	kmirror_log_size_bytes{topic}            bytes on disk of a topic's logs
+//	kmirror_log_end_offset_sum{topic}        sum of the topic's partition log end offsets
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/broker"
+)
+
+// Collector exposes a broker's counters.
+type Collector struct {
+	b *broker.Broker
+
+	connOpened, connClosed, bytesIn, bytesOut, framingErrors *prometheus.Desc
+	requests                                                 *prometheus.Desc
+	produceBatches, produceBytes, fetchBytes, errorResponses *prometheus.Desc
+	topics, partitions, logSize, logEnd                      *prometheus.Desc
+}
+
+// NewCollector returns a collector for b; register it with a registry.
+func NewCollector(b *broker.Broker) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &Collector{
+		b:              b,
+		connOpened:     d("kmirror_net_connections_opened_total", "Client connections accepted."),
+		connClosed:     d("kmirror_net_connections_closed_total", "Client connections closed."),
+		bytesIn:        d("kmirror_net_received_bytes_total", "Request bytes read from clients."),
+		bytesOut:       d("kmirror_net_sent_bytes_total", "Response bytes written to clients."),
+		framingErrors:  d("kmirror_net_framing_errors_total", "Connections closed for an oversized or malformed frame."),
+		requests:       d("kmirror_broker_requests_total", "Requests served, by Kafka API.", "api"),
+		produceBatches: d("kmirror_broker_produce_batches_total", "Record batches appended by Produce."),
+		produceBytes:   d("kmirror_broker_produce_bytes_total", "Record batch bytes appended by Produce."),
+		fetchBytes:     d("kmirror_broker_fetch_bytes_total", "Record batch bytes served by Fetch."),
+		errorResponses: d("kmirror_broker_error_responses_total", "Produce partitions answered with an error code."),
+		topics:         d("kmirror_broker_topics", "Topics on this node."),
+		partitions:     d("kmirror_broker_partitions", "Partitions on this node."),
+		logSize:        d("kmirror_log_size_bytes", "Bytes on disk of a topic's partition logs.", "topic"),
+		logEnd:         d("kmirror_log_end_offset_sum", "Sum of a topic's partition log end offsets.", "topic"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.connOpened, c.connClosed, c.bytesIn, c.bytesOut, c.framingErrors,
+		c.requests, c.produceBatches, c.produceBytes, c.fetchBytes, c.errorResponses,
+		c.topics, c.partitions, c.logSize, c.logEnd} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	ns := c.b.NetStats()
+	counter(c.connOpened, ns.ConnectionsOpened.Load())
+	counter(c.connClosed, ns.ConnectionsClosed.Load())
+	counter(c.bytesIn, ns.BytesIn.Load())
+	counter(c.bytesOut, ns.BytesOut.Load())
+	counter(c.framingErrors, ns.FramingErrors.Load())
+	bs := c.b.Stats()
+	for key := range bs.Requests {
+		if n := bs.Requests[key].Load(); n > 0 {
+			counter(c.requests, n, kmsg.NameForKey(int16(key)))
+		}
+	}
+	counter(c.produceBatches, bs.ProduceBatches.Load())
+	counter(c.produceBytes, bs.ProduceBytes.Load())
+	counter(c.fetchBytes, bs.FetchBytes.Load())
+	counter(c.errorResponses, bs.ErrorResponses.Load())
+	topics := c.b.TopicStats()
+	parts := 0
+	for _, t := range topics {
+		parts += t.Partitions
+		gauge(c.logSize, t.SizeBytes, t.Name)
+		gauge(c.logEnd, t.EndOffsetSum, t.Name)
+	}
+	gauge(c.topics, int64(len(topics)))
+	gauge(c.partitions, int64(parts))
+}
