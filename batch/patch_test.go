@@ -171,3 +171,26 @@ func TestHotPathZeroAllocs(t *testing.T) {
 		t.Fatalf("%.1f allocations per Parse+Verify, want 0", allocs)
 	}
 }
+
+func TestSetLogAppendTimeMatchesFullCRC(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 5, 300} {
+		for _, ts := range []int64{0, 1, 1732876800000, -1, 1<<63 - 1} {
+			raw := testBatch(0, n, 40, 7)
+			b := Batch(raw)
+			codec := b.Codec()
+			b.SetLogAppendTime(ts)
+			if !b.LogAppendTime() || b.MaxTimestamp() != ts || b.Codec() != codec {
+				t.Fatalf("n=%d ts=%d: log append time %v, max timestamp %d, codec %v",
+					n, ts, b.LogAppendTime(), b.MaxTimestamp(), b.Codec())
+			}
+			if err := b.Verify(); err != nil {
+				t.Fatalf("n=%d ts=%d: %v", n, ts, err)
+			}
+			b.SetLogAppendTime(ts + 1) // patching twice stays consistent
+			if want := Checksum(raw[crcStart:]); b.CRC() != want {
+				t.Fatalf("n=%d: crc %08x, full recompute %08x", n, b.CRC(), want)
+			}
+		}
+	}
+}
