@@ -41,6 +41,7 @@ type Conn struct {
 	wmu       sync.Mutex
 	inflight  [][]byte
 	onWritten gnet.AsyncCallback // bound once: no closure per response
+	workFn    func()             // c.work bound once: no closure per worker start
 }
 
 func newConn(srv *Server, listener string, gc gnet.Conn) *Conn {
@@ -49,6 +50,7 @@ func newConn(srv *Server, listener string, gc gnet.Conn) *Conn {
 		c.remote = a.String()
 	}
 	c.onWritten = c.written
+	c.workFn = c.work
 	return c
 }
 
@@ -109,7 +111,7 @@ func (c *Conn) enqueue(frame []byte) {
 	c.running = true
 	c.mu.Unlock()
 	if start {
-		go c.work()
+		go c.workFn()
 	}
 }
 
@@ -146,7 +148,7 @@ func (c *Conn) serve(frame []byte) {
 	if err != nil {
 		srv.stats.FramingErrors.Add(1)
 		srv.log.Warn("closing connection", "listener", c.listener, "remote", c.remote, "err", err)
-		_ = c.gc.Close()
+		c.fail()
 		return
 	}
 	c.hdr = hdr
@@ -157,7 +159,7 @@ func (c *Conn) serve(frame []byte) {
 		bufpool.Put(out)
 		srv.log.Warn("closing connection", "listener", c.listener, "remote", c.remote,
 			"api_key", hdr.Key, "api_version", hdr.Version, "err", err)
-		_ = c.gc.Close()
+		c.fail()
 		return
 	}
 	if !send {
@@ -176,6 +178,17 @@ func (c *Conn) serve(frame []byte) {
 		c.wmu.Unlock()
 		bufpool.Put(out)
 	}
+}
+
+// fail closes the connection after a bad request. isClosed is set at once,
+// not when gnet's OnClose runs later on the event loop, so the requests
+// pipelined behind the bad one are never served: a Produce behind a failed
+// request must not be written.
+func (c *Conn) fail() {
+	c.mu.Lock()
+	c.isClosed = true
+	c.mu.Unlock()
+	_ = c.gc.Close()
 }
 
 // written releases the oldest in-flight response buffer. It runs on the
