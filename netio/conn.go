@@ -1,9 +1,11 @@
 package netio
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/kmirror/kmirror/internal/bufpool"
 )
@@ -35,23 +37,29 @@ type Conn struct {
 	stalled  bool // OnTraffic stopped framing because the queue was full
 	isClosed bool
 
-	// inflight holds response buffers handed to AsyncWrite. gnet runs the
-	// writes of one connection in order on its event loop, so onWritten
-	// always releases the oldest one.
-	wmu       sync.Mutex
-	inflight  [][]byte
-	onWritten gnet.AsyncCallback // bound once: no closure per response
-	workFn    func()             // c.work bound once: no closure per worker start
+	// wfd is the worker's duplicate of the socket (writer.go). Guarded by
+	// mu together with isClosed and running: closed exactly once, by the
+	// worker or by OnClose, whichever sees the connection closed last.
+	wfd       int
+	wfdClosed bool
+	// splices and pollFds are the worker's, reused across responses.
+	splices []Splice
+	pollFds [1]unix.PollFd
+
+	workFn func() // c.work bound once: no closure per worker start
 }
 
-func newConn(srv *Server, listener string, gc gnet.Conn) *Conn {
-	c := &Conn{srv: srv, gc: gc, listener: listener}
+func newConn(srv *Server, listener string, gc gnet.Conn) (*Conn, error) {
+	wfd, err := gc.Dup()
+	if err != nil {
+		return nil, fmt.Errorf("netio: duplicating the socket: %w", err)
+	}
+	c := &Conn{srv: srv, gc: gc, listener: listener, wfd: wfd}
 	if a := gc.RemoteAddr(); a != nil {
 		c.remote = a.String()
 	}
-	c.onWritten = c.written
 	c.workFn = c.work
-	return c
+	return c, nil
 }
 
 // Listener is the name of the listener the connection came in on.
@@ -121,6 +129,9 @@ func (c *Conn) work() {
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.isClosed {
 			c.running = false
+			if c.isClosed {
+				c.closeWFDLocked()
+			}
 			c.mu.Unlock()
 			return
 		}
@@ -153,30 +164,27 @@ func (c *Conn) serve(frame []byte) {
 	}
 	c.hdr = hdr
 	srv.stats.Requests.Add(1)
+	c.splices = c.splices[:0]
 	resp := bufpool.Get(responseStartCap)[:responseHeaderRoom]
 	out, send, err := srv.handler.Serve(c, &c.hdr, body, resp)
+	defer bufpool.Put(out)
 	if err != nil {
-		bufpool.Put(out)
 		srv.log.Warn("closing connection", "listener", c.listener, "remote", c.remote,
 			"api_key", hdr.Key, "api_version", hdr.Version, "err", err)
 		c.fail()
 		return
 	}
 	if !send {
-		bufpool.Put(out)
 		return
 	}
-	msg := finishResponse(out, hdr.CorrelationID, hdr.ResponseFlexible())
-	srv.stats.BytesOut.Add(int64(len(msg)))
-	c.wmu.Lock()
-	c.inflight = append(c.inflight, out)
-	c.wmu.Unlock()
-	if err := c.gc.AsyncWrite(msg, c.onWritten); err != nil {
-		// The callback will not run: take the buffer back.
-		c.wmu.Lock()
-		c.inflight = c.inflight[:len(c.inflight)-1]
-		c.wmu.Unlock()
-		bufpool.Put(out)
+	var spliced int64
+	for _, s := range c.splices {
+		spliced += s.Len
+	}
+	msg := finishResponse(out, hdr.CorrelationID, hdr.ResponseFlexible(), spliced)
+	if err := c.writeResponse(msg, len(out)-len(msg)); err != nil {
+		srv.log.Debug("writing a response failed; closing", "listener", c.listener, "remote", c.remote, "err", err)
+		c.fail()
 	}
 }
 
@@ -191,19 +199,13 @@ func (c *Conn) fail() {
 	_ = c.gc.Close()
 }
 
-// written releases the oldest in-flight response buffer. It runs on the
-// event loop after gnet wrote (or copied) the bytes, or failed to.
-func (c *Conn) written(_ gnet.Conn, _ error) error {
-	c.wmu.Lock()
-	if len(c.inflight) > 0 {
-		out := c.inflight[0]
-		n := copy(c.inflight, c.inflight[1:])
-		c.inflight[n] = nil
-		c.inflight = c.inflight[:n]
-		bufpool.Put(out)
+// closeWFDLocked closes the worker's socket duplicate once.
+// REQUIRES: c.mu held.
+func (c *Conn) closeWFDLocked() {
+	if !c.wfdClosed {
+		c.wfdClosed = true
+		_ = unix.Close(c.wfd)
 	}
-	c.wmu.Unlock()
-	return nil
 }
 
 // closed runs on the event loop when the connection closes: queued frames
@@ -216,6 +218,13 @@ func (c *Conn) closed(err error) {
 		c.queue[i] = nil
 	}
 	c.queue = c.queue[:0]
+	if c.running {
+		// The worker may be blocked writing: wake it (the write fails),
+		// and it closes the descriptor on its way out.
+		_ = unix.Shutdown(c.wfd, unix.SHUT_RDWR)
+	} else {
+		c.closeWFDLocked()
+	}
 	c.mu.Unlock()
 	if err != nil {
 		c.srv.log.Debug("connection closed", "listener", c.listener, "remote", c.remote, "err", err)

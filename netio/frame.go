@@ -125,14 +125,15 @@ func skipTaggedFields(b []byte) ([]byte, error) {
 const responseHeaderRoom = 9
 
 // finishResponse writes the header in front of the body appended after
-// responseHeaderRoom and returns the bytes to send.
-func finishResponse(buf []byte, correlationID int32, flexible bool) []byte {
+// responseHeaderRoom and returns the bytes to send. spliced is the number of
+// file bytes sent between the buffer's bytes (see Splice).
+func finishResponse(buf []byte, correlationID int32, flexible bool, spliced int64) []byte {
 	start := 1
 	if flexible {
 		start = 0
 		buf[8] = 0 // no tagged fields
 	}
-	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
+	binary.BigEndian.PutUint32(buf[start:], uint32(int64(len(buf)-start-4)+spliced))
 	binary.BigEndian.PutUint32(buf[start+4:], uint32(correlationID))
 	return buf[start:]
 }

@@ -425,7 +425,7 @@ func TestFinishResponse(t *testing.T) {
 			t.Parallel()
 			// Dirty header room: finishResponse must write every byte it sends.
 			buf := append(bytes.Repeat([]byte{0xee}, responseHeaderRoom), tt.body...)
-			got := finishResponse(buf, tt.corr, tt.flexible)
+			got := finishResponse(buf, tt.corr, tt.flexible, 0)
 			if !bytes.Equal(got, tt.want) {
 				t.Fatalf("finishResponse = % x, want % x", got, tt.want)
 			}
@@ -453,7 +453,7 @@ func TestFramingNoAllocs(t *testing.T) {
 		if err != nil {
 			panic(err)
 		}
-		sink += len(body) + len(finishResponse(resp, h.CorrelationID, h.ResponseFlexible()))
+		sink += len(body) + len(finishResponse(resp, h.CorrelationID, h.ResponseFlexible(), 0))
 	})
 	if allocs > 0 {
 		t.Fatalf("framing allocates %.1f times per request", allocs)

@@ -210,7 +210,12 @@ func (e *engine) OnBoot(eng gnet.Engine) gnet.Action {
 
 func (e *engine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	e.srv.stats.ConnectionsOpened.Add(1)
-	gc.SetContext(newConn(e.srv, e.listener, gc))
+	c, err := newConn(e.srv, e.listener, gc)
+	if err != nil {
+		e.srv.log.Warn("refusing connection", "listener", e.listener, "err", err)
+		return nil, gnet.Close
+	}
+	gc.SetContext(c)
 	return nil, gnet.None
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ const (
 	keyNoSend int16 = 101 // answers nothing (send=false, like acks=0)
 	keyFail   int16 = 102 // returns an error: the connection must close
 	keyBlock  int16 = 103 // reports on entered, waits on block, then echoes
+	keySplice int16 = 104 // answers "<" + spliceFile + ">" + body, the file sent with sendfile
 )
 
 type call struct {
@@ -34,6 +36,9 @@ type call struct {
 type testHandler struct {
 	entered chan int32    // keyBlock sends its correlation id on entry
 	block   chan struct{} // keyBlock waits for a value or a close
+	// keySplice sends this file's first spliceLen bytes.
+	spliceFile *os.File
+	spliceLen  int64
 
 	mu    sync.Mutex
 	calls []call
@@ -50,7 +55,7 @@ func (h *testHandler) Flexible(key, version int16) bool {
 	return flexibleV2(key, version)
 }
 
-func (h *testHandler) Serve(_ *Conn, hdr *Header, body, resp []byte) ([]byte, bool, error) {
+func (h *testHandler) Serve(c *Conn, hdr *Header, body, resp []byte) ([]byte, bool, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, call{hdr.Key, hdr.CorrelationID, string(hdr.ClientID)})
 	h.mu.Unlock()
@@ -62,6 +67,10 @@ func (h *testHandler) Serve(_ *Conn, hdr *Header, body, resp []byte) ([]byte, bo
 	case keyBlock:
 		h.entered <- hdr.CorrelationID
 		<-h.block
+	case keySplice:
+		resp = append(resp, '<')
+		c.AddSplice(len(resp), h.spliceFile, 0, h.spliceLen)
+		resp = append(resp, '>')
 	}
 	return append(resp, body...), true, nil
 }
@@ -617,4 +626,33 @@ func BenchmarkServerRoundTrip(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A response may carry file ranges sent with sendfile between its bytes;
+// the size header counts them and the pieces arrive in order, also when
+// the file is far larger than the socket buffer.
+func TestServerSplicesFileRanges(t *testing.T) {
+	t.Parallel()
+	data := make([]byte, 8<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "splice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // after the server's cleanup: LIFO
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	h := newTestHandler()
+	h.spliceFile, h.spliceLen = f, int64(len(data))
+	_, addr := startServer(t, h)
+	c := dial(t, addr)
+	for corr := int32(1); corr <= 3; corr++ {
+		c.send(testReq{key: keySplice, version: 1, corr: corr, body: []byte("tail")})
+		want := append(append(append([]byte("<"), data...), '>'), "tail"...)
+		c.expect(corr, false, want)
+	}
+	c.echo(4)
 }
