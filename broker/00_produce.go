@@ -31,7 +31,9 @@ const errReadOnlyTopic int16 = 134
 // Version notes:
 // v3 is the floor (record batch v2, as Kafka 4.0); v9 flexible; v13 names
 // topics by ID.
-func init() { regKey(0, 3, 13, (*Broker).handleProduce) }
+func init() { regKey(produceKey, 3, 13, (*Broker).handleProduce) }
+
+const produceKey = 0
 
 func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
@@ -50,6 +52,9 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
+			// Kafka answers a refused partition with INVALID_OFFSET (-1),
+			// not offset 0.
+			sp.BaseOffset = -1
 			switch {
 			case badAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
@@ -89,13 +94,17 @@ func (b *Broker) producePartition(p *partition, records []byte, sp *kmsg.Produce
 		sp.ErrorCode = kerr.MessageTooLarge.Code
 		return
 	}
-	bt, err := batch.Parse(records)
-	if err == nil && len(bt) != len(records) {
+	// Parse refuses trailing bytes as corruption; Kafka's answer to a
+	// second batch is INVALID_RECORD, so find the first batch's end first.
+	it := batch.NewIterator(records)
+	it.SkipCRC()
+	if _, ok := it.Next(); ok && it.Consumed() < len(records) {
 		sp.ErrorCode = kerr.InvalidRecord.Code
 		msg := "a produce request must hold exactly one record batch per partition"
 		sp.ErrorMessage = &msg
 		return
 	}
+	bt, err := batch.Parse(records)
 	if err == nil && p.appendTimestamps.Load() {
 		if err = bt.Verify(); err == nil {
 			sp.LogAppendTime = time.Now().UnixMilli()

@@ -151,6 +151,9 @@ func (b *Broker) fetchSessionFor(req *kmsg.FetchRequest, fs *fetchScratch) (*fet
 			sess.mu.Unlock()
 			return nil, kerr.InvalidFetchSessionEpoch
 		}
+		// Only an incremental fetch moves the epoch on: a new session
+		// already expects epoch 1 next.
+		sess.epoch = nextSessionEpoch(sess.epoch)
 	}
 	byID := req.Version >= 13
 	for i := range req.Topics {
@@ -188,7 +191,6 @@ func (b *Broker) fetchSessionFor(req *kmsg.FetchRequest, fs *fetchScratch) (*fet
 			sess.forget(key)
 		}
 	}
-	sess.epoch = nextSessionEpoch(sess.epoch)
 	// Answer every partition of the session, in session order.
 	for _, sp := range sess.parts {
 		b.addFetchPart(fs, fetchPart{partition: sp.key.partition, offset: sp.fetchOffset, maxBytes: sp.maxBytes,
@@ -262,7 +264,7 @@ func (fp *fetchPart) changed() bool {
 func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, committed bool, budget *int64, first bool) {
 	p := fp.p
 	switch {
-	case p == nil && version >= 13:
+	case fp.t == nil && version >= 13:
 		fp.errCode = kerr.UnknownTopicID.Code
 		return
 	case p == nil:
@@ -279,17 +281,24 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 		return
 	}
 	if fp.lastEpoch >= 0 {
+		// Kafka's order: an epoch we cannot place, or an offset below the
+		// log start, is OFFSET_OUT_OF_RANGE (a DivergingEpoch of -1/-1
+		// would read as "no divergence" and the follower would spin).
 		e, end := p.log.EndOffsetForEpoch(fp.lastEpoch)
-		if e < fp.lastEpoch || end < fp.offset {
+		switch info := partitionInfo(p.log); {
+		case e < 0 || end < 0 || fp.offset < info.LogStartOffset:
+			fp.errCode = kerr.OffsetOutOfRange.Code
+			return
+		case e < fp.lastEpoch || end < fp.offset:
 			fp.diverging, fp.divEpoch, fp.divOffset = true, e, end
-			fp.info = partitionInfo(p.log)
+			fp.info = info
 			return
 		}
 	}
-	limit := int64(fp.maxBytes)
-	if !first {
-		limit = min(limit, *budget)
-	}
+	// KIP-74: every partition reads at most min(partition limit, what is
+	// left of the response limit); the first partition with data still
+	// returns its first batch whole when that batch alone is larger.
+	limit := min(int64(fp.maxBytes), *budget)
 	upTo := p.log.HighWatermark()
 	if committed {
 		upTo = p.log.LastStableOffset()
@@ -315,7 +324,7 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 		b.log.Warn("fetch read failed", "topic", p.topic.name, "partition", p.index, "err", err)
 		return
 	}
-	if !first && fp.region.Length > *budget {
+	if !first && fp.region.Length > limit {
 		fp.region = storage.Region{} // KIP-74: only the first partition may overshoot
 	}
 	*budget -= fp.region.Length

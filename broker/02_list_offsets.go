@@ -19,9 +19,9 @@ const (
 //
 // Behavior:
 // Latest is the high watermark (the last stable offset for read_committed),
-// earliest the log start, max timestamp the batch with the largest
-// timestamp, and a timestamp the first batch whose max timestamp is at or
-// after it (batch granularity: a reset by time may re-read, never skip).
+// earliest the log start, max timestamp the record with the largest
+// timestamp, and a timestamp the first record whose timestamp is at or
+// after it (storage reads the records of the batch the time index finds).
 // CurrentLeaderEpoch is checked as in Fetch.
 //
 // Version notes:

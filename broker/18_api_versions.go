@@ -29,7 +29,15 @@ func appendApiKeys(dst []kmsg.ApiVersionsResponseApiKey) []kmsg.ApiVersionsRespo
 		if h == nil {
 			continue
 		}
-		dst = append(dst, kmsg.ApiVersionsResponseApiKey{ApiKey: int16(key), MinVersion: h.min, MaxVersion: h.max})
+		min := h.min
+		if key == produceKey {
+			// librdkafka up to 2.11 compresses with gzip, snappy or lz4 only
+			// if the broker advertises Produce v0; otherwise it silently
+			// sends uncompressed batches. Kafka 4.0 advertises v0 for the
+			// same reason (KAFKA-18659) and, like us, refuses v0-2 requests.
+			min = 0
+		}
+		dst = append(dst, kmsg.ApiVersionsResponseApiKey{ApiKey: int16(key), MinVersion: min, MaxVersion: h.max})
 	}
 	return dst
 }

@@ -40,6 +40,10 @@ type Broker struct {
 	sessions *fetchSessions
 	pids     producerIDs
 
+	// ready is closed when New has finished: a client that connects while
+	// the listeners come up waits for it instead of seeing a half-built
+	// broker (advertised listeners unset).
+	ready     chan struct{}
 	closing   chan struct{}
 	closeOnce sync.Once
 	bg        sync.WaitGroup
@@ -81,6 +85,7 @@ func New(cfg Config) (*Broker, error) {
 		topics:     map[string]*topic{},
 		topicsByID: map[[16]byte]*topic{},
 		sessions:   newFetchSessions(fetchSessionSlots),
+		ready:      make(chan struct{}),
 		closing:    make(chan struct{}),
 	}
 	b.pids.store = store
@@ -89,6 +94,7 @@ func New(cfg Config) (*Broker, error) {
 		store.Close()
 		return nil, err
 	}
+	ntopics := len(b.topics)
 	srv, err := netio.Listen(netio.Config{
 		Listeners:       netioListeners(cfg.Listeners),
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
@@ -103,8 +109,9 @@ func New(cfg Config) (*Broker, error) {
 	b.advertised = advertisedListeners(cfg, srv.Listeners())
 	b.bg.Add(1)
 	go b.maintain()
+	close(b.ready)
 	b.log.Info("kmirror broker started", "node_id", cfg.NodeID, "cluster_id", store.ClusterID(),
-		"listeners", fmt.Sprint(b.advertised), "topics", len(b.topics))
+		"listeners", fmt.Sprint(b.advertised), "topics", ntopics)
 	return b, nil
 }
 

@@ -74,6 +74,7 @@ var errUnsupported = errors.New("unsupported API key or version")
 
 // Serve implements netio.Handler.
 func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte) ([]byte, bool, error) {
+	<-b.ready
 	h, ok := lookupHandler(hdr.Key, hdr.Version)
 	if !ok {
 		if hdr.Key == apiVersionsKey {

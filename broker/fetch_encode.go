@@ -33,7 +33,13 @@ const fetchPartOverhead = 96
 
 // encodeFetch appends the response body for the planned partitions.
 func (b *Broker) encodeFetch(out []byte, version int16, sessionID int32, fs *fetchScratch, committed bool) []byte {
-	need := 16 + 40*len(fs.topics) + 16*len(fs.aborted)
+	// Topic names reach 249 bytes and a flexible aborted entry is 17:
+	// an estimate below the real size would grow out by append, a copy
+	// and an allocation per response.
+	need := 16 + 40*len(fs.topics) + 17*len(fs.aborted)
+	for i := range fs.topics {
+		need += len(fs.topics[i].name)
+	}
 	for i := range fs.parts {
 		need += fetchPartOverhead + int(fs.parts[i].region.Length)
 	}

@@ -60,7 +60,10 @@ func (s *fetchSession) upsert(sp sessionPart) *sessionPart {
 		return p
 	}
 	sp.sentHW, sp.sentLSO, sp.sentLogStart = -1, -1, -1
-	p := &sp
+	// A copy, not &sp: taking the parameter's address would move it to
+	// the heap on every call, updates of known partitions included.
+	p := new(sessionPart)
+	*p = sp
 	s.index[sp.key] = len(s.parts)
 	s.parts = append(s.parts, p)
 	return p
@@ -99,12 +102,20 @@ func (c *fetchSessions) create(now time.Time) *fetchSession {
 	defer c.mu.Unlock()
 	if len(c.sessions) >= c.slots {
 		var oldest *fetchSession
+		var oldestUsed time.Time
 		for _, s := range c.sessions {
-			if oldest == nil || s.lastUsed.Before(oldest.lastUsed) {
-				oldest = s
+			// lastUsed is guarded by s.mu. A session whose lock is taken
+			// serves a fetch (maybe a long poll): it is not idle, and
+			// waiting for it would stall every session lookup.
+			if !s.mu.TryLock() {
+				continue
 			}
+			if oldest == nil || s.lastUsed.Before(oldestUsed) {
+				oldest, oldestUsed = s, s.lastUsed
+			}
+			s.mu.Unlock()
 		}
-		if oldest == nil || now.Sub(oldest.lastUsed) < fetchSessionIdle {
+		if oldest == nil || now.Sub(oldestUsed) < fetchSessionIdle {
 			return nil
 		}
 		delete(c.sessions, oldest.id)
@@ -135,7 +146,12 @@ func (c *fetchSessions) expire(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, s := range c.sessions {
-		s.mu.Lock()
+		// A locked session is serving a fetch, perhaps a long poll of
+		// several seconds: not idle, and blocking here with c.mu held
+		// would stall every fetch of every session until it ends.
+		if !s.mu.TryLock() {
+			continue
+		}
 		idle := now.Sub(s.lastUsed) >= fetchSessionIdle
 		s.mu.Unlock()
 		if idle {

@@ -132,7 +132,7 @@ var topicConfigs = []topicConfig{
 		def: func(b *Config) string { return b.LogCleanupPolicy }},
 	{name: "compression.type", broker: "compression.type", typ: configTypeString,
 		check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
-		doc:   "Codec of stored batches; producer keeps what the producer sent (kmirror never recompresses).",
+		doc:   "Codec of stored batches (stored, no effect: kmirror keeps each batch as the producer compressed it).",
 		def:   func(*Config) string { return "producer" }},
 	{name: "delete.retention.ms", broker: "log.cleaner.delete.retention.ms", typ: configTypeLong, check: longAtLeast(0),
 		doc:   "How long tombstones survive in a compacted topic, so consumers reading from the start see deletions.",

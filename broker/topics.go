@@ -207,6 +207,9 @@ func (b *Broker) topicByID(id [16]byte) *topic {
 // errTopicExists is CreateTopics' TOPIC_ALREADY_EXISTS.
 var errTopicExists = errors.New("topic already exists")
 
+// errTopicGone: the topic was deleted while a change to it was prepared.
+var errTopicGone = errors.New("topic was deleted")
+
 // createTopic registers and opens a topic. configs must be validated.
 func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, id [16]byte) (*topic, error) {
 	b.mu.Lock()
@@ -303,12 +306,17 @@ func (b *Broker) growTopic(t *topic, n int32) error {
 // setTopicConfigs replaces a topic's dynamic configs (validated) and
 // applies them to every partition.
 func (b *Broker) setTopicConfigs(t *topic, configs map[string]string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.topics[t.name] != t {
+		return errTopicGone
+	}
+	// Resolved under mu so a concurrent broker-default change cannot be
+	// applied between resolving and storing (logConfig takes only dynMu).
 	cfg, eff, err := b.logConfig(configs)
 	if err != nil {
 		return err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts)), Configs: configs, Mirror: t.mirror}
 	if err := b.store.PutTopic(st); err != nil {
 		return fmt.Errorf("storing configs of %s: %w", t.name, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/codec"
 	"github.com/kmirror/kmirror/internal/vfs"
 )
 
@@ -130,15 +131,18 @@ func (l *Log) readCheck() error {
 	return nil
 }
 
-// OffsetForTimestamp returns the base offset of the first batch whose max
-// timestamp is >= ts (ListOffsets by timestamp), and that timestamp. The
-// answer has batch granularity: a consumer reset by time may re-read the
-// records of that batch older than ts, never skip newer ones.
+// OffsetForTimestamp returns the offset and timestamp of the first record
+// whose timestamp is >= ts (ListOffsets by timestamp), as Kafka answers:
+// the time index finds the batch, then the batch's records are read
+// (decompressed if needed) to find the record. A batch whose records
+// cannot be read answers at batch granularity (its base offset and max
+// timestamp), which may re-read but never skips.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool, err error) {
 	if err := l.readCheck(); err != nil {
 		return 0, 0, false, err
 	}
 	logStart := l.logStart.Load()
+	var rs recordSearch
 	for _, s := range l.segments() {
 		if s.maxTs.Load() < ts {
 			continue
@@ -151,10 +155,11 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 		if err != nil {
 			return 0, 0, false, err
 		}
-		var hit batch.Batch
 		_, err = s.scan(from, false, func(b batch.Batch, _ int64) error {
-			if b.MaxTimestamp() >= ts && b.LastOffset() >= logStart {
-				hit = b
+			if b.MaxTimestamp() < ts || b.LastOffset() < logStart {
+				return nil
+			}
+			if offset, timestamp, found = rs.firstAtOrAfter(b, ts, logStart); found {
 				return errStopScan
 			}
 			return nil
@@ -162,15 +167,15 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 		if err != nil && !errors.Is(err, errStopScan) {
 			return 0, 0, false, err
 		}
-		if hit != nil {
-			return max(hit.BaseOffset(), logStart), hit.MaxTimestamp(), true, nil
+		if found {
+			return offset, timestamp, true, nil
 		}
 	}
 	return 0, 0, false, nil
 }
 
-// MaxTimestamp returns the offset of the batch holding the largest
-// timestamp (ListOffsets -3), batch granularity as OffsetForTimestamp.
+// MaxTimestamp returns the offset and timestamp of the record with the
+// largest timestamp (ListOffsets -3; the first such record, as Kafka 3.7+).
 func (l *Log) MaxTimestamp() (offset, timestamp int64, found bool, err error) {
 	best := int64(-1)
 	for _, s := range l.segments() {
@@ -180,6 +185,44 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, found bool, err error) {
 		return 0, 0, false, l.readCheck()
 	}
 	return l.OffsetForTimestamp(best)
+}
+
+// recordSearch finds records by timestamp inside a batch. Its buffers are
+// reused across the batches of one lookup.
+type recordSearch struct {
+	plain []byte
+	views []recordView
+}
+
+// firstAtOrAfter returns the first record of b at or after logStart whose
+// timestamp is >= ts.
+func (rs *recordSearch) firstAtOrAfter(b batch.Batch, ts, logStart int64) (offset, timestamp int64, found bool) {
+	base := b.BaseOffset()
+	if b.LogAppendTime() {
+		// Every record carries the batch's append time.
+		return max(base, logStart), b.MaxTimestamp(), true
+	}
+	data := b.Records()
+	if b.Codec() != batch.CodecNone {
+		out, err := codec.Decompress(b.Codec(), data, rs.plain[:0], codec.DefaultMaxOut)
+		rs.plain = out
+		if err != nil {
+			return max(base, logStart), b.MaxTimestamp(), true
+		}
+		data = out
+	}
+	var err error
+	if rs.views, err = decodeRecords(rs.views, data, b.RecordCount()); err != nil {
+		return max(base, logStart), b.MaxTimestamp(), true
+	}
+	for i := range rs.views {
+		v := &rs.views[i]
+		off, rts := base+int64(v.offsetDelta), b.BaseTimestamp()+v.timestampDelta
+		if off >= logStart && rts >= ts {
+			return off, rts, true
+		}
+	}
+	return 0, 0, false
 }
 
 var errStopScan = errors.New("stop scan")

@@ -1,0 +1,301 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreateTopics: v2-7
+//
+// Behavior:
+// Checks run in the order of Kafka's controller, and a topic answers the
+// first failure: a name given twice in one request (INVALID_REQUEST, one
+// answer per name), the reserved __cluster_metadata (INVALID_REQUEST), an
+// invalid name or one that differs from an existing topic only by '.'
+// versus '_' (INVALID_TOPIC_EXCEPTION), an existing topic
+// (TOPIC_ALREADY_EXISTS), a null or invalid config value (INVALID_CONFIG),
+// then the replica assignment, replication factor and partition count.
+// NumPartitions -1 is num.partitions. A request that would write more than
+// Kafka's 10000 metadata records per operation (one per topic, config and
+// partition) fails whole with POLICY_VIOLATION, as Kafka's controller
+// does. ValidateOnly runs every check and creates nothing.
+//
+// One node differs from Kafka: replication factor -1 or 1 is accepted and
+// anything above 1 is INVALID_REPLICATION_FACTOR; a manual assignment
+// (which, as in Kafka, needs NumPartitions and ReplicationFactor -1) may
+// name only this node. Creation is synchronous, so TimeoutMillis is
+// ignored and the topic is usable as soon as the answer is sent. A
+// validate-only answer carries a zero topic ID where Kafka invents a
+// random one that is never used.
+//
+// Version notes:
+// v2 is the floor (Kafka 4.0); v5 flexible, with the partition count,
+// replication factor and configs of the new topic (every topic config with
+// its effective value and source, sorted by name); v7 topic IDs.
+func init() { regKey(19, 2, 7, (*Broker).handleCreateTopics) }
+
+// adminOpMaxRecords is Kafka's bound on the metadata records one admin
+// operation may write (QuorumController.MAX_RECORDS_PER_USER_OP). kmirror
+// writes no such records, but refusing the same requests keeps tools that
+// were tested against Kafka honest and bounds the work of one request.
+const adminOpMaxRecords = 10000
+
+// errBatchTooLargeMsg is Kafka's message past adminOpMaxRecords.
+const errBatchTooLargeMsg = "Unable to perform excessively large batch operation."
+
+// clusterMetadataTopic is the KRaft metadata log's name, which Kafka
+// refuses to create as a topic.
+const clusterMetadataTopic = "__cluster_metadata"
+
+// topicCreation is one topic of a CreateTopics request once checked.
+type topicCreation struct {
+	name       string
+	partitions int32
+	configs    map[string]string
+	err        *kerr.Error
+	msg        string
+}
+
+func (c *topicCreation) fail(err *kerr.Error, format string, args ...any) {
+	c.err, c.msg = err, fmt.Sprintf(format, args...)
+}
+
+func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+
+	uses := make(map[string]int, len(req.Topics))
+	for i := range req.Topics {
+		uses[req.Topics[i].Topic]++
+	}
+	topicAdminMu.Lock()
+	defer topicAdminMu.Unlock()
+	// Check everything first: the record bound applies to the request as a
+	// whole, so nothing may be created before every topic is checked.
+	plans := make([]topicCreation, 0, len(req.Topics))
+	records := 0
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		if uses[rt.Topic] == 0 {
+			continue // a duplicate already answered
+		}
+		c := b.checkTopicCreation(rt, uses[rt.Topic] > 1)
+		uses[rt.Topic] = 0
+		if c.err == nil {
+			records += 1 + len(c.configs) + int(c.partitions)
+		}
+		plans = append(plans, c)
+	}
+	if records > adminOpMaxRecords {
+		for i := range plans {
+			plans[i].fail(kerr.PolicyViolation, errBatchTooLargeMsg)
+		}
+	}
+
+	for i := range plans {
+		c := &plans[i]
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = c.name
+		if c.err == nil && !req.ValidateOnly {
+			t, err := b.createTopic(c.name, c.partitions, c.configs, [16]byte{})
+			switch {
+			case errors.Is(err, errTopicExists): // created since the check
+				c.fail(kerr.TopicAlreadyExists, "Topic '%s' already exists.", c.name)
+			case err != nil:
+				b.log.Warn("creating a topic failed", "topic", c.name, "err", err)
+				c.fail(kerr.KafkaStorageError, "%v", err)
+			default:
+				st.TopicID = t.id
+			}
+		}
+		if c.err != nil {
+			st.ErrorCode = c.err.Code
+			st.ErrorMessage = &c.msg
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		if req.Version >= 5 {
+			st.NumPartitions = c.partitions
+			st.ReplicationFactor = 1
+			st.Configs = b.createdTopicConfigs(c.configs)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// checkTopicCreation runs every check of one requested topic and resolves
+// its partition count and configs.
+func (b *Broker) checkTopicCreation(rt *kmsg.CreateTopicsRequestTopic, duplicate bool) topicCreation {
+	c := topicCreation{name: rt.Topic}
+	if duplicate {
+		c.fail(kerr.InvalidRequest, "Duplicate topic name.")
+		return c
+	}
+	if rt.Topic == clusterMetadataTopic {
+		c.fail(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", clusterMetadataTopic)
+		return c
+	}
+	if err := validateTopicName(rt.Topic); err != nil {
+		c.fail(kerr.InvalidTopicException, "%v", err)
+		return c
+	}
+	if b.topicByName(rt.Topic) != nil {
+		c.fail(kerr.TopicAlreadyExists, "Topic '%s' already exists.", rt.Topic)
+		return c
+	}
+	if other := b.collidingTopic(rt.Topic); other != "" {
+		c.fail(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", rt.Topic, other)
+		return c
+	}
+	if !b.checkCreationConfigs(rt, &c) {
+		return c
+	}
+	switch {
+	case len(rt.ReplicaAssignment) > 0:
+		b.checkCreationAssignment(rt, &c)
+	case rt.ReplicationFactor < -1 || rt.ReplicationFactor == 0:
+		c.fail(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
+	case rt.ReplicationFactor > 1:
+		c.fail(kerr.InvalidReplicationFactor,
+			"Unable to replicate the partition %d time(s): kmirror is a single node; replication factor must be 1", rt.ReplicationFactor)
+	case rt.NumPartitions < -1 || rt.NumPartitions == 0:
+		c.fail(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+	case rt.NumPartitions == -1:
+		c.partitions = b.cfg.NumPartitions
+	default:
+		c.partitions = rt.NumPartitions
+	}
+	return c
+}
+
+// checkCreationConfigs validates the requested configs into c.configs; a
+// config named twice keeps its last value, as Kafka's map does.
+func (b *Broker) checkCreationConfigs(rt *kmsg.CreateTopicsRequestTopic, c *topicCreation) bool {
+	var nulls []string
+	for _, cf := range rt.Configs {
+		if cf.Value == nil {
+			nulls = append(nulls, cf.Name)
+		}
+	}
+	if len(nulls) > 0 {
+		c.fail(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
+		return false
+	}
+	c.configs = make(map[string]string, len(rt.Configs))
+	for _, cf := range rt.Configs {
+		if err := validateTopicConfig(cf.Name, *cf.Value); err != nil {
+			c.fail(kerr.InvalidConfig, "%v", err)
+			return false
+		}
+		c.configs[cf.Name] = *cf.Value
+	}
+	return true
+}
+
+// checkCreationAssignment checks a manual assignment as Kafka's controller
+// does and sets the partition count from it.
+func (b *Broker) checkCreationAssignment(rt *kmsg.CreateTopicsRequestTopic, c *topicCreation) {
+	if rt.ReplicationFactor != -1 {
+		c.fail(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
+		return
+	}
+	if rt.NumPartitions != -1 {
+		c.fail(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
+		return
+	}
+	seen := make(map[int32]bool, len(rt.ReplicaAssignment))
+	for _, a := range rt.ReplicaAssignment {
+		if seen[a.Partition] {
+			c.fail(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
+			return
+		}
+		if msg := b.checkReplicaAssignment(a.Replicas); msg != "" {
+			c.fail(kerr.InvalidReplicaAssignment, "%s", msg)
+			return
+		}
+		seen[a.Partition] = true
+	}
+	for i := range int32(len(seen)) {
+		if !seen[i] {
+			c.fail(kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
+			return
+		}
+	}
+	c.partitions = int32(len(seen))
+}
+
+// checkReplicaAssignment returns why one partition's manual replica list
+// is refused ("" if it is not), with Kafka's messages. On one node the only
+// valid list is this node alone.
+func (b *Broker) checkReplicaAssignment(replicas []int32) string {
+	if len(replicas) == 0 {
+		return "The manual partition assignment includes an empty replica list."
+	}
+	sorted := slices.Sorted(slices.Values(replicas))
+	for i, id := range sorted {
+		if id != b.cfg.NodeID {
+			return fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
+		}
+		if i > 0 && sorted[i-1] == id {
+			return fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
+		}
+	}
+	return ""
+}
+
+// collidingTopic returns an existing topic whose name equals name once '.'
+// and '_' are unified (they collide in metric names), or "".
+func (b *Broker) collidingTopic(name string) string {
+	if !strings.ContainsAny(name, "._") {
+		return ""
+	}
+	unified := strings.ReplaceAll(name, ".", "_")
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for other := range b.topics {
+		if other != name && strings.ContainsAny(other, "._") && strings.ReplaceAll(other, ".", "_") == unified {
+			return other
+		}
+	}
+	return ""
+}
+
+// createdTopicConfigs lists every topic config of a topic created with
+// configs, as CreateTopics v5+ answers: the effective value and where it
+// comes from, sorted by name (topicConfigs is).
+func (b *Broker) createdTopicConfigs(configs map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	// A broker value equal to the built-in default is reported as
+	// DEFAULT_CONFIG: the Config struct cannot tell "set to the default"
+	// from "not set".
+	builtin := DefaultConfig()
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(topicConfigs))
+	for i := range topicConfigs {
+		tc := &topicConfigs[i]
+		e := kmsg.NewCreateTopicsResponseTopicConfig()
+		e.Name = tc.name
+		v, explicit := configs[tc.name]
+		src := kmsg.ConfigSourceDynamicTopicConfig
+		if !explicit {
+			var dynamic bool
+			v, dynamic = b.topicConfigDefault(tc)
+			switch {
+			case dynamic:
+				src = kmsg.ConfigSourceDynamicDefaultBrokerConfig
+			case tc.broker != "" && v != tc.def(&builtin):
+				src = kmsg.ConfigSourceStaticBrokerConfig
+			default:
+				src = kmsg.ConfigSourceDefaultConfig
+			}
+		}
+		e.Source = int8(src)
+		e.Value = &v
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+package broker
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeConfigs: v1-4
+//
+// Behavior:
+// TOPIC lists every topic config (or the requested ConfigNames; null or
+// empty means all). The value is the topic's own (DYNAMIC_TOPIC_CONFIG),
+// else the dynamic broker default (DYNAMIC_DEFAULT_BROKER_CONFIG), else
+// the static broker config: STATIC_BROKER_CONFIG when it differs from the
+// built-in default, DEFAULT_CONFIG otherwise (the Config struct cannot
+// tell "set to the default" from "not set"). Synonyms list that chain.
+//
+// BROKER named by this node's id lists the node's settings (read-only)
+// and the broker defaults of the topic configs, a dynamic value first
+// (DYNAMIC_BROKER_CONFIG). BROKER "" lists only the dynamic broker
+// configs (DYNAMIC_DEFAULT_BROKER_CONFIG), as Kafka does. kmirror keeps
+// one set of dynamic broker configs for both names. Another id is
+// INVALID_REQUEST. BROKER_LOGGER, CLUSTER_MIRROR and the other types are
+// INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+//
+// Version notes:
+// v0 (removed by Kafka 4.0) is not served. v1 synonyms and the source
+// enum, v2 same as v1, v3 documentation and config types, v4 flexible.
+func init() { regKey(32, 1, 4, (*Broker).handleDescribeConfigs) }
+
+// describeOpts are the request's optional parts.
+type describeOpts struct {
+	synonyms bool
+	docs     bool
+	// names filters the configs; nil means all.
+	names map[string]bool
+}
+
+func (o *describeOpts) wants(name string) bool { return o.names == nil || o.names[name] }
+
+type configSynonym = kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+
+func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for i := range req.Resources {
+		rr := &req.Resources[i]
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		opts := describeOpts{synonyms: req.IncludeSynonyms, docs: req.IncludeDocumentation}
+		if len(rr.ConfigNames) > 0 {
+			opts.names = make(map[string]bool, len(rr.ConfigNames))
+			for _, n := range rr.ConfigNames {
+				opts.names[n] = true
+			}
+		}
+		var cerr *configError
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			res.Configs, cerr = b.describeTopicConfigs(rr.ResourceName, &opts)
+		case kmsg.ConfigResourceTypeBroker:
+			res.Configs, cerr = b.describeBrokerConfigs(rr.ResourceName, &opts)
+		default:
+			cerr = unsupportedResource(rr.ResourceType)
+		}
+		if cerr != nil {
+			cerr.set(&res.ErrorCode, &res.ErrorMessage)
+			res.Configs = nil
+			b.stats.ErrorResponses.Add(1)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}
+
+// staticSource is the source of a static broker value: a value other than
+// the built-in default must come from server.properties or a flag.
+func staticSource(v, builtin string) kmsg.ConfigSource {
+	if v != builtin {
+		return kmsg.ConfigSourceStaticBrokerConfig
+	}
+	return kmsg.ConfigSourceDefaultConfig
+}
+
+func synonym(name, value string, src kmsg.ConfigSource) configSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	s.Name, s.Value, s.Source = name, &value, src
+	return s
+}
+
+// configEntry builds a described config whose value and source are the
+// head of chain (null and DEFAULT_CONFIG for an empty chain).
+func configEntry(name string, typ int8, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
+	rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+	rc.Name, rc.ReadOnly, rc.ConfigType = name, readOnly, kmsg.ConfigType(typ)
+	rc.Source = kmsg.ConfigSourceDefaultConfig
+	if len(chain) > 0 {
+		rc.Value, rc.Source = chain[0].Value, chain[0].Source
+	}
+	rc.IsDefault = rc.Source == kmsg.ConfigSourceDefaultConfig
+	if opts.synonyms {
+		rc.ConfigSynonyms = chain
+	}
+	if opts.docs {
+		rc.Documentation = &doc
+	}
+	return rc
+}
+
+func (b *Broker) describeTopicConfigs(name string, opts *describeOpts) ([]kmsg.DescribeConfigsResponseResourceConfig, *configError) {
+	if err := validateTopicName(name); err != nil {
+		return nil, newConfigError(kerr.InvalidTopicException, "%v", err)
+	}
+	t := b.topicByName(name)
+	if t == nil {
+		return nil, newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
+	}
+	own := b.topicConfigsSnapshot(t)
+	dyn := b.dynamicSnapshot()
+	builtin := DefaultConfig()
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for i := range topicConfigs {
+		tc := &topicConfigs[i]
+		if !opts.wants(tc.name) {
+			continue
+		}
+		var chain []configSynonym
+		if v, ok := own[tc.name]; ok {
+			chain = append(chain, synonym(tc.name, v, kmsg.ConfigSourceDynamicTopicConfig))
+		}
+		if tc.broker != "" {
+			if v, ok := dyn[tc.broker]; ok {
+				chain = append(chain, synonym(tc.broker, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
+			}
+			v := tc.def(&b.cfg)
+			chain = append(chain, synonym(tc.broker, v, staticSource(v, tc.def(&builtin))))
+		}
+		rc := configEntry(tc.name, tc.typ, tc.doc, false, chain, opts)
+		if len(chain) == 0 {
+			// A config without a broker synonym and not set on the
+			// topic: Kafka's built-in default, no synonyms.
+			v := tc.def(&b.cfg)
+			rc.Value = &v
+		}
+		out = append(out, rc)
+	}
+	return out, nil
+}
+
+func (b *Broker) describeBrokerConfigs(name string, opts *describeOpts) ([]kmsg.DescribeConfigsResponseResourceConfig, *configError) {
+	if cerr := b.checkBrokerName(name, true); cerr != nil {
+		return nil, cerr
+	}
+	dyn := b.dynamicSnapshot()
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	if name == "" {
+		names := make([]string, 0, len(dyn))
+		for n := range dyn {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if !opts.wants(n) {
+				continue
+			}
+			typ, doc := configTypeString, ""
+			if bc, ok := lookupBrokerConfig(n); ok {
+				typ, doc = bc.typ, bc.doc
+			}
+			chain := []configSynonym{synonym(n, dyn[n], kmsg.ConfigSourceDynamicDefaultBrokerConfig)}
+			out = append(out, configEntry(n, typ, doc, false, chain, opts))
+		}
+		return out, nil
+	}
+	builtin := DefaultConfig()
+	for i := range brokerConfigs {
+		bc := &brokerConfigs[i]
+		if !opts.wants(bc.name) {
+			continue
+		}
+		var chain []configSynonym
+		if v, ok := dyn[bc.name]; ok && !bc.readOnly {
+			chain = append(chain, synonym(bc.name, v, kmsg.ConfigSourceDynamicBrokerConfig))
+		}
+		if v, ok := bc.static(&b.cfg); ok {
+			def, _ := bc.static(&builtin)
+			chain = append(chain, synonym(bc.name, v, staticSource(v, def)))
+		}
+		out = append(out, configEntry(bc.name, bc.typ, bc.doc, bc.readOnly, chain, opts))
+	}
+	return out, nil
+}

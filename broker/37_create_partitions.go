@@ -1,0 +1,113 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreatePartitions: v0-3
+//
+// Behavior:
+// Count is the topic's new total. As in Kafka's controller: a name given
+// twice is INVALID_REQUEST (one answer), an unknown topic
+// UNKNOWN_TOPIC_OR_PARTITION, a count equal to or below the current one
+// INVALID_PARTITIONS with Kafka's messages, and an assignment list whose
+// length is not the number of new partitions, or any list that is not
+// this node alone, INVALID_REPLICA_ASSIGNMENT. The new partitions are
+// empty logs placed like those of a new topic, with the topic's configs,
+// usable as soon as the answer is sent. ValidateOnly runs every check and
+// adds nothing. Growing past 10000 new partitions in one request is
+// POLICY_VIOLATION (Kafka's per-operation record bound).
+//
+// A mirror topic answers READ_ONLY_TOPIC: its partition count follows the
+// source topic and only the sync loop grows it (SPEC.md).
+//
+// One node differs from Kafka: growth is synchronous, so TimeoutMillis is
+// ignored.
+//
+// Version notes:
+// v0-1 are the same; v2 flexible; v3 changes nothing we answer.
+func init() { regKey(37, 0, 3, (*Broker).handleCreatePartitions) }
+
+func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+
+	uses := make(map[string]int, len(req.Topics))
+	for i := range req.Topics {
+		uses[req.Topics[i].Topic]++
+	}
+	topicAdminMu.Lock()
+	defer topicAdminMu.Unlock()
+	added := 0 // partitions added (or validated) so far in this request
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		n := uses[rt.Topic]
+		if n == 0 {
+			continue // a duplicate already answered
+		}
+		uses[rt.Topic] = 0
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		code, msg := kerr.InvalidRequest.Code, "Duplicate topic name."
+		if n == 1 {
+			code, msg = b.growPartitions(rt, req.ValidateOnly, &added)
+		}
+		st.ErrorCode = code
+		if msg != "" {
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// growPartitions checks one topic's request and, unless validateOnly,
+// grows the topic. REQUIRES: topicAdminMu held.
+func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool, added *int) (code int16, msg string) {
+	t := b.topicByName(rt.Topic)
+	if t == nil {
+		return kerr.UnknownTopicOrPartition.Code, ""
+	}
+	if t.readOnly() {
+		return errReadOnlyTopic,
+			fmt.Sprintf("topic %s is mirrored by cluster mirror %s: its partitions follow the source topic", t.name, t.mirror)
+	}
+	b.mu.RLock()
+	cur := int32(len(t.parts))
+	b.mu.RUnlock()
+	switch {
+	case rt.Count == cur:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic already has %d partition(s).", cur)
+	case rt.Count < cur:
+		return kerr.InvalidPartitions.Code,
+			fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", t.name, cur, rt.Count)
+	}
+	more := rt.Count - cur
+	if rt.Assignment != nil {
+		if len(rt.Assignment) != int(more) {
+			return kerr.InvalidReplicaAssignment.Code,
+				fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", more, len(rt.Assignment))
+		}
+		for _, a := range rt.Assignment {
+			if msg := b.checkReplicaAssignment(a.Replicas); msg != "" {
+				return kerr.InvalidReplicaAssignment.Code, msg
+			}
+		}
+	}
+	if *added+int(more) > adminOpMaxRecords {
+		return kerr.PolicyViolation.Code, errBatchTooLargeMsg
+	}
+	*added += int(more)
+	if validateOnly {
+		return 0, ""
+	}
+	if err := b.growTopic(t, rt.Count); err != nil {
+		b.log.Warn("adding partitions failed", "topic", t.name, "partitions", rt.Count, "err", err)
+		return kerr.KafkaStorageError.Code, err.Error()
+	}
+	b.log.Info("partitions added", "topic", t.name, "partitions", rt.Count)
+	return 0, ""
+}

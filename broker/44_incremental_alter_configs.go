@@ -1,0 +1,132 @@
+package broker
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// IncrementalAlterConfigs: v0-1
+//
+// Behavior:
+// Changes the listed configs of a TOPIC or of the BROKER (named by this
+// node's id, or "" for the cluster default; kmirror keeps one set of
+// dynamic broker configs for both). Ops: SET, DELETE, APPEND and SUBTRACT
+// (list configs such as cleanup.policy; the list starts from the value in
+// effect when the resource does not set it). Every entry of a resource is
+// checked before anything changes, then the resource changes at once:
+// one refused entry leaves the resource as it was. Refusals: a resource
+// named twice, a duplicate config name, a null value for SET, APPEND or
+// SUBTRACT, an unknown op, another node's id, BROKER_LOGGER and
+// CLUSTER_MIRROR resources are INVALID_REQUEST; an unknown config, an
+// invalid value, APPEND or SUBTRACT on a non-list config and a read-only
+// broker config are INVALID_CONFIG (Kafka answers INVALID_REQUEST for
+// broker configs, KAFKA-13609). Topic changes reach the partition logs at
+// once; broker defaults reach every topic that does not override them.
+// Topics of a cluster mirror may be altered too: with KIP-1279 the
+// mirror's sync overwrites them later. ValidateOnly checks and answers
+// without changing anything.
+//
+// Version notes:
+// v1 is flexible.
+func init() { regKey(44, 0, 1, (*Broker).handleIncrementalAlterConfigs) }
+
+func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	counts := countResources(len(req.Resources), func(i int) resourceKey {
+		return resourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
+	})
+	for i := range req.Resources {
+		rr := &req.Resources[i]
+		res := kmsg.NewIncrementalAlterConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		cerr := errDuplicateResource
+		if counts[resourceKey{rr.ResourceType, rr.ResourceName}] == 1 {
+			cerr = b.incrementalAlter(rr, req.ValidateOnly)
+		}
+		if cerr != nil {
+			cerr.set(&res.ErrorCode, &res.ErrorMessage)
+			b.stats.ErrorResponses.Add(1)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}
+
+// incrementalAlter checks and applies one resource's operations.
+func (b *Broker) incrementalAlter(rr *kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) *configError {
+	cs := rr.Configs
+	if cerr := checkConfigNames(len(cs),
+		func(i int) string { return cs[i].Name },
+		func(i int) *string { return cs[i].Value },
+		func(i int) bool { return cs[i].Op == kmsg.IncrementalAlterConfigOpDelete },
+	); cerr != nil {
+		return cerr
+	}
+	for i := range cs {
+		if op := cs[i].Op; op < kmsg.IncrementalAlterConfigOpSet || op > kmsg.IncrementalAlterConfigOpSubtract {
+			return newConfigError(kerr.InvalidRequest, "Unknown operations type %d", int8(op))
+		}
+	}
+	configsMu.Lock()
+	defer configsMu.Unlock()
+	tg, cerr := b.alterTarget(rr.ResourceType, rr.ResourceName)
+	if cerr != nil {
+		return cerr
+	}
+	old := tg.current(b)
+	next := tg.current(b)
+	for i := range cs {
+		c := &cs[i]
+		if c.Op == kmsg.IncrementalAlterConfigOpDelete {
+			// Deleting a name the resource holds is always fine, even
+			// one an older kmirror knew and this one does not.
+			if _, set := next[c.Name]; !set && !tg.known(c.Name) {
+				return tg.validate(c.Name, "")
+			}
+			delete(next, c.Name)
+			continue
+		}
+		v := *c.Value
+		if c.Op == kmsg.IncrementalAlterConfigOpAppend || c.Op == kmsg.IncrementalAlterConfigOpSubtract {
+			if !tg.known(c.Name) {
+				return tg.validate(c.Name, v)
+			}
+			if !tg.isList(c.Name) {
+				return newConfigError(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", c.Op, c.Name)
+			}
+			cur, set := next[c.Name]
+			if !set {
+				cur = tg.fallback(b, c.Name)
+			}
+			v = alterList(cur, v, c.Op == kmsg.IncrementalAlterConfigOpAppend)
+		}
+		if cerr := tg.validate(c.Name, v); cerr != nil {
+			return cerr
+		}
+		next[c.Name] = v
+	}
+	if validateOnly {
+		return nil
+	}
+	return b.commit(tg, old, next)
+}
+
+// alterList appends the elements of change missing from cur, or removes
+// those present.
+func alterList(cur, change string, add bool) string {
+	list := splitList(cur)
+	for _, e := range splitList(change) {
+		i := slices.Index(list, e)
+		switch {
+		case add && i < 0:
+			list = append(list, e)
+		case !add && i >= 0:
+			list = slices.Delete(list, i, i+1)
+		}
+	}
+	return strings.Join(list, ",")
+}

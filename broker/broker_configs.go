@@ -1,0 +1,442 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// brokerConfig is one broker config DescribeConfigs lists for the BROKER
+// resource: the node's own settings (read-only, from server.properties or
+// flags) and the broker defaults of topic configs (log.retention.ms...),
+// which IncrementalAlterConfigs and AlterConfigs may change at runtime.
+type brokerConfig struct {
+	name     string
+	typ      int8
+	readOnly bool
+	doc      string
+	// static returns the value from the node's configuration; false for a
+	// config without a value (described as null, as Kafka does).
+	static func(c *Config) (string, bool)
+	// topic is the topic config this one is the broker default of.
+	topic *topicConfig
+}
+
+func joinListeners(ls []Listener) string {
+	s := make([]string, len(ls))
+	for i, l := range ls {
+		s[i] = l.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// nodeConfigs are the broker configs that are not topic defaults. Kafka
+// cannot change num.partitions or auto.create.topics.enable at runtime
+// either.
+var nodeConfigs = []brokerConfig{
+	{name: "advertised.listeners", typ: configTypeString, readOnly: true,
+		doc: "Listeners Metadata tells clients to use; unset means listeners.",
+		static: func(c *Config) (string, bool) {
+			return joinListeners(c.AdvertisedListeners), len(c.AdvertisedListeners) > 0
+		}},
+	{name: "auto.create.topics.enable", typ: configTypeBoolean, readOnly: true,
+		doc:    "Create a topic when a client asks Metadata for one that does not exist.",
+		static: func(c *Config) (string, bool) { return strconv.FormatBool(c.AutoCreateTopics), true }},
+	{name: "listeners", typ: configTypeString, readOnly: true,
+		doc:    "Addresses the broker binds, NAME://host:port, comma-separated.",
+		static: func(c *Config) (string, bool) { return joinListeners(c.Listeners), true }},
+	{name: "log.dirs", typ: configTypeString, readOnly: true,
+		doc:    "Directories holding partition logs, comma-separated.",
+		static: func(c *Config) (string, bool) { return strings.Join(c.LogDirs, ","), true }},
+	{name: "node.id", typ: configTypeInt, readOnly: true,
+		doc:    "This node's id.",
+		static: func(c *Config) (string, bool) { return strconv.Itoa(int(c.NodeID)), true }},
+	{name: "num.partitions", typ: configTypeInt, readOnly: true,
+		doc:    "Partition count of auto-created topics and of CreateTopics without one.",
+		static: func(c *Config) (string, bool) { return strconv.Itoa(int(c.NumPartitions)), true }},
+	{name: "socket.request.max.bytes", typ: configTypeInt, readOnly: true,
+		doc:    "Largest request frame; a larger one closes the connection.",
+		static: func(c *Config) (string, bool) { return strconv.Itoa(int(c.SocketRequestMaxBytes)), true }},
+}
+
+// brokerConfigs is every broker config, sorted by name: nodeConfigs and
+// the broker synonym of every topic config.
+var brokerConfigs = func() []brokerConfig {
+	out := slices.Clone(nodeConfigs)
+	for i := range topicConfigs {
+		tc := &topicConfigs[i]
+		if tc.broker == "" {
+			continue
+		}
+		out = append(out, brokerConfig{
+			name: tc.broker, typ: tc.typ, topic: tc,
+			doc:    "Default of the topic config " + tc.name + ": " + tc.doc,
+			static: func(c *Config) (string, bool) { return tc.def(c), true },
+		})
+	}
+	slices.SortFunc(out, func(a, b brokerConfig) int { return strings.Compare(a.name, b.name) })
+	for i := 1; i < len(out); i++ {
+		if out[i].name == out[i-1].name {
+			panic("BUG: broker config " + out[i].name + " defined twice")
+		}
+	}
+	return out
+}()
+
+func lookupBrokerConfig(name string) (*brokerConfig, bool) {
+	i, ok := slices.BinarySearchFunc(brokerConfigs, name, func(c brokerConfig, n string) int {
+		return strings.Compare(c.name, n)
+	})
+	if !ok {
+		return nil, false
+	}
+	return &brokerConfigs[i], true
+}
+
+// validateBrokerConfig checks a dynamic broker config; the error is the
+// message for INVALID_CONFIG. Unknown names are refused, unlike Kafka,
+// which stores them: kmirror would silently ignore them.
+func validateBrokerConfig(name, value string) error {
+	bc, ok := lookupBrokerConfig(name)
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown broker config %q (the dynamic broker configs are the broker defaults of topic configs, such as log.retention.ms)", name)
+	case bc.readOnly:
+		return fmt.Errorf("broker config %s is read-only: it cannot change while the broker runs; set it in server.properties", name)
+	case bc.topic.check != nil:
+		if err := bc.topic.check(value); err != nil {
+			return fmt.Errorf("invalid value for %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// configsMu serialises config alterations (AlterConfigs,
+// IncrementalAlterConfigs, setDynamicConfigs): each reads a resource's
+// configs, changes them and writes them back, and two alterations of one
+// topic must not lose each other's changes. It is package-wide because
+// Broker has no field for it; brokers sharing a process (tests) only
+// serialise their config changes.
+//
+// Lock order: configsMu, then Broker.mu, then Broker.dynMu, then partition
+// locks.
+var configsMu sync.Mutex
+
+// errInvalidBrokerConfig marks a refused setDynamicConfigs.
+var errInvalidBrokerConfig = errors.New("invalid broker config")
+
+// setDynamicConfigs sets and deletes dynamic broker configs, persists them
+// and re-applies every topic's log config, so that a new default (say
+// log.retention.ms) reaches the topics that do not override it.
+func (b *Broker) setDynamicConfigs(set map[string]string, del []string) error {
+	configsMu.Lock()
+	defer configsMu.Unlock()
+	return b.setDynamicConfigsLocked(set, del)
+}
+
+// setDynamicConfigsLocked is setDynamicConfigs. REQUIRES: configsMu held.
+func (b *Broker) setDynamicConfigsLocked(set map[string]string, del []string) error {
+	for name, v := range set {
+		if err := validateBrokerConfig(name, v); err != nil {
+			return fmt.Errorf("%w: %w", errInvalidBrokerConfig, err)
+		}
+	}
+	if err := b.store.SetBrokerConfigs(set, del); err != nil {
+		return fmt.Errorf("storing broker configs: %w", err)
+	}
+	// Copy on write: describe handlers keep the map they read after
+	// releasing dynMu.
+	b.dynMu.Lock()
+	next := maps.Clone(b.dynamicConfigs)
+	if next == nil {
+		next = map[string]string{}
+	}
+	maps.Copy(next, set)
+	for _, name := range del {
+		delete(next, name)
+	}
+	b.dynamicConfigs = next
+	b.dynMu.Unlock()
+	return b.reapplyTopicConfigs()
+}
+
+// dynamicSnapshot returns the dynamic broker configs; the map is never
+// modified (setDynamicConfigs replaces it), so callers may read it
+// without dynMu.
+func (b *Broker) dynamicSnapshot() map[string]string {
+	b.dynMu.RLock()
+	defer b.dynMu.RUnlock()
+	return b.dynamicConfigs
+}
+
+// reapplyTopicConfigs recomputes every topic's log config after the
+// dynamic broker defaults changed. Broker.mu is held (read) throughout so
+// a concurrent setTopicConfigs applies wholly before or after a topic's
+// turn here.
+func (b *Broker) reapplyTopicConfigs() error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var errs []error
+	for _, t := range b.topics {
+		cfg, eff, err := b.logConfig(t.configs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("topic %s: %w", t.name, err))
+			continue
+		}
+		for _, p := range t.parts {
+			if err := p.log.SetConfig(cfg); err != nil {
+				errs = append(errs, fmt.Errorf("%s-%d: %w", t.name, p.index, err))
+				continue
+			}
+			p.applyEffective(eff)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		b.log.Error("applying new broker defaults to topics", "err", err)
+		return err
+	}
+	return nil
+}
+
+// topicConfigsSnapshot copies a topic's dynamic configs.
+func (b *Broker) topicConfigsSnapshot(t *topic) map[string]string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return maps.Clone(t.configs)
+}
+
+// configResourceClusterMirror is KIP-1279's CLUSTER_MIRROR resource type,
+// which kmsg does not know yet.
+const configResourceClusterMirror kmsg.ConfigResourceType = 64
+
+// configError is a resource's answer: a Kafka error code and message.
+type configError struct {
+	code int16
+	msg  string
+}
+
+func newConfigError(err *kerr.Error, format string, args ...any) *configError {
+	return &configError{code: err.Code, msg: fmt.Sprintf(format, args...)}
+}
+
+// set fills a response resource's code and message.
+func (e *configError) set(code *int16, msg **string) {
+	if e == nil {
+		return
+	}
+	m := e.msg
+	*code, *msg = e.code, &m
+}
+
+// unsupportedResource answers the resource types kmirror does not serve.
+func unsupportedResource(typ kmsg.ConfigResourceType) *configError {
+	switch typ {
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		return newConfigError(kerr.InvalidRequest, "BROKER_LOGGER resources are not supported: kmirror has no runtime log levels")
+	case configResourceClusterMirror:
+		return newConfigError(kerr.InvalidRequest, "CLUSTER_MIRROR resources are not supported yet")
+	case kmsg.ConfigResourceTypeClientMetrics, kmsg.ConfigResourceTypeGroupConfig:
+		return newConfigError(kerr.InvalidRequest, "%s resources are not supported", typ)
+	}
+	return newConfigError(kerr.InvalidRequest, "Unknown resource type %d", int8(typ))
+}
+
+// checkBrokerName accepts this node's id and "" (the cluster-wide
+// default); kmirror keeps one set of dynamic broker configs for both.
+func (b *Broker) checkBrokerName(name string, describe bool) *configError {
+	if name == "" {
+		return nil
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return newConfigError(kerr.InvalidRequest, "Node id must be an integer, but it is: %s", name)
+	}
+	if int32(id) != b.cfg.NodeID {
+		or := ""
+		if describe {
+			or = " or empty string"
+		}
+		return newConfigError(kerr.InvalidRequest, "Unexpected broker id, expected %d%s, but received %s", b.cfg.NodeID, or, name)
+	}
+	return nil
+}
+
+// configTarget is the resource an alteration changes: a topic, or (topic
+// nil) the broker's dynamic configs.
+type configTarget struct {
+	topic *topic
+}
+
+// alterTarget resolves an AlterConfigs or IncrementalAlterConfigs resource.
+func (b *Broker) alterTarget(typ kmsg.ConfigResourceType, name string) (configTarget, *configError) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if name == "" {
+			return configTarget{}, newConfigError(kerr.InvalidRequest, "Default topic resources are not allowed.")
+		}
+		if err := validateTopicName(name); err != nil {
+			return configTarget{}, newConfigError(kerr.InvalidTopicException, "%v", err)
+		}
+		t := b.topicByName(name)
+		if t == nil {
+			return configTarget{}, newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
+		}
+		return configTarget{topic: t}, nil
+	case kmsg.ConfigResourceTypeBroker:
+		return configTarget{}, b.checkBrokerName(name, false)
+	}
+	return configTarget{}, unsupportedResource(typ)
+}
+
+// current copies the target's dynamic configs.
+func (tg configTarget) current(b *Broker) map[string]string {
+	if tg.topic != nil {
+		return b.topicConfigsSnapshot(tg.topic)
+	}
+	return maps.Clone(b.dynamicSnapshot())
+}
+
+// validate checks one value to set.
+func (tg configTarget) validate(name, value string) *configError {
+	var err error
+	if tg.topic != nil {
+		err = validateTopicConfig(name, value)
+	} else {
+		err = validateBrokerConfig(name, value)
+	}
+	if err != nil {
+		return newConfigError(kerr.InvalidConfig, "%v", err)
+	}
+	return nil
+}
+
+// known reports whether name is a config of the target's kind.
+func (tg configTarget) known(name string) bool {
+	if tg.topic != nil {
+		_, ok := lookupTopicConfig(name)
+		return ok
+	}
+	_, ok := lookupBrokerConfig(name)
+	return ok
+}
+
+// isList reports whether name is a list config (APPEND and SUBTRACT).
+func (tg configTarget) isList(name string) bool {
+	if tg.topic != nil {
+		tc, ok := lookupTopicConfig(name)
+		return ok && tc.typ == configTypeList
+	}
+	bc, ok := lookupBrokerConfig(name)
+	return ok && bc.typ == configTypeList
+}
+
+// fallback is the value APPEND and SUBTRACT start from when the target
+// does not set name: the value in effect. (Kafka starts from the config's
+// built-in default; the effective value is what an operator sees.)
+func (tg configTarget) fallback(b *Broker, name string) string {
+	if tg.topic != nil {
+		if tc, ok := lookupTopicConfig(name); ok {
+			v, _ := b.topicConfigDefault(tc)
+			return v
+		}
+		return ""
+	}
+	if bc, ok := lookupBrokerConfig(name); ok {
+		v, _ := bc.static(&b.cfg)
+		return v
+	}
+	return ""
+}
+
+// commit stores the target's new dynamic configs and applies them.
+// REQUIRES: configsMu held since old was read.
+func (b *Broker) commit(tg configTarget, old, next map[string]string) *configError {
+	if tg.topic != nil {
+		if b.topicByName(tg.topic.name) != tg.topic {
+			return newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", tg.topic.name)
+		}
+		if err := b.setTopicConfigs(tg.topic, next); err != nil {
+			b.log.Error("altering topic configs", "topic", tg.topic.name, "err", err)
+			return newConfigError(kerr.UnknownServerError, "altering the configs of %s: %v", tg.topic.name, err)
+		}
+		return nil
+	}
+	set := map[string]string{}
+	for name, v := range next {
+		if ov, ok := old[name]; !ok || ov != v {
+			set[name] = v
+		}
+	}
+	var del []string
+	for name := range old {
+		if _, ok := next[name]; !ok {
+			del = append(del, name)
+		}
+	}
+	if len(set) == 0 && len(del) == 0 {
+		return nil
+	}
+	if err := b.setDynamicConfigsLocked(set, del); err != nil {
+		b.log.Error("altering broker configs", "err", err)
+		return newConfigError(kerr.UnknownServerError, "altering broker configs: %v", err)
+	}
+	return nil
+}
+
+// resourceKey identifies a config resource in a request.
+type resourceKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// countResources counts each resource of a request: Kafka refuses every
+// copy of a resource named twice.
+func countResources(n int, key func(i int) resourceKey) map[resourceKey]int {
+	counts := make(map[resourceKey]int, n)
+	for i := range n {
+		counts[key(i)]++
+	}
+	return counts
+}
+
+var errDuplicateResource = newConfigError(kerr.InvalidRequest, "Each resource must appear at most once.")
+
+// checkConfigNames refuses duplicate names and null values (except where
+// nullOK says a null is fine: DELETE), as Kafka does before anything else.
+func checkConfigNames(n int, name func(i int) string, value func(i int) *string, nullOK func(i int) bool) *configError {
+	seen := make(map[string]bool, n)
+	for i := range n {
+		if seen[name(i)] {
+			return newConfigError(kerr.InvalidRequest, "Error due to duplicate config keys")
+		}
+		seen[name(i)] = true
+	}
+	var nulls []string
+	for i := range n {
+		if value(i) == nil && !nullOK(i) {
+			nulls = append(nulls, name(i))
+		}
+	}
+	if len(nulls) > 0 {
+		return newConfigError(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
+	}
+	return nil
+}
+
+// splitList splits a list config value, dropping empty elements.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

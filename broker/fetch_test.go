@@ -1,0 +1,811 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/vfs"
+	"github.com/kmirror/kmirror/storage"
+)
+
+// mustAppend appends a client batch to a partition's log at leaderEpoch.
+func mustAppend(t testing.TB, p *partition, raw []byte, leaderEpoch int32) storage.AppendResult {
+	t.Helper()
+	res, err := p.log.AppendProduce(raw, leaderEpoch)
+	if err != nil {
+		t.Fatalf("appending to %s-%d: %v", p.topic.name, p.index, err)
+	}
+	p.appended()
+	return res
+}
+
+// mustRead returns the stored bytes of [offset, upTo).
+func mustRead(t testing.TB, l *storage.Log, offset int64, maxBytes int, upTo int64) []byte {
+	t.Helper()
+	raw, _, err := l.Read(offset, maxBytes, upTo, nil)
+	if err != nil {
+		t.Fatalf("reading at %d: %v", offset, err)
+	}
+	return raw
+}
+
+// diffPart is one partition of the differential encoder test.
+type diffPart struct {
+	topic     int // index into the test's topics
+	partition int32
+	errCode   int16
+	region    storage.Region
+	records   []byte // what region holds
+	info      storage.ReadInfo
+	aborted   []storage.AbortedTxn
+	diverging bool
+	fenced    bool
+	include   bool
+	session   bool // carries a session position
+}
+
+type diffTopic struct {
+	name string
+	id   [16]byte
+	t    *topic
+}
+
+// buildDiff turns the cases into a fetchScratch as planFetch leaves it and
+// into the kmsg response the encoder must produce.
+func buildDiff(b *Broker, v int16, committed bool, sessionID int32, topics []diffTopic, parts []diffPart, fencedP *partition) (*fetchScratch, *kmsg.FetchResponse) {
+	fs := &fetchScratch{}
+	for _, dt := range topics {
+		fs.topics = append(fs.topics, fetchTopic{name: dt.name, id: dt.id})
+	}
+	for _, dp := range parts {
+		fp := fetchPart{topicIdx: dp.topic, t: topics[dp.topic].t, partition: dp.partition, errCode: dp.errCode,
+			info: dp.info, region: dp.region, diverging: dp.diverging, divEpoch: 2, divOffset: 17, include: dp.include}
+		if dp.fenced {
+			fp.p = fencedP
+		}
+		if dp.session {
+			fp.sp = &sessionPart{sentHW: -1, sentLSO: -1, sentLogStart: -1}
+		}
+		if committed && dp.errCode == 0 {
+			start := len(fs.aborted)
+			fs.aborted = append(fs.aborted, dp.aborted...)
+			fp.aborted = fs.aborted[start:len(fs.aborted):len(fs.aborted)]
+		}
+		if dp.include {
+			fs.topics[dp.topic].count++
+		}
+		fs.parts = append(fs.parts, fp)
+	}
+
+	want := &kmsg.FetchResponse{Version: v}
+	if v >= 7 {
+		want.SessionID = sessionID
+	}
+	for ti, dt := range topics {
+		if fs.topics[ti].count == 0 {
+			continue
+		}
+		rt := kmsg.NewFetchResponseTopic()
+		if v >= 13 {
+			rt.TopicID = dt.id
+		} else {
+			rt.Topic = dt.name
+		}
+		for _, dp := range parts {
+			if dp.topic != ti || !dp.include {
+				continue
+			}
+			kp := kmsg.NewFetchResponseTopicPartition()
+			kp.Partition, kp.ErrorCode = dp.partition, dp.errCode
+			kp.HighWatermark, kp.LastStableOffset = dp.info.HighWatermark, dp.info.LastStableOffset
+			if v >= 5 {
+				kp.LogStartOffset = dp.info.LogStartOffset
+			}
+			if committed && dp.errCode == 0 {
+				kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+				for _, a := range dp.aborted {
+					kp.AbortedTransactions = append(kp.AbortedTransactions,
+						kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+				}
+			}
+			// Our encoder never writes null records; kmsg writes nil as null.
+			kp.RecordBatches = append([]byte{}, dp.records...)
+			if v >= 12 && dp.diverging {
+				kp.DivergingEpoch.Epoch, kp.DivergingEpoch.EndOffset = 2, 17
+			}
+			if v >= 12 && dp.fenced {
+				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = b.cfg.NodeID, fencedP.leaderEpoch()
+			}
+			rt.Partitions = append(rt.Partitions, kp)
+		}
+		want.Topics = append(want.Topics, rt)
+	}
+	return fs, want
+}
+
+// firstDiff describes where two encodings part.
+func firstDiff(got, want []byte) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	lo := max(0, i-8)
+	return fmt.Sprintf("lengths %d and %d, first difference at byte %d:\n got  % x\n want % x",
+		len(got), len(want), i, got[lo:min(len(got), i+16)], want[lo:min(len(want), i+16)])
+}
+
+func TestFetchEncodeDifferential(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	data := mustTopic(t, b, "diff-data", 1)
+	fenced := mustTopic(t, b, "diff-fenced", 1)
+	pd, pf := data.parts[0], fenced.parts[0]
+	mustAppend(t, pd, plainBatch(3, 20), 0)
+	mustAppend(t, pd, plainBatch(2, 30), 0)
+	mustAppend(t, pf, plainBatch(1, 5), 5) // leader epoch 5 for CurrentLeader
+	if e := pf.leaderEpoch(); e != 5 {
+		t.Fatalf("fenced partition leader epoch %d, want 5", e)
+	}
+	hw := pd.log.HighWatermark()
+	full, fullInfo, err := pd.log.ReadRegion(0, 1<<20, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail, tailInfo, err := pd.log.ReadRegion(3, 1<<20, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullBytes, tailBytes := mustRead(t, pd.log, 0, 1<<20, hw), mustRead(t, pd.log, 3, 1<<20, hw)
+	if int64(len(fullBytes)) != full.Length || int64(len(tailBytes)) != tail.Length || tail.Length >= full.Length {
+		t.Fatalf("regions %d/%d bytes, reads %d/%d", full.Length, tail.Length, len(fullBytes), len(tailBytes))
+	}
+	okInfo := storage.ReadInfo{HighWatermark: 5, LastStableOffset: 4, LogStartOffset: 1, LogEndOffset: 5}
+	errInfo := storage.ReadInfo{FirstOffset: -1, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+	topics := []diffTopic{
+		{"diff-data", data.id, data},
+		{"diff-all-unchanged", [16]byte{9, 9}, nil},
+		{"diff-fenced", fenced.id, fenced},
+		{"diff-unknown-topic-with-a-longer-name", [16]byte{7, 7, 7}, nil},
+	}
+	parts := []diffPart{
+		{topic: 0, partition: 0, region: full, records: fullBytes, info: fullInfo, include: true, session: true},
+		{topic: 0, partition: 1, region: tail, records: tailBytes, info: tailInfo, include: true,
+			aborted: []storage.AbortedTxn{{ProducerID: 7, FirstOffset: 3, LastOffset: 4}}},
+		{topic: 0, partition: 2, info: okInfo, include: true,
+			aborted: []storage.AbortedTxn{{ProducerID: 8, FirstOffset: 1}, {ProducerID: 1 << 40, FirstOffset: 2}}},
+		{topic: 0, partition: 3, region: tail, records: tailBytes, info: okInfo, include: false},
+		{topic: 1, partition: 0, info: okInfo, include: false},
+		{topic: 2, partition: 0, errCode: kerr.FencedLeaderEpoch.Code, info: errInfo, fenced: true, include: true},
+		// Parts of one topic need not be adjacent in fs.parts.
+		{topic: 0, partition: 4, errCode: kerr.OffsetOutOfRange.Code, info: errInfo, include: true},
+		{topic: 0, partition: 5, info: okInfo, diverging: true, include: true},
+		{topic: 1, partition: 1, info: okInfo, include: false},
+		{topic: 3, partition: 0, errCode: kerr.UnknownTopicOrPartition.Code, info: errInfo, include: true},
+		{topic: 0, partition: 6, errCode: kerr.UnknownLeaderEpoch.Code, info: errInfo, include: true},
+	}
+	for v := int16(4); v <= 17; v++ {
+		for _, committed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("v=%d/committed=%v", v, committed), func(t *testing.T) {
+				ps := append([]diffPart(nil), parts...)
+				if v >= 13 {
+					ps[9].errCode = kerr.UnknownTopicID.Code
+				}
+				fs, want := buildDiff(b, v, committed, 0x1234, topics, ps, pf)
+				got := b.encodeFetch(nil, v, 0x1234, fs, committed)
+				if wantBytes := want.AppendTo(nil); !bytes.Equal(got, wantBytes) {
+					t.Fatalf("encoding differs from kmsg: %s", firstDiff(got, wantBytes))
+				}
+				dec := kmsg.FetchResponse{Version: v}
+				if err := dec.ReadFrom(got); err != nil {
+					t.Fatalf("kmsg cannot decode our bytes: %v", err)
+				}
+				if !reflect.DeepEqual(&dec, want) {
+					t.Fatalf("decoded\n %+v\nwant\n %+v", dec, *want)
+				}
+				// The session learns what the client was told.
+				if sp := fs.parts[0].sp; sp.sentHW != fullInfo.HighWatermark || sp.sentLSO != fullInfo.LastStableOffset ||
+					sp.sentLogStart != fullInfo.LogStartOffset {
+					t.Fatalf("session part after encode: %+v, want the offsets of %+v", *sp, fullInfo)
+				}
+			})
+		}
+	}
+}
+
+// TestFetchEncodeShortRead covers a region whose file is shorter than
+// planned (a segment cut by retention): the partition answers
+// KAFKA_STORAGE_ERROR with no records, and the response stays well formed.
+func TestFetchEncodeShortRead(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "short-read", 1)
+	path := filepath.Join(t.TempDir(), "segment")
+	if err := os.WriteFile(path, plainBatch(2, 10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := vfs.Default.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	info := storage.ReadInfo{HighWatermark: 10, LastStableOffset: 10, LogStartOffset: 0, LogEndOffset: 10}
+	for _, v := range []int16{4, 11, 12, 17} {
+		fs := &fetchScratch{topics: []fetchTopic{{name: tp.name, id: tp.id, count: 2}}}
+		fs.parts = []fetchPart{
+			{t: tp, partition: 0, region: storage.Region{File: f, Offset: 1 << 20, Length: 200}, info: info, include: true},
+			{t: tp, partition: 1, info: info, include: true},
+		}
+		got := b.encodeFetch(nil, v, 0, fs, true)
+		want := &kmsg.FetchResponse{Version: v}
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = tp.name, tp.id
+		for i, code := range []int16{kerr.KafkaStorageError.Code, 0} {
+			kp := kmsg.NewFetchResponseTopicPartition()
+			kp.Partition, kp.ErrorCode, kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset = int32(i), code, 10, 10, 0
+			kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			kp.RecordBatches = []byte{}
+			rt.Partitions = append(rt.Partitions, kp)
+		}
+		want.Topics = append(want.Topics, rt)
+		if wantBytes := want.AppendTo(nil); !bytes.Equal(got, wantBytes) {
+			t.Fatalf("v%d: %s", v, firstDiff(got, wantBytes))
+		}
+		if fs.parts[0].region.Length != 0 {
+			t.Fatalf("v%d: failed region still counts %d bytes", v, fs.parts[0].region.Length)
+		}
+	}
+}
+
+// TestFetchEncodeSessionError covers the top-level error response.
+func TestFetchEncodeSessionError(t *testing.T) {
+	t.Parallel()
+	for v := int16(7); v <= 17; v++ {
+		got := appendFetchError(nil, v, kerr.InvalidFetchSessionEpoch.Code)
+		want := &kmsg.FetchResponse{Version: v, ErrorCode: kerr.InvalidFetchSessionEpoch.Code}
+		if wantBytes := want.AppendTo(nil); !bytes.Equal(got, wantBytes) {
+			t.Fatalf("v%d: %s", v, firstDiff(got, wantBytes))
+		}
+	}
+}
+
+// offsetsIn lists the offsets of every record (control records included)
+// in a records blob, checking each batch's CRC.
+func offsetsIn(t testing.TB, raw []byte) []int64 {
+	t.Helper()
+	var out []int64
+	it := batch.NewIterator(raw)
+	for bt, ok := it.Next(); ok; bt, ok = it.Next() {
+		for o := bt.BaseOffset(); o <= bt.LastOffset(); o++ {
+			out = append(out, o)
+		}
+	}
+	if err := it.Err(); err != nil || it.Incomplete() {
+		t.Fatalf("records blob: err %v, incomplete %v", err, it.Incomplete())
+	}
+	return out
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for o := from; o < to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+func waiters(p *partition) int {
+	p.waitMu.Lock()
+	defer p.waitMu.Unlock()
+	return len(p.waiters)
+}
+
+func TestFetchVersions(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "fetch-versions", 1)
+	p := tp.parts[0]
+	mustAppend(t, p, plainBatch(3, 10), 0)
+	mustAppend(t, p, plainBatch(2, 10), 0)
+	all, tail := mustRead(t, p.log, 0, 1<<20, 5), mustRead(t, p.log, 3, 1<<20, 5)
+	rc := dialRaw(t, b) // one connection: the fetch scratch is reused across versions
+	for v := int16(4); v <= 17; v++ {
+		for _, tc := range []struct {
+			offset int64
+			want   []byte
+		}{{0, all}, {3, tail}, {5, nil}} {
+			req := newFetchReq(v)
+			addPart(req, tp, 0, tc.offset)
+			resp := rc.roundTrip(req).(*kmsg.FetchResponse)
+			rp := mustPart(t, resp, tp, 0)
+			wantLogStart := int64(0)
+			if v < 5 {
+				wantLogStart = -1 // not in the response
+			}
+			if resp.ErrorCode != 0 || rp.ErrorCode != 0 || rp.HighWatermark != 5 || rp.LastStableOffset != 5 ||
+				rp.LogStartOffset != wantLogStart || !bytes.Equal(rp.RecordBatches, tc.want) || rp.AbortedTransactions != nil {
+				t.Fatalf("v%d offset %d: %+v", v, tc.offset, rp)
+			}
+		}
+	}
+}
+
+func TestFetchLongPoll(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	t.Run("woken by a produce", func(t *testing.T) {
+		t.Parallel()
+		tp := mustTopic(t, b, "long-poll-woken", 1)
+		rc := dialRaw(t, b)
+		req := newFetchReq(17)
+		req.MaxWaitMillis = 5000
+		addPart(req, tp, 0, 0)
+		start := time.Now()
+		corr := rc.send(req)
+		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts[0]) > 0 })
+		pr := dialRaw(t, b).roundTrip(produceReq(9, -1, tp, 0, plainBatch(2, 10))).(*kmsg.ProduceResponse)
+		if sp := onlyPartition(t, pr); sp.ErrorCode != 0 {
+			t.Fatalf("produce: error %d", sp.ErrorCode)
+		}
+		resp := rc.recv(req, corr).(*kmsg.FetchResponse)
+		if took := time.Since(start); took >= 4*time.Second {
+			t.Fatalf("fetch took %v after the produce, want well under MaxWait", took)
+		}
+		if got := offsetsIn(t, mustPart(t, resp, tp, 0).RecordBatches); !reflect.DeepEqual(got, []int64{0, 1}) {
+			t.Fatalf("offsets %v, want [0 1]", got)
+		}
+		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts[0]) == 0 })
+	})
+	t.Run("nothing produced", func(t *testing.T) {
+		t.Parallel()
+		tp := mustTopic(t, b, "long-poll-idle", 2)
+		req := newFetchReq(17)
+		req.MaxWaitMillis = 2000
+		addPart(req, tp, 0, 0)
+		addPart(req, tp, 1, 0)
+		start := time.Now()
+		resp := dialRaw(t, b).roundTrip(req).(*kmsg.FetchResponse)
+		if took := time.Since(start); took < 1600*time.Millisecond {
+			t.Fatalf("fetch returned after %v, want about MaxWait (2s)", took)
+		}
+		if rp := mustPart(t, resp, tp, 1); rp.ErrorCode != 0 || len(rp.RecordBatches) != 0 || rp.HighWatermark != 0 {
+			t.Fatalf("idle partition: %+v", rp)
+		}
+		for _, p := range tp.parts {
+			if n := waiters(p); n != 0 {
+				t.Fatalf("partition %d keeps %d waiters after the fetch", p.index, n)
+			}
+		}
+	})
+	t.Run("min bytes not reached", func(t *testing.T) {
+		t.Parallel()
+		tp := mustTopic(t, b, "long-poll-min-bytes", 1)
+		mustAppend(t, tp.parts[0], plainBatch(1, 100), 0)
+		req := newFetchReq(12)
+		req.MaxWaitMillis, req.MinBytes = 1000, 1<<20
+		addPart(req, tp, 0, 0)
+		start := time.Now()
+		resp := dialRaw(t, b).roundTrip(req).(*kmsg.FetchResponse)
+		if took := time.Since(start); took < 800*time.Millisecond {
+			t.Fatalf("fetch returned after %v, want about MaxWait (1s)", took)
+		}
+		if got := offsetsIn(t, mustPart(t, resp, tp, 0).RecordBatches); !reflect.DeepEqual(got, []int64{0}) {
+			t.Fatalf("offsets %v, want what there is at the deadline", got)
+		}
+	})
+	t.Run("min bytes reached by a later append", func(t *testing.T) {
+		t.Parallel()
+		tp := mustTopic(t, b, "long-poll-min-bytes-later", 1)
+		p := tp.parts[0]
+		first := plainBatch(1, 100)
+		mustAppend(t, p, bytes.Clone(first), 0)
+		rc := dialRaw(t, b)
+		req := newFetchReq(17)
+		req.MaxWaitMillis, req.MinBytes = 5000, int32(len(first)+1)
+		addPart(req, tp, 0, 0)
+		start := time.Now()
+		corr := rc.send(req)
+		checkFor(t, 5*time.Second, func() bool { return waiters(p) > 0 })
+		mustAppend(t, p, plainBatch(1, 100), 0)
+		resp := rc.recv(req, corr).(*kmsg.FetchResponse)
+		if took := time.Since(start); took >= 4*time.Second {
+			t.Fatalf("fetch took %v, want an answer at the append", took)
+		}
+		if got := offsetsIn(t, mustPart(t, resp, tp, 0).RecordBatches); !reflect.DeepEqual(got, []int64{0, 1}) {
+			t.Fatalf("offsets %v, want [0 1]", got)
+		}
+	})
+}
+
+func TestFetchSessions(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	for _, v := range []int16{7, 12, 17} { // names before v13, IDs after
+		t.Run(fmt.Sprintf("v=%d", v), func(t *testing.T) {
+			t.Parallel()
+			tp := mustTopic(t, b, fmt.Sprintf("sessions-v%d", v), 3)
+			mustAppend(t, tp.parts[0], plainBatch(3, 10), 0)
+			rc := dialRaw(t, b)
+			fetch := func(id, epoch int32, build func(req *kmsg.FetchRequest)) *kmsg.FetchResponse {
+				t.Helper()
+				req := newFetchReq(v)
+				req.SessionID, req.SessionEpoch = id, epoch
+				if build != nil {
+					build(req)
+				}
+				return rc.roundTrip(req).(*kmsg.FetchResponse)
+			}
+			expect := func(step string, resp *kmsg.FetchResponse, want map[int32][]int64) {
+				t.Helper()
+				if resp.ErrorCode != 0 || listedParts(resp) != len(want) {
+					t.Fatalf("%s: error %d, %d partitions listed, want %d: %+v", step, resp.ErrorCode, listedParts(resp), len(want), resp.Topics)
+				}
+				for p, offsets := range want {
+					if got := offsetsIn(t, mustPart(t, resp, tp, p).RecordBatches); !reflect.DeepEqual(got, offsets) {
+						t.Fatalf("%s: partition %d offsets %v, want %v", step, p, got, offsets)
+					}
+				}
+			}
+
+			resp := fetch(0, 0, func(req *kmsg.FetchRequest) {
+				for p := range int32(3) {
+					addPart(req, tp, p, 0)
+				}
+			})
+			id := resp.SessionID
+			if id == 0 {
+				t.Fatal("a full fetch at epoch 0 opened no session")
+			}
+			expect("full", resp, map[int32][]int64{0: {0, 1, 2}, 1: nil, 2: nil})
+			expect("no news", fetch(id, 1, func(req *kmsg.FetchRequest) { addPart(req, tp, 0, 3) }), nil)
+
+			mustAppend(t, tp.parts[1], plainBatch(1, 10), 0)
+			expect("new data in 1", fetch(id, 2, nil), map[int32][]int64{1: {0}})
+
+			resp = fetch(id, 3, func(req *kmsg.FetchRequest) {
+				addPart(req, tp, 1, 1)
+				req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: tp.name, TopicID: tp.id, Partitions: []int32{2}}}
+			})
+			expect("forget 2", resp, nil)
+			mustAppend(t, tp.parts[2], plainBatch(1, 10), 0)
+			mustAppend(t, tp.parts[0], plainBatch(1, 10), 0)
+			expect("forgotten 2 stays silent", fetch(id, 4, nil), map[int32][]int64{0: {3}})
+
+			for _, tc := range []struct {
+				name      string
+				id, epoch int32
+				want      *kerr.Error
+			}{
+				{"epoch from the past", id, 3, kerr.InvalidFetchSessionEpoch},
+				{"epoch from the future", id, 99, kerr.InvalidFetchSessionEpoch},
+				{"unknown session", id ^ 0x5a5a5a5a, 5, kerr.FetchSessionIDNotFound},
+			} {
+				resp := fetch(tc.id, tc.epoch, func(req *kmsg.FetchRequest) { addPart(req, tp, 0, 0) })
+				if resp.ErrorCode != tc.want.Code || len(resp.Topics) != 0 {
+					t.Fatalf("%s: error %d, %d topics, want %v and none", tc.name, resp.ErrorCode, len(resp.Topics), tc.want)
+				}
+			}
+			// The refused requests did not move the session on.
+			expect("after refused epochs", fetch(id, 5, func(req *kmsg.FetchRequest) { addPart(req, tp, 0, 4) }), nil)
+
+			resp = fetch(id, -1, func(req *kmsg.FetchRequest) { addPart(req, tp, 0, 0) })
+			if resp.SessionID != 0 {
+				t.Fatalf("closing fetch answered with session %d", resp.SessionID)
+			}
+			expect("close", resp, map[int32][]int64{0: {0, 1, 2, 3}})
+			if resp := fetch(id, 6, nil); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+				t.Fatalf("closed session: error %d, want FETCH_SESSION_ID_NOT_FOUND", resp.ErrorCode)
+			}
+		})
+	}
+}
+
+func TestFetchLeaderEpochs(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	fresh := mustTopic(t, b, "epochs-fresh", 1)
+	tp := mustTopic(t, b, "epochs", 1)
+	p := tp.parts[0]
+	mustAppend(t, p, plainBatch(3, 10), 0) // epoch 0: offsets 0-2
+	mustAppend(t, p, plainBatch(2, 10), 2) // epoch 2: offsets 3-4
+	type want struct {
+		code          *kerr.Error
+		offsets       []int64
+		div           [2]int64 // epoch, end offset; -1 -1 for none
+		leaderEpoch   int32    // CurrentLeader.LeaderEpoch, -1 for none
+		minTagVersion int16
+	}
+	tests := []struct {
+		name       string
+		tp         *topic
+		offset     int64
+		cur, last  int32
+		minVersion int16
+		want       want
+	}{
+		{"no epochs", tp, 0, -1, -1, 4, want{nil, span(0, 5), [2]int64{-1, -1}, -1, 0}},
+		{"current epoch", tp, 3, 2, -1, 9, want{nil, span(3, 5), [2]int64{-1, -1}, -1, 0}},
+		{"newer than ours, fresh log", fresh, 0, 1, -1, 9, want{kerr.UnknownLeaderEpoch, nil, [2]int64{-1, -1}, -1, 0}},
+		{"newer than ours", tp, 0, 3, -1, 9, want{kerr.UnknownLeaderEpoch, nil, [2]int64{-1, -1}, -1, 0}},
+		{"older than ours", tp, 0, 1, -1, 9, want{kerr.FencedLeaderEpoch, nil, [2]int64{-1, -1}, 2, 12}},
+		{"last fetched epoch matches", tp, 3, -1, 0, 12, want{nil, span(3, 5), [2]int64{-1, -1}, -1, 0}},
+		{"last fetched epoch unknown to us", tp, 4, -1, 1, 12, want{nil, nil, [2]int64{0, 3}, -1, 0}},
+		{"offset past the epoch end", tp, 4, -1, 0, 12, want{nil, nil, [2]int64{0, 3}, -1, 0}},
+		{"at the log end of the latest epoch", tp, 5, 2, 2, 12, want{nil, nil, [2]int64{-1, -1}, -1, 0}},
+		{"last fetched epoch newer than ours", tp, 5, -1, 7, 12, want{kerr.OffsetOutOfRange, nil, [2]int64{-1, -1}, -1, 0}},
+	}
+	rc := dialRaw(t, b)
+	for _, tc := range tests {
+		for _, v := range []int16{tc.minVersion, 11, 12, 17} {
+			if v < tc.minVersion {
+				continue
+			}
+			req := newFetchReq(v)
+			rp := addPart(req, tc.tp, 0, tc.offset)
+			rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = tc.cur, tc.last
+			got := mustPart(t, rc.roundTrip(req).(*kmsg.FetchResponse), tc.tp, 0)
+			w := tc.want
+			wantLeader := int32(-1)
+			if w.leaderEpoch >= 0 && v >= w.minTagVersion {
+				wantLeader = w.leaderEpoch
+			}
+			if got.ErrorCode != errCode(w.code) || !reflect.DeepEqual(offsetsIn(t, got.RecordBatches), w.offsets) ||
+				int64(got.DivergingEpoch.Epoch) != w.div[0] || got.DivergingEpoch.EndOffset != w.div[1] ||
+				got.CurrentLeader.LeaderEpoch != wantLeader {
+				t.Fatalf("%s (v%d): error %d, offsets %v, diverging %+v, leader %+v; want %+v",
+					tc.name, v, got.ErrorCode, offsetsIn(t, got.RecordBatches), got.DivergingEpoch, got.CurrentLeader, w)
+			}
+			if wantLeader >= 0 && got.CurrentLeader.LeaderID != b.cfg.NodeID {
+				t.Fatalf("%s (v%d): current leader %d, want node %d", tc.name, v, got.CurrentLeader.LeaderID, b.cfg.NodeID)
+			}
+		}
+	}
+}
+
+func TestFetchOffsetOutOfRange(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "out-of-range", 1)
+	p := tp.parts[0]
+	mustAppend(t, p, plainBatch(3, 10), 0)
+	mustAppend(t, p, plainBatch(2, 10), 0)
+	if err := p.log.SetLogStartOffset(3); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, b)
+	tests := []struct {
+		offset  int64
+		code    *kerr.Error
+		offsets []int64
+	}{
+		{6, kerr.OffsetOutOfRange, nil}, // beyond the log end
+		{100, kerr.OffsetOutOfRange, nil},
+		{5, nil, nil}, // at the log end: nothing yet
+		{3, nil, span(3, 5)},
+		{2, kerr.OffsetOutOfRange, nil}, // below the log start
+		{0, kerr.OffsetOutOfRange, nil},
+		{-1, kerr.OffsetOutOfRange, nil},
+	}
+	for _, tc := range tests {
+		for _, v := range []int16{4, 17} {
+			req := newFetchReq(v)
+			addPart(req, tp, 0, tc.offset)
+			got := mustPart(t, rc.roundTrip(req).(*kmsg.FetchResponse), tp, 0)
+			wantHW := int64(5)
+			if tc.code != nil {
+				wantHW = -1
+			}
+			if got.ErrorCode != errCode(tc.code) || got.HighWatermark != wantHW || !reflect.DeepEqual(offsetsIn(t, got.RecordBatches), tc.offsets) {
+				t.Fatalf("offset %d (v%d): %+v, want %v", tc.offset, v, got, tc.code)
+			}
+		}
+	}
+}
+
+func TestFetchReadCommitted(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "read-committed", 1)
+	p := tp.parts[0]
+	const pid = 4242
+	ts := time.Now().UnixMilli()
+	mustAppend(t, p, plainBatch(2, 10), 0)                                          // 0-1
+	mustAppend(t, p, buildBatch(pid, 0, 0, attrTxn, ts, valueRecords(2, 10)...), 0) // 2-3, open transaction
+	mustAppend(t, p, plainBatch(1, 10), 0)                                          // 4
+	rc := dialRaw(t, b)
+	fetch := func(v int16, committed bool, offset int64) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		req := newFetchReq(v)
+		if committed {
+			req.IsolationLevel = 1
+		}
+		addPart(req, tp, 0, offset)
+		return mustPart(t, rc.roundTrip(req).(*kmsg.FetchResponse), tp, 0)
+	}
+	aborted := func(rp kmsg.FetchResponseTopicPartition) []int64 {
+		if rp.AbortedTransactions == nil {
+			return nil
+		}
+		out := []int64{}
+		for _, a := range rp.AbortedTransactions {
+			out = append(out, a.ProducerID, a.FirstOffset)
+		}
+		return out
+	}
+	for _, v := range []int16{4, 12, 17} {
+		got := fetch(v, false, 0)
+		if got.HighWatermark != 5 || got.LastStableOffset != 2 || got.AbortedTransactions != nil ||
+			!reflect.DeepEqual(offsetsIn(t, got.RecordBatches), span(0, 5)) {
+			t.Fatalf("v%d read_uncommitted, open txn: %+v", v, got)
+		}
+		got = fetch(v, true, 0)
+		if got.LastStableOffset != 2 || !reflect.DeepEqual(aborted(got), []int64{}) ||
+			!reflect.DeepEqual(offsetsIn(t, got.RecordBatches), span(0, 2)) {
+			t.Fatalf("v%d read_committed, open txn: LSO %d aborted %v offsets %v", v, got.LastStableOffset, aborted(got), offsetsIn(t, got.RecordBatches))
+		}
+		if got = fetch(v, true, 2); got.ErrorCode != 0 || len(got.RecordBatches) != 0 {
+			t.Fatalf("v%d read_committed at the LSO: %+v", v, got)
+		}
+	}
+
+	marker := batch.AppendTxnMarker(nil, batch.TxnMarker{ProducerID: pid, ProducerEpoch: 0, Timestamp: ts, CoordinatorEpoch: 1})
+	if _, err := p.log.AppendControl(marker, 0); err != nil { // ABORT at 5
+		t.Fatal(err)
+	}
+	for _, v := range []int16{4, 12, 17} {
+		got := fetch(v, true, 0)
+		if got.LastStableOffset != 6 || got.HighWatermark != 6 || !reflect.DeepEqual(aborted(got), []int64{pid, 2}) ||
+			!reflect.DeepEqual(offsetsIn(t, got.RecordBatches), span(0, 6)) {
+			t.Fatalf("v%d read_committed, aborted: LSO %d aborted %v offsets %v", v, got.LastStableOffset, aborted(got), offsetsIn(t, got.RecordBatches))
+		}
+		if got = fetch(v, true, 4); !reflect.DeepEqual(aborted(got), []int64{pid, 2}) {
+			t.Fatalf("v%d read_committed from inside the aborted range: aborted %v", v, aborted(got))
+		}
+		if got = fetch(v, false, 0); got.AbortedTransactions != nil || got.LastStableOffset != 6 {
+			t.Fatalf("v%d read_uncommitted after the abort: %+v", v, got)
+		}
+	}
+}
+
+func TestFetchResponseMaxBytes(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "max-bytes", 2)
+	const batchValue = 250 << 10 // four batches fit in 1 MiB
+	for _, p := range tp.parts {
+		for range 4 { // 1 MiB per partition
+			mustAppend(t, p, plainBatch(1, batchValue), 0)
+		}
+	}
+	tests := []struct {
+		name                  string
+		maxBytes, partitionMB int32
+		want0, want1          []int64
+	}{
+		{"response limit below one batch", 100 << 10, 1 << 20, span(0, 1), nil},
+		{"response limit of two batches", 600 << 10, 1 << 20, span(0, 2), nil},
+		{"response limit beyond both", 50 << 20, 1 << 20, span(0, 4), span(0, 4)},
+		{"partition limit below one batch", 50 << 20, 100 << 10, span(0, 1), nil},
+		{"partition limit of two batches", 50 << 20, 600 << 10, span(0, 2), span(0, 2)},
+		{"zero limits", 0, 0, span(0, 1), nil},
+	}
+	rc := dialRaw(t, b)
+	for _, tc := range tests {
+		for _, v := range []int16{4, 17} {
+			req := newFetchReq(v)
+			req.MaxBytes = tc.maxBytes
+			addPart(req, tp, 0, 0).PartitionMaxBytes = tc.partitionMB
+			addPart(req, tp, 1, 0).PartitionMaxBytes = tc.partitionMB
+			resp := rc.roundTrip(req).(*kmsg.FetchResponse)
+			got0, got1 := mustPart(t, resp, tp, 0), mustPart(t, resp, tp, 1)
+			if o := offsetsIn(t, got0.RecordBatches); !reflect.DeepEqual(o, tc.want0) {
+				t.Fatalf("%s (v%d): partition 0 offsets %v, want %v", tc.name, v, o, tc.want0)
+			}
+			if o := offsetsIn(t, got1.RecordBatches); !reflect.DeepEqual(o, tc.want1) || got1.ErrorCode != 0 || got1.HighWatermark != 4 {
+				t.Fatalf("%s (v%d): partition 1 offsets %v error %d HW %d, want %v", tc.name, v, o, got1.ErrorCode, got1.HighWatermark, tc.want1)
+			}
+		}
+	}
+}
+
+func TestFetchUnknownTopic(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	known := mustTopic(t, b, "known", 1)
+	unknown := &topic{name: "unknown", id: [16]byte{0xAB}}
+	rc := dialRaw(t, b)
+	tests := []struct {
+		name      string
+		version   int16
+		tp        *topic
+		partition int32
+		want      *kerr.Error
+	}{
+		{"unknown name", 12, unknown, 0, kerr.UnknownTopicOrPartition},
+		{"unknown name v4", 4, unknown, 0, kerr.UnknownTopicOrPartition},
+		{"unknown id", 13, unknown, 0, kerr.UnknownTopicID},
+		{"unknown id v17", 17, unknown, 0, kerr.UnknownTopicID},
+		{"unknown partition by name", 12, known, 1, kerr.UnknownTopicOrPartition},
+		{"unknown partition by id", 17, known, 1, kerr.UnknownTopicOrPartition},
+		{"negative partition by id", 17, known, -1, kerr.UnknownTopicOrPartition},
+	}
+	for _, tc := range tests {
+		req := newFetchReq(tc.version)
+		req.MaxWaitMillis = 5000 // an error answers at once
+		addPart(req, tc.tp, tc.partition, 0)
+		addPart(req, known, 0, 0)
+		start := time.Now()
+		resp := rc.roundTrip(req).(*kmsg.FetchResponse)
+		if took := time.Since(start); took > 4*time.Second {
+			t.Fatalf("%s: took %v, an error must end the long poll", tc.name, took)
+		}
+		got := mustPart(t, resp, tc.tp, tc.partition)
+		if got.ErrorCode != tc.want.Code || got.HighWatermark != -1 || len(got.RecordBatches) != 0 {
+			t.Fatalf("%s: %+v, want %v", tc.name, got, tc.want)
+		}
+		if ok := mustPart(t, resp, known, 0); ok.ErrorCode != 0 {
+			t.Fatalf("%s: the known partition failed too: %+v", tc.name, ok)
+		}
+	}
+}
+
+// TestFetchSessionMaintenance: expiry and eviction never wait for a session
+// that is serving a long poll (they used to block the whole session cache
+// for up to MaxWait), and they drop only idle sessions.
+func TestFetchSessionMaintenance(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "session-maintenance", 1)
+	rc := dialRaw(t, b)
+	req := newFetchReq(17)
+	req.SessionID, req.SessionEpoch = 0, 0
+	addPart(req, tp, 0, 0)
+	id := rc.roundTrip(req).(*kmsg.FetchResponse).SessionID
+	if id == 0 {
+		t.Fatal("no session")
+	}
+	req = newFetchReq(17)
+	req.SessionID, req.SessionEpoch, req.MaxWaitMillis = id, 1, 5000
+	corr := rc.send(req)
+	checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts[0]) > 0 })
+
+	start := time.Now()
+	b.sessions.expire(time.Now().Add(time.Hour)) // the busy session looks idle by its clock
+	other := newFetchSessions(1)
+	busy := other.create(time.Now().Add(-time.Hour))
+	busy.mu.Lock()
+	if s := other.create(time.Now()); s != nil {
+		t.Fatal("create evicted a session in use")
+	}
+	busy.mu.Unlock()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("expiry and eviction waited %v for a long poll", took)
+	}
+	if b.sessions.get(id) == nil {
+		t.Fatal("the session serving a fetch was expired")
+	}
+	mustAppend(t, tp.parts[0], plainBatch(1, 10), 0) // end the long poll
+	if resp := rc.recv(req, corr).(*kmsg.FetchResponse); resp.ErrorCode != 0 || listedParts(resp) != 1 {
+		t.Fatalf("long poll: error %d, %d partitions", resp.ErrorCode, listedParts(resp))
+	}
+
+	// Idle sessions go: by expiry, and by eviction when the cache is full.
+	b.sessions.expire(time.Now().Add(fetchSessionIdle + time.Minute))
+	if b.sessions.get(id) != nil {
+		t.Fatal("an idle session survived expiry")
+	}
+	if s := other.create(time.Now()); s == nil || other.get(busy.id) != nil {
+		t.Fatal("a full cache did not evict its idle session")
+	}
+	if s := other.create(time.Now()); s != nil {
+		t.Fatal("a full cache of fresh sessions made room")
+	}
+}

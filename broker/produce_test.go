@@ -1,0 +1,390 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/batch"
+)
+
+// mustTopic creates a topic directly, bypassing any admin API.
+func mustTopic(t testing.TB, b *Broker, name string, partitions int32) *topic {
+	t.Helper()
+	tp, err := b.createTopic(name, partitions, nil, [16]byte{})
+	if err != nil {
+		t.Fatalf("creating %s: %v", name, err)
+	}
+	return tp
+}
+
+// Attribute bits of a RecordBatch.
+const (
+	attrTxn     int16 = 0x10
+	attrControl int16 = 0x20
+)
+
+// buildBatch encodes an uncompressed v2 batch with a correct length and
+// CRC32C: the producer fields and records are the caller's, offset deltas
+// are the record indexes.
+func buildBatch(pid int64, epoch int16, seq int32, attrs int16, baseTS int64, recs ...kmsg.Record) []byte {
+	var body []byte
+	maxTS := baseTS
+	for i := range recs {
+		r := recs[i]
+		r.OffsetDelta, r.Length = int32(i), 0
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // everything after a 1-byte varint 0
+		body = r.AppendTo(body)
+		maxTS = max(maxTS, baseTS+r.TimestampDelta64)
+	}
+	rb := kmsg.RecordBatch{
+		Length: int32(batch.HeaderSize - batch.LogOverhead + len(body)), PartitionLeaderEpoch: -1, Magic: 2,
+		Attributes: attrs, LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: baseTS, MaxTimestamp: maxTS,
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(len(recs)), Records: body,
+	}
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], batch.Checksum(raw[21:]))
+	return raw
+}
+
+// valueRecords returns n records with a key and a value of size bytes.
+func valueRecords(n, size int) []kmsg.Record {
+	recs := make([]kmsg.Record, n)
+	for i := range recs {
+		recs[i].Key = fmt.Appendf(nil, "k%d", i)
+		recs[i].Value = bytes.Repeat([]byte{byte('a' + i%26)}, size)
+		recs[i].TimestampDelta64 = int64(i)
+	}
+	return recs
+}
+
+// plainBatch is a non-idempotent batch of n records.
+func plainBatch(n, size int) []byte {
+	return buildBatch(-1, -1, -1, 0, time.Now().UnixMilli(), valueRecords(n, size)...)
+}
+
+func produceReq(version, acks int16, tp *topic, partition int32, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = version, acks, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = tp.name, tp.id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// onlyPartition returns the single partition of a one-partition response.
+func onlyPartition(t testing.TB, resp *kmsg.ProduceResponse) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("want one topic with one partition, got %+v", resp.Topics)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+func initProducerID(t testing.TB, rc *rawConn) (int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version = 4
+	resp := rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
+	if resp.ErrorCode != 0 || resp.ProducerID < 0 {
+		t.Fatalf("InitProducerId: error %d, id %d", resp.ErrorCode, resp.ProducerID)
+	}
+	return resp.ProducerID, resp.ProducerEpoch
+}
+
+func TestProduceCodecRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tests := []struct {
+		name  string
+		codec kgo.CompressionCodec
+		want  batch.Codec
+	}{
+		{"none", kgo.NoCompression(), batch.CodecNone},
+		{"gzip", kgo.GzipCompression(), batch.CodecGzip},
+		{"snappy", kgo.SnappyCompression(), batch.CodecSnappy},
+		{"lz4", kgo.Lz4Compression(), batch.CodecLz4},
+		{"zstd", kgo.ZstdCompression(), batch.CodecZstd},
+	}
+	for _, tc := range tests {
+		t.Run("codec="+tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "codec-" + tc.name
+			tp := mustTopic(t, b, name, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p := newTestClient(t, b, kgo.DefaultProduceTopic(name), kgo.ProducerBatchCompression(tc.codec),
+				kgo.ProducerLinger(50*time.Millisecond))
+			const n = 300
+			base := time.UnixMilli(time.Now().UnixMilli() - 10_000)
+			var sent []*kgo.Record
+			for i := range n {
+				r := &kgo.Record{
+					Key:       fmt.Appendf(nil, "key-%d", i),
+					Value:     []byte(strings.Repeat(fmt.Sprintf("value %d of %s ", i, tc.name), 4)),
+					Timestamp: base.Add(time.Duration(i) * time.Millisecond),
+				}
+				if i%3 == 0 {
+					r.Headers = []kgo.RecordHeader{{Key: "h1", Value: []byte("v1")}, {Key: fmt.Sprint("h", i), Value: nil}}
+				}
+				if i%7 == 0 {
+					r.Key = nil
+				}
+				sent = append(sent, r)
+			}
+			if err := p.ProduceSync(ctx, sent...).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+			// The stored batches carry the codec: the broker kept the
+			// producer's bytes.
+			raw, _, err := tp.parts[0].log.Read(0, 1<<30, tp.parts[0].log.HighWatermark(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := batch.NewIterator(raw)
+			for bt, ok := it.Next(); ok; bt, ok = it.Next() {
+				if bt.Codec() != tc.want {
+					t.Fatalf("stored batch at %d has codec %v, want %v", bt.BaseOffset(), bt.Codec(), tc.want)
+				}
+			}
+			c := newTestClient(t, b, kgo.ConsumeTopics(name), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			var got []*kgo.Record
+			for len(got) < n {
+				fs := c.PollFetches(ctx)
+				if err := fs.Err0(); err != nil {
+					t.Fatalf("after %d records: %v", len(got), err)
+				}
+				got = append(got, fs.Records()...)
+			}
+			if len(got) != n {
+				t.Fatalf("got %d records, want %d", len(got), n)
+			}
+			for i, r := range got {
+				w := sent[i]
+				if r.Offset != int64(i) || !bytes.Equal(r.Key, w.Key) || (r.Key == nil) != (w.Key == nil) ||
+					!bytes.Equal(r.Value, w.Value) || !r.Timestamp.Equal(w.Timestamp) || len(r.Headers) != len(w.Headers) {
+					t.Fatalf("record %d: got offset %d key %q value %q ts %v headers %v, want key %q value %q ts %v headers %v",
+						i, r.Offset, r.Key, r.Value, r.Timestamp, r.Headers, w.Key, w.Value, w.Timestamp, w.Headers)
+				}
+				for j, h := range r.Headers {
+					if h.Key != w.Headers[j].Key || !bytes.Equal(h.Value, w.Headers[j].Value) {
+						t.Fatalf("record %d header %d: %+v, want %+v", i, j, h, w.Headers[j])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestProduceIdempotentRetry(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "idem", 1)
+	l := tp.parts[0].log
+	rc := dialRaw(t, b)
+	pid, epoch := initProducerID(t, rc)
+	ts := time.Now().UnixMilli()
+	first := buildBatch(pid, epoch, 0, 0, ts, valueRecords(3, 10)...)
+	second := buildBatch(pid, epoch, 3, 0, ts, valueRecords(2, 10)...)
+	steps := []struct {
+		name    string
+		records []byte
+		base    int64
+		leo     int64
+	}{
+		{"first", first, 0, 3},
+		{"retry of first", first, 0, 3},
+		{"second", second, 3, 5},
+		{"retry of second", second, 3, 5},
+		{"late retry of first", first, 0, 5},
+	}
+	for _, s := range steps {
+		for _, v := range []int16{3, 9} {
+			resp := rc.roundTrip(produceReq(v, -1, tp, 0, bytes.Clone(s.records))).(*kmsg.ProduceResponse)
+			sp := onlyPartition(t, resp)
+			if sp.ErrorCode != 0 || sp.BaseOffset != s.base {
+				t.Fatalf("%s (v%d): error %d base offset %d, want 0 and %d", s.name, v, sp.ErrorCode, sp.BaseOffset, s.base)
+			}
+			if got := l.LogEndOffset(); got != s.leo {
+				t.Fatalf("%s (v%d): log end %d, want %d", s.name, v, got, s.leo)
+			}
+		}
+	}
+	if got := b.Stats().ProduceBatches.Load(); got != 2 {
+		t.Fatalf("ProduceBatches = %d, want 2 (retries are not appends)", got)
+	}
+}
+
+func TestProduceSequenceErrors(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	ts := time.Now().UnixMilli()
+	tests := []struct {
+		name   string
+		epochs [2]int16 // producer epoch of the first and the second batch
+		seqs   [2]int32
+		want   *kerr.Error
+	}{
+		{"in order", [2]int16{0, 0}, [2]int32{0, 3}, nil},
+		{"gap in sequence", [2]int16{0, 0}, [2]int32{0, 5}, kerr.OutOfOrderSequenceNumber},
+		{"sequence going back", [2]int16{0, 0}, [2]int32{0, 1}, kerr.OutOfOrderSequenceNumber},
+		{"stale epoch", [2]int16{1, 0}, [2]int32{0, 3}, kerr.InvalidProducerEpoch},
+		{"new epoch not at 0", [2]int16{0, 1}, [2]int32{0, 3}, kerr.OutOfOrderSequenceNumber},
+		{"new epoch at 0", [2]int16{0, 1}, [2]int32{0, 0}, nil},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tp := mustTopic(t, b, fmt.Sprintf("seq-%d", i), 1)
+			rc := dialRaw(t, b)
+			pid, _ := initProducerID(t, rc)
+			recs := valueRecords(3, 8)
+			resp := rc.roundTrip(produceReq(9, -1, tp, 0, buildBatch(pid, tc.epochs[0], tc.seqs[0], 0, ts, recs...))).(*kmsg.ProduceResponse)
+			if sp := onlyPartition(t, resp); sp.ErrorCode != 0 {
+				t.Fatalf("first batch: error %d", sp.ErrorCode)
+			}
+			resp = rc.roundTrip(produceReq(9, -1, tp, 0, buildBatch(pid, tc.epochs[1], tc.seqs[1], 0, ts, recs...))).(*kmsg.ProduceResponse)
+			sp := onlyPartition(t, resp)
+			if sp.ErrorCode != errCode(tc.want) {
+				t.Fatalf("second batch: error %d (%v), want %v", sp.ErrorCode, kerr.ErrorForCode(sp.ErrorCode), tc.want)
+			}
+			wantLEO := int64(6)
+			if tc.want != nil {
+				wantLEO = 3
+				if sp.BaseOffset != -1 {
+					t.Fatalf("refused batch has base offset %d, want -1", sp.BaseOffset)
+				}
+			}
+			if got := tp.parts[0].log.LogEndOffset(); got != wantLEO {
+				t.Fatalf("log end %d, want %d", got, wantLEO)
+			}
+		})
+	}
+}
+
+func TestProduceAcks(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "acks", 1)
+	l := tp.parts[0].log
+	rc := dialRaw(t, b)
+
+	// acks=0: appended, never answered. The next request on the same
+	// connection gets the next frame, so a stray Produce answer would show
+	// up as a wrong correlation id in recv.
+	rc.send(produceReq(9, 0, tp, 0, plainBatch(2, 10)))
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	if resp := rc.roundTrip(av).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions after acks=0: error %d", resp.ErrorCode)
+	}
+	if got := l.LogEndOffset(); got != 2 {
+		t.Fatalf("log end after acks=0: %d, want 2", got)
+	}
+
+	for _, acks := range []int16{2, -2, 5} {
+		resp := rc.roundTrip(produceReq(9, acks, tp, 0, plainBatch(1, 10))).(*kmsg.ProduceResponse)
+		if sp := onlyPartition(t, resp); sp.ErrorCode != kerr.InvalidRequiredAcks.Code {
+			t.Fatalf("acks=%d: error %d, want INVALID_REQUIRED_ACKS", acks, sp.ErrorCode)
+		}
+	}
+	for _, acks := range []int16{1, -1} {
+		resp := rc.roundTrip(produceReq(9, acks, tp, 0, plainBatch(1, 10))).(*kmsg.ProduceResponse)
+		if sp := onlyPartition(t, resp); sp.ErrorCode != 0 {
+			t.Fatalf("acks=%d: error %d", acks, sp.ErrorCode)
+		}
+	}
+	if got := l.LogEndOffset(); got != 4 {
+		t.Fatalf("log end %d, want 4 (refused batches appended?)", got)
+	}
+}
+
+func TestProduceRejects(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	plain := mustTopic(t, b, "rejects", 2)
+	mirrored := mustTopic(t, b, "rejects-mirrored", 1)
+	b.mu.Lock() // handlers read t.mirror after b.mu.RLock
+	mirrored.mirror = "m"
+	b.mu.Unlock()
+	unknown := &topic{name: "no-such-topic", id: [16]byte{1, 2, 3}}
+
+	corrupt := plainBatch(2, 10)
+	corrupt[len(corrupt)-1] ^= 0xFF
+	huge := plainBatch(1, DefaultMessageMaxBytes+100)
+
+	tests := []struct {
+		name      string
+		version   int16
+		tp        *topic
+		partition int32
+		records   []byte
+		want      int16
+		wantMsg   bool
+	}{
+		{"ok v3", 3, plain, 0, plainBatch(1, 10), 0, false},
+		{"ok v13 by topic id", 13, plain, 1, plainBatch(1, 10), 0, false},
+		{"corrupt crc", 9, plain, 0, corrupt, kerr.CorruptMessage.Code, false},
+		{"shorter than a header", 9, plain, 0, plainBatch(1, 10)[:40], kerr.CorruptMessage.Code, false},
+		{"two batches", 9, plain, 0, append(plainBatch(1, 10), plainBatch(1, 10)...), kerr.InvalidRecord.Code, true},
+		{"control batch", 9, plain, 0, buildBatch(-1, -1, -1, attrControl, 0, valueRecords(1, 4)...), kerr.InvalidRecord.Code, true},
+		{"too large", 9, plain, 0, huge, kerr.MessageTooLarge.Code, false},
+		{"unknown topic", 9, unknown, 0, plainBatch(1, 10), kerr.UnknownTopicOrPartition.Code, false},
+		{"unknown topic id", 13, unknown, 0, plainBatch(1, 10), kerr.UnknownTopicID.Code, false},
+		{"unknown partition", 9, plain, 2, plainBatch(1, 10), kerr.UnknownTopicOrPartition.Code, false},
+		{"negative partition", 9, plain, -1, plainBatch(1, 10), kerr.UnknownTopicOrPartition.Code, false},
+		{"mirror topic", 9, mirrored, 0, plainBatch(1, 10), errReadOnlyTopic, true},
+		{"mirror topic v13", 13, mirrored, 0, plainBatch(1, 10), errReadOnlyTopic, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rc := dialRaw(t, b)
+			resp := rc.roundTrip(produceReq(tc.version, -1, tc.tp, tc.partition, tc.records)).(*kmsg.ProduceResponse)
+			sp := onlyPartition(t, resp)
+			if sp.ErrorCode != tc.want {
+				t.Fatalf("error %d (%v), want %d (%v)", sp.ErrorCode, kerr.ErrorForCode(sp.ErrorCode), tc.want, kerr.ErrorForCode(tc.want))
+			}
+			if tc.wantMsg && (sp.ErrorMessage == nil || *sp.ErrorMessage == "") {
+				t.Fatalf("want an error message")
+			}
+			rt := resp.Topics[0]
+			if tc.version >= 13 && rt.TopicID != tc.tp.id || tc.version < 13 && rt.Topic != tc.tp.name {
+				t.Fatalf("response names topic %q / %x", rt.Topic, rt.TopicID)
+			}
+			if tc.want != 0 && sp.BaseOffset != -1 {
+				t.Fatalf("refused partition has base offset %d", sp.BaseOffset)
+			}
+		})
+	}
+	if got := mirrored.parts[0].log.LogEndOffset(); got != 0 {
+		t.Fatalf("mirror topic log end %d, want 0", got)
+	}
+}
+
+func TestProduceTransactionalInitProducerID(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	rc := dialRaw(t, b)
+	for _, v := range []int16{0, 2, 4, 5} {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version = v
+		id := "txn-a"
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
+		resp := rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode != kerr.UnsupportedVersion.Code || resp.ProducerID != -1 {
+			t.Fatalf("v%d: error %d id %d, want UNSUPPORTED_VERSION and -1", v, resp.ErrorCode, resp.ProducerID)
+		}
+	}
+}
