@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -258,6 +259,9 @@ func sizeName(n int64) string {
 //	kmirror-raw  sessionless FetchRequests over a kgo broker connection,
 //	             batches framed but not decompressed or CRC-checked: the
 //	             broker's serving speed with little client CPU in the way.
+//	kmirror-conn Fetch v11 over a plain net.Conn, each response read into
+//	             one reused buffer and walked by hand: the client costs what
+//	             tcp-copy's reader costs, so the ratio is the broker's.
 //	tcp-copy     the baseline: the segment files' bytes, from memory, sent
 //	             over a loopback TCP connection and read with 1 MiB
 //	             buffers: one copy into the socket and one out of it per
@@ -277,6 +281,7 @@ func BenchmarkConsume(b *testing.B) {
 	}{
 		{"kmirror", benchConsumeKgo},
 		{"kmirror-raw", benchConsumeRaw},
+		{"kmirror-conn", benchConsumeConn},
 		{"tcp-copy", benchConsumeTCP},
 	} {
 		b.Run(fmt.Sprintf("size=%s/mode=%s", sizeName(target), mode.name), func(b *testing.B) {
@@ -587,5 +592,86 @@ func TestLoadValues(t *testing.T) {
 				seen[string(v)] = true
 			}
 		})
+	}
+}
+
+// benchConsumeConn reads the partition with Fetch v11 requests written to a
+// plain TCP connection and responses read into one reused buffer, so the
+// client does no more work per byte than tcp-copy's reader.
+func benchConsumeConn(b *testing.B, fx *consumeFixture) {
+	c, err := net.Dial("tcp", fx.addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 500
+	req.MinBytes = 1
+	req.MaxBytes = benchFetchMaxBytes
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = benchTopic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = benchFetchMaxPartBytes
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	part := &req.Topics[0].Partitions[0]
+
+	var frame, buf []byte
+	fetch := func(offset int64) (int64, int64, error) {
+		part.FetchOffset = offset
+		// Request header v1: size, key 1, version 11, correlation id, null client id.
+		frame = append(frame[:0], 0, 0, 0, 0, 0, 1, 0, 11, 0, 0, 0, 1, 0xff, 0xff)
+		frame = req.AppendTo(frame)
+		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+		if _, err := c.Write(frame); err != nil {
+			return 0, 0, err
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return 0, 0, err
+		}
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return 0, 0, err
+		}
+		// corr 4 | throttle 4 | error 2 | session 4 | topics 4 | name 2+len |
+		// partitions 4 | partition 4 | error 2 | hw 8 | lso 8 | log start 8 |
+		// aborted -1 (4) | preferred replica 4 | records 4+len
+		at := 4 + 4 + 2 + 4 + 4 + 2 + len(benchTopic) + 4 + 4
+		if code := binary.BigEndian.Uint16(buf[at:]); code != 0 {
+			return 0, 0, fmt.Errorf("partition error code %d at offset %d", code, offset)
+		}
+		at += 2 + 8 + 8 + 8 + 4 + 4
+		recs := buf[at+4 : at+4+int(binary.BigEndian.Uint32(buf[at:]))]
+		it := batch.NewIterator(recs)
+		it.SkipCRC()
+		for bb, ok := it.Next(); ok; bb, ok = it.Next() {
+			offset = bb.NextOffset()
+		}
+		return int64(it.Consumed()), offset, it.Err()
+	}
+	if _, _, err := fetch(0); err != nil {
+		b.Fatalf("warm-up fetch: %v", err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		var read, offset int64
+		for offset < fx.records {
+			n, next, err := fetch(offset)
+			if err != nil {
+				b.Fatalf("fetching at offset %d: %v", offset, err)
+			}
+			read, offset = read+n, next
+		}
+		if read != fx.size {
+			b.Fatalf("read %d bytes, want %d", read, fx.size)
+		}
 	}
 }

@@ -60,14 +60,14 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case t == nil && req.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts()):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t.readOnly():
 				sp.ErrorCode = errReadOnlyTopic
 				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirror + " and read-only until failover"
 				sp.ErrorMessage = &msg
 			default:
-				b.producePartition(t.parts[rp.Partition], rp.Records, &sp)
+				b.producePartition(t.parts()[rp.Partition], rp.Records, &sp)
 			}
 			if sp.ErrorCode != 0 {
 				b.stats.ErrorResponses.Add(1)

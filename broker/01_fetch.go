@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -70,6 +71,9 @@ type fetchTopic struct {
 // fetchScratch is a connection's reusable Fetch state. Requests of one
 // connection never overlap, so it needs no lock.
 type fetchScratch struct {
+	// conn receives the records as sendfile splices; nil reads them into
+	// the response buffer instead.
+	conn    *netio.Conn
 	parts   []fetchPart
 	topics  []fetchTopic
 	aborted []storage.AbortedTxn
@@ -80,7 +84,7 @@ type fetchScratch struct {
 func (b *Broker) fetchScratch(r *request) *fetchScratch {
 	cs := connState(r.conn)
 	if cs.fetch == nil {
-		cs.fetch = &fetchScratch{wake: make(chan struct{}, 1)}
+		cs.fetch = &fetchScratch{wake: make(chan struct{}, 1), conn: r.conn}
 	}
 	return cs.fetch
 }
@@ -214,8 +218,8 @@ func (b *Broker) addFetchPart(fs *fetchScratch, fp fetchPart, key sessionKey) {
 	} else {
 		fp.t = b.topicByName(key.topic)
 	}
-	if fp.t != nil && fp.partition >= 0 && int(fp.partition) < len(fp.t.parts) {
-		fp.p = fp.t.parts[fp.partition]
+	if fp.t != nil && fp.partition >= 0 && int(fp.partition) < len(fp.t.parts()) {
+		fp.p = fp.t.parts()[fp.partition]
 	}
 	if n := len(fs.topics); n > 0 && fs.topics[n-1].name == key.topic && fs.topics[n-1].id == key.topicID {
 		fp.topicIdx = n - 1

@@ -43,10 +43,10 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
+			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts()) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				b.listOffset(t.parts[rp.Partition], rp, req.IsolationLevel == 1, &sp)
+				b.listOffset(t.parts()[rp.Partition], rp, req.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -98,7 +98,7 @@ func (b *Broker) metadataTopic(t *topic) kmsg.MetadataResponseTopic {
 	name := t.name
 	mt.Topic, mt.TopicID = &name, t.id
 	b.mu.RLock()
-	parts := t.parts
+	parts := t.parts()
 	b.mu.RUnlock()
 	replicas := []int32{b.cfg.NodeID}
 	for _, p := range parts {

@@ -73,8 +73,8 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 	for i := range req.Topics {
 		uses[req.Topics[i].Topic]++
 	}
-	topicAdminMu.Lock()
-	defer topicAdminMu.Unlock()
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	// Check everything first: the record bound applies to the request as a
 	// whole, so nothing may be created before every topic is checked.
 	plans := make([]topicCreation, 0, len(req.Topics))

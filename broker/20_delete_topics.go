@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -29,17 +27,6 @@ import (
 // by ID, and answers carry the topic ID.
 func init() { regKey(20, 1, 6, (*Broker).handleDeleteTopics) }
 
-// topicAdminMu serializes the handlers that change the topic set or a
-// topic's partition count. deleteTopic renames the partition directories
-// after it releases Broker.mu and growTopic does not check that the topic
-// still exists, so without it: a CreateTopics racing a DeleteTopics of the
-// same name could open the old directories before they are renamed away;
-// a CreatePartitions racing a DeleteTopics would re-register the deleted
-// topic; two racing CreatePartitions could register the smaller count.
-// Admin requests are rare, so one lock for every broker in the process
-// costs nothing. Lock order: topicAdminMu, then Broker.mu.
-var topicAdminMu sync.Mutex
-
 // topicDeletion is one entry of a DeleteTopics request once resolved.
 type topicDeletion struct {
 	name *string
@@ -61,8 +48,8 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 		}
 	}
 
-	topicAdminMu.Lock()
-	defer topicAdminMu.Unlock()
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	dels := b.resolveTopicDeletions(refs)
 	for i := range dels {
 		d := &dels[i]

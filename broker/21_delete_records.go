@@ -46,8 +46,8 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 		st.Topic = rt.Topic
 		var parts []*partition
 		if t != nil {
-			b.mu.RLock() // CreatePartitions appends to t.parts under mu
-			parts = t.parts
+			b.mu.RLock() // CreatePartitions appends to t.parts() under mu
+			parts = t.parts()
 			b.mu.RUnlock()
 		}
 		deletable := t != nil && b.topicDeletesRecords(t)

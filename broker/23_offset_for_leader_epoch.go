@@ -34,8 +34,8 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 		t := b.topicByName(rt.Topic)
 		var parts []*partition
 		if t != nil {
-			b.mu.RLock() // CreatePartitions appends to t.parts under mu
-			parts = t.parts
+			b.mu.RLock() // CreatePartitions appends to t.parts() under mu
+			parts = t.parts()
 			b.mu.RUnlock()
 		}
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()

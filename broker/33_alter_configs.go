@@ -55,8 +55,8 @@ func (b *Broker) replaceConfigs(rr *kmsg.AlterConfigsRequestResource, validateOn
 	); cerr != nil {
 		return cerr
 	}
-	configsMu.Lock()
-	defer configsMu.Unlock()
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	tg, cerr := b.alterTarget(rr.ResourceType, rr.ResourceName)
 	if cerr != nil {
 		return cerr

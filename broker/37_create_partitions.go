@@ -39,8 +39,8 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 	for i := range req.Topics {
 		uses[req.Topics[i].Topic]++
 	}
-	topicAdminMu.Lock()
-	defer topicAdminMu.Unlock()
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	added := 0 // partitions added (or validated) so far in this request
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -65,7 +65,7 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 }
 
 // growPartitions checks one topic's request and, unless validateOnly,
-// grows the topic. REQUIRES: topicAdminMu held.
+// grows the topic. REQUIRES: b.adminMu held.
 func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool, added *int) (code int16, msg string) {
 	t := b.topicByName(rt.Topic)
 	if t == nil {
@@ -76,7 +76,7 @@ func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateO
 			fmt.Sprintf("topic %s is mirrored by cluster mirror %s: its partitions follow the source topic", t.name, t.mirror)
 	}
 	b.mu.RLock()
-	cur := int32(len(t.parts))
+	cur := int32(len(t.parts()))
 	b.mu.RUnlock()
 	switch {
 	case rt.Count == cur:

@@ -71,8 +71,8 @@ func (b *Broker) incrementalAlter(rr *kmsg.IncrementalAlterConfigsRequestResourc
 			return newConfigError(kerr.InvalidRequest, "Unknown operations type %d", int8(op))
 		}
 	}
-	configsMu.Lock()
-	defer configsMu.Unlock()
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	tg, cerr := b.alterTarget(rr.ResourceType, rr.ResourceName)
 	if cerr != nil {
 		return cerr

@@ -212,7 +212,7 @@ type partitionState struct {
 
 func wantPartitions(t *testing.T, tp *topic, want partitionState) {
 	t.Helper()
-	for _, p := range tp.parts {
+	for _, p := range tp.parts() {
 		got := partitionState{p.log.Config().RetentionMs, p.maxMessageBytes.Load(), p.compact.Load()}
 		if got != want || p.log.Config().Compact != want.compact {
 			t.Errorf("%s-%d: %+v (storage compact %v), want %+v", tp.name, p.index, got, p.log.Config().Compact, want)
@@ -456,7 +456,7 @@ func TestAlterConfigsLegacyReplaces(t *testing.T) {
 		t.Errorf("topic configs %v, want only max.message.bytes", got)
 	}
 	wantPartitions(t, tp, partitionState{7 * 24 * 3600 * 1000, 3000, false})
-	if sb := tp.parts[0].log.Config().SegmentBytes; sb != b.cfg.Log.SegmentBytes {
+	if sb := tp.parts()[0].log.Config().SegmentBytes; sb != b.cfg.Log.SegmentBytes {
 		t.Errorf("segment.bytes %d, want the default %d back", sb, b.cfg.Log.SegmentBytes)
 	}
 
@@ -467,7 +467,7 @@ func TestAlterConfigsLegacyReplaces(t *testing.T) {
 	if got := b.dynamicSnapshot(); !maps.Equal(got, map[string]string{"log.segment.bytes": "2000000"}) {
 		t.Errorf("broker configs %v, want only log.segment.bytes", got)
 	}
-	if sb := tp.parts[0].log.Config().SegmentBytes; sb != 2000000 {
+	if sb := tp.parts()[0].log.Config().SegmentBytes; sb != 2000000 {
 		t.Errorf("segment.bytes %d, want the new broker default 2000000", sb)
 	}
 }
@@ -483,7 +483,7 @@ func TestConfigRetentionMsReachesStorage(t *testing.T) {
 	}{{"3600000", 3600000}, {"-1", -1}, {"0", 1}} {
 		rs, err := adm.AlterTopicConfigs(cfgCtx(t), []kadm.AlterConfig{setOp("retention.ms", v.value)}, "ret")
 		mustAltered(t, rs, err)
-		for _, p := range tp.parts {
+		for _, p := range tp.parts() {
 			if got := p.log.Config().RetentionMs; got != v.want {
 				t.Errorf("retention.ms=%s: partition %d storage has %d, want %d", v.value, p.index, got, v.want)
 			}
@@ -504,7 +504,7 @@ func TestConfigRetentionBytesDeletesSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := tp.parts[0]
+	p := tp.parts()[0]
 	if n := p.log.NumSegments(); n < 5 {
 		t.Fatalf("%d segments, want several", n)
 	}
@@ -730,7 +730,7 @@ func TestConfigsSurviveRestart(t *testing.T) {
 	if tp == nil {
 		t.Fatal("topic gone after restart")
 	}
-	for _, p := range tp.parts {
+	for _, p := range tp.parts() {
 		c := p.log.Config()
 		if c.RetentionMs != 1234 || c.SegmentBytes != 1048576 || !c.Compact || !p.compact.Load() {
 			t.Errorf("partition %d after restart: retention %d segment %d compact %v/%v", p.index, c.RetentionMs, c.SegmentBytes, c.Compact, p.compact.Load())

@@ -247,7 +247,7 @@ func TestAdminCreateTopics(t *testing.T) {
 				t.Errorf("answer %d: %s code %d, want %+v", i, got.Topic, got.ErrorCode, w)
 			}
 		}
-		if tp := b.topicByName("assigned"); tp == nil || len(tp.parts) != 2 || b.topicByName("dup") != nil {
+		if tp := b.topicByName("assigned"); tp == nil || len(tp.parts()) != 2 || b.topicByName("dup") != nil {
 			t.Fatalf("assigned %+v, dup %+v", tp, b.topicByName("dup"))
 		}
 	})
@@ -400,7 +400,7 @@ func TestAdminCreatePartitions(t *testing.T) {
 			if !strings.Contains(rs["grow"].ErrMessage, tt.msg) {
 				t.Errorf("message %q, want it to contain %q", rs["grow"].ErrMessage, tt.msg)
 			}
-			if n := len(b.topicByName("grow").parts); n != 4 {
+			if n := len(b.topicByName("grow").parts()); n != 4 {
 				t.Fatalf("topic has %d partitions, want 4", n)
 			}
 		})

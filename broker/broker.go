@@ -27,6 +27,14 @@ type Broker struct {
 	// once the listeners are bound.
 	advertised []Listener
 
+	// adminMu serialises the admin requests that read, check and then
+	// change topics or configs (CreateTopics, DeleteTopics,
+	// CreatePartitions, AlterConfigs, IncrementalAlterConfigs): each
+	// decides from what it read, so two must not interleave. They are
+	// rare; one lock costs nothing. Lock order: adminMu, mu, dynMu, then
+	// partition locks.
+	adminMu sync.Mutex
+
 	mu         sync.RWMutex
 	topics     map[string]*topic
 	topicsByID map[[16]byte]*topic
@@ -36,6 +44,9 @@ type Broker struct {
 	// holding mu.
 	dynMu          sync.RWMutex
 	dynamicConfigs map[string]string
+
+	// deleted are deleted topics' logs kept open a while (topics.go).
+	deleted []deletedLog
 
 	sessions *fetchSessions
 	pids     producerIDs
@@ -174,7 +185,7 @@ func (b *Broker) TopicStats() []TopicStat {
 	out := make([]TopicStat, 0, len(ts))
 	for _, t := range ts {
 		b.mu.RLock()
-		parts := t.parts
+		parts := t.parts()
 		b.mu.RUnlock()
 		st := TopicStat{Name: t.name, Partitions: len(parts)}
 		for _, p := range parts {
@@ -201,6 +212,7 @@ func (b *Broker) Close() error {
 			errs = append(errs, fmt.Errorf("stopping listeners: %w", err))
 		}
 		b.bg.Wait()
+		b.reapDeletedLogs(time.Now(), true)
 		if err := b.closeLogs(); err != nil {
 			errs = append(errs, err)
 		}
@@ -217,7 +229,7 @@ func (b *Broker) closeLogs() error {
 	defer b.mu.Unlock()
 	var errs []error
 	for _, t := range b.topics {
-		for _, p := range t.parts {
+		for _, p := range t.parts() {
 			if err := p.log.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("closing %s-%d: %w", t.name, p.index, err))
 			}
@@ -253,6 +265,7 @@ func (b *Broker) maintainOnce(now time.Time) {
 		}
 	}
 	b.sessions.expire(now)
+	b.reapDeletedLogs(now, false)
 }
 
 func (b *Broker) allPartitions() []*partition {
@@ -260,7 +273,7 @@ func (b *Broker) allPartitions() []*partition {
 	defer b.mu.RUnlock()
 	var out []*partition
 	for _, t := range b.topics {
-		out = append(out, t.parts...)
+		out = append(out, t.parts()...)
 	}
 	return out
 }

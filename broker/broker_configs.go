@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -118,17 +117,6 @@ func validateBrokerConfig(name, value string) error {
 	return nil
 }
 
-// configsMu serialises config alterations (AlterConfigs,
-// IncrementalAlterConfigs, setDynamicConfigs): each reads a resource's
-// configs, changes them and writes them back, and two alterations of one
-// topic must not lose each other's changes. It is package-wide because
-// Broker has no field for it; brokers sharing a process (tests) only
-// serialise their config changes.
-//
-// Lock order: configsMu, then Broker.mu, then Broker.dynMu, then partition
-// locks.
-var configsMu sync.Mutex
-
 // errInvalidBrokerConfig marks a refused setDynamicConfigs.
 var errInvalidBrokerConfig = errors.New("invalid broker config")
 
@@ -136,12 +124,12 @@ var errInvalidBrokerConfig = errors.New("invalid broker config")
 // and re-applies every topic's log config, so that a new default (say
 // log.retention.ms) reaches the topics that do not override it.
 func (b *Broker) setDynamicConfigs(set map[string]string, del []string) error {
-	configsMu.Lock()
-	defer configsMu.Unlock()
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	return b.setDynamicConfigsLocked(set, del)
 }
 
-// setDynamicConfigsLocked is setDynamicConfigs. REQUIRES: configsMu held.
+// setDynamicConfigsLocked is setDynamicConfigs. REQUIRES: b.adminMu held.
 func (b *Broker) setDynamicConfigsLocked(set map[string]string, del []string) error {
 	for name, v := range set {
 		if err := validateBrokerConfig(name, v); err != nil {
@@ -190,7 +178,7 @@ func (b *Broker) reapplyTopicConfigs() error {
 			errs = append(errs, fmt.Errorf("topic %s: %w", t.name, err))
 			continue
 		}
-		for _, p := range t.parts {
+		for _, p := range t.parts() {
 			if err := p.log.SetConfig(cfg); err != nil {
 				errs = append(errs, fmt.Errorf("%s-%d: %w", t.name, p.index, err))
 				continue
@@ -356,7 +344,7 @@ func (tg configTarget) fallback(b *Broker, name string) string {
 }
 
 // commit stores the target's new dynamic configs and applies them.
-// REQUIRES: configsMu held since old was read.
+// REQUIRES: b.adminMu held since old was read.
 func (b *Broker) commit(tg configTarget, old, next map[string]string) *configError {
 	if tg.topic != nil {
 		if b.topicByName(tg.topic.name) != tg.topic {

@@ -85,7 +85,7 @@ func abortedTxns(tb testing.TB, p *partition, n int) {
 
 func fullFetchReq(v int16, tp *topic, partitionMaxBytes int32) *kmsg.FetchRequest {
 	req := newFetchReq(v)
-	for i := range tp.parts {
+	for i := range tp.parts() {
 		addPart(req, tp, int32(i), 0).PartitionMaxBytes = partitionMaxBytes
 	}
 	return req
@@ -102,14 +102,14 @@ func TestFetchServeAllocs(t *testing.T) {
 	// estimate ignoring the name lands exactly on a pool class: the
 	// response would outgrow its buffer.
 	edge := mustTopic(t, b, strings.Repeat("e", 249), 1)
-	fillPartition(t, edge.parts[0], 16384-8-16-40-fetchPartOverhead, 16384-8-16-40-fetchPartOverhead)
-	for _, p := range small.parts {
+	fillPartition(t, edge.parts()[0], 16384-8-16-40-fetchPartOverhead, 16384-8-16-40-fetchPartOverhead)
+	for _, p := range small.parts() {
 		fillPartition(t, p, 64<<10, 4<<10)
 	}
-	for _, p := range long.parts {
+	for _, p := range long.parts() {
 		fillPartition(t, p, 8<<10, 1<<10)
 	}
-	for _, p := range txns.parts {
+	for _, p := range txns.parts() {
 		abortedTxns(t, p, 40)
 	}
 
@@ -210,7 +210,7 @@ func BenchmarkFetchServe(b *testing.B) {
 	}{{"16KiB", 16 << 10}, {"1MiB", 1 << 20}} {
 		for _, parts := range []int32{1, 16} {
 			tp := mustTopic(b, br, fmt.Sprintf("bench-%s-%d", size.name, parts), parts)
-			for _, p := range tp.parts {
+			for _, p := range tp.parts() {
 				fillPartition(b, p, size.bytes, 16<<10)
 			}
 			b.Run(fmt.Sprintf("size=%s/partitions=%d", size.name, parts), func(b *testing.B) {

@@ -6,10 +6,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/internal/bufpool"
+	"github.com/kmirror/kmirror/netio"
 )
 
-// The Fetch response, encoded by hand so batch bytes go from the segment
-// file into the response buffer once (STYLE.md item 12):
+// The Fetch response, encoded by hand so batch bytes are never decoded or
+// re-encoded (STYLE.md item 12). On a real connection the records of each
+// partition are not in the buffer at all: netio sends them from the
+// segment file with sendfile between the buffer's bytes (netio.Splice).
+// Without a connection (tests) or with a file that has no descriptor (the
+// fault-injecting file system) they are read into the buffer.
 //
 //	ThrottleMillis int32 (v1+) | ErrorCode int16 (v7+) | SessionID int32 (v7+)
 //	Topics [
@@ -41,7 +46,10 @@ func (b *Broker) encodeFetch(out []byte, version int16, sessionID int32, fs *fet
 		need += len(fs.topics[i].name)
 	}
 	for i := range fs.parts {
-		need += fetchPartOverhead + int(fs.parts[i].region.Length)
+		need += fetchPartOverhead
+		if fs.conn == nil || !spliceable(fs.parts[i].region.File) {
+			need += int(fs.parts[i].region.Length)
+		}
 	}
 	if cap(out)-len(out) < need {
 		// The pooled buffer is too small: trade it for one that fits, so
@@ -80,7 +88,7 @@ func (b *Broker) encodeFetch(out []byte, version int16, sessionID int32, fs *fet
 			if fp.topicIdx != ti || !fp.include {
 				continue
 			}
-			out = b.appendFetchPartition(out, version, fp, committed)
+			out = b.appendFetchPartition(out, version, fp, committed, fs.conn)
 			sent += fp.region.Length
 			if sp := fp.sp; sp != nil {
 				sp.sentHW, sp.sentLSO, sp.sentLogStart = fp.info.HighWatermark, fp.info.LastStableOffset, fp.info.LogStartOffset
@@ -97,7 +105,7 @@ func (b *Broker) encodeFetch(out []byte, version int16, sessionID int32, fs *fet
 	return out
 }
 
-func (b *Broker) appendFetchPartition(out []byte, version int16, fp *fetchPart, committed bool) []byte {
+func (b *Broker) appendFetchPartition(out []byte, version int16, fp *fetchPart, committed bool, conn *netio.Conn) []byte {
 	flex := version >= 12
 	out = appendI32(out, fp.partition)
 	errAt := len(out)
@@ -125,7 +133,11 @@ func (b *Broker) appendFetchPartition(out []byte, version int16, fp *fetchPart, 
 	recAt := len(out)
 	n := int(fp.region.Length)
 	out = appendBytesLen(out, n, flex)
-	if n > 0 {
+	if f, ok := fp.region.File.(interface{ Fd() uintptr }); ok && n > 0 && conn != nil {
+		// The segment bytes go from the page cache to the socket with
+		// sendfile: never copied through this process.
+		conn.AddSplice(len(out), f, fp.region.Offset, fp.region.Length)
+	} else if n > 0 {
 		start := len(out)
 		out = out[:start+n]
 		if m, err := fp.region.File.ReadAt(out[start:], fp.region.Offset); m != n {
@@ -141,6 +153,12 @@ func (b *Broker) appendFetchPartition(out []byte, version int16, fp *fetchPart, 
 		out = appendFetchPartitionTags(out, fp, b.cfg.NodeID)
 	}
 	return out
+}
+
+// spliceable reports whether a segment file can be sent with sendfile.
+func spliceable(f any) bool {
+	_, ok := f.(interface{ Fd() uintptr })
+	return ok
 }
 
 // appendFetchPartitionTags writes the partition's tagged fields: the

@@ -159,23 +159,3 @@ func (c *fetchSessions) expire(now time.Time) {
 		}
 	}
 }
-
-// forgetTopic drops a deleted topic's partitions from every session, so a
-// re-created topic of the same name starts afresh.
-func (c *fetchSessions) forgetTopic(id [16]byte) {
-	c.mu.Lock()
-	all := make([]*fetchSession, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		all = append(all, s)
-	}
-	c.mu.Unlock()
-	for _, s := range all {
-		s.mu.Lock()
-		for i := len(s.parts) - 1; i >= 0; i-- {
-			if s.parts[i].key.topicID == id {
-				s.forget(s.parts[i].key)
-			}
-		}
-		s.mu.Unlock()
-	}
-}

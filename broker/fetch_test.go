@@ -148,7 +148,7 @@ func TestFetchEncodeDifferential(t *testing.T) {
 	b := newTestBroker(t)
 	data := mustTopic(t, b, "diff-data", 1)
 	fenced := mustTopic(t, b, "diff-fenced", 1)
-	pd, pf := data.parts[0], fenced.parts[0]
+	pd, pf := data.parts()[0], fenced.parts()[0]
 	mustAppend(t, pd, plainBatch(3, 20), 0)
 	mustAppend(t, pd, plainBatch(2, 30), 0)
 	mustAppend(t, pf, plainBatch(1, 5), 5) // leader epoch 5 for CurrentLeader
@@ -312,7 +312,7 @@ func TestFetchVersions(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "fetch-versions", 1)
-	p := tp.parts[0]
+	p := tp.parts()[0]
 	mustAppend(t, p, plainBatch(3, 10), 0)
 	mustAppend(t, p, plainBatch(2, 10), 0)
 	all, tail := mustRead(t, p.log, 0, 1<<20, 5), mustRead(t, p.log, 3, 1<<20, 5)
@@ -350,7 +350,7 @@ func TestFetchLongPoll(t *testing.T) {
 		addPart(req, tp, 0, 0)
 		start := time.Now()
 		corr := rc.send(req)
-		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts[0]) > 0 })
+		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) > 0 })
 		pr := dialRaw(t, b).roundTrip(produceReq(9, -1, tp, 0, plainBatch(2, 10))).(*kmsg.ProduceResponse)
 		if sp := onlyPartition(t, pr); sp.ErrorCode != 0 {
 			t.Fatalf("produce: error %d", sp.ErrorCode)
@@ -362,7 +362,7 @@ func TestFetchLongPoll(t *testing.T) {
 		if got := offsetsIn(t, mustPart(t, resp, tp, 0).RecordBatches); !reflect.DeepEqual(got, []int64{0, 1}) {
 			t.Fatalf("offsets %v, want [0 1]", got)
 		}
-		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts[0]) == 0 })
+		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) == 0 })
 	})
 	t.Run("nothing produced", func(t *testing.T) {
 		t.Parallel()
@@ -379,7 +379,7 @@ func TestFetchLongPoll(t *testing.T) {
 		if rp := mustPart(t, resp, tp, 1); rp.ErrorCode != 0 || len(rp.RecordBatches) != 0 || rp.HighWatermark != 0 {
 			t.Fatalf("idle partition: %+v", rp)
 		}
-		for _, p := range tp.parts {
+		for _, p := range tp.parts() {
 			if n := waiters(p); n != 0 {
 				t.Fatalf("partition %d keeps %d waiters after the fetch", p.index, n)
 			}
@@ -388,7 +388,7 @@ func TestFetchLongPoll(t *testing.T) {
 	t.Run("min bytes not reached", func(t *testing.T) {
 		t.Parallel()
 		tp := mustTopic(t, b, "long-poll-min-bytes", 1)
-		mustAppend(t, tp.parts[0], plainBatch(1, 100), 0)
+		mustAppend(t, tp.parts()[0], plainBatch(1, 100), 0)
 		req := newFetchReq(12)
 		req.MaxWaitMillis, req.MinBytes = 1000, 1<<20
 		addPart(req, tp, 0, 0)
@@ -404,7 +404,7 @@ func TestFetchLongPoll(t *testing.T) {
 	t.Run("min bytes reached by a later append", func(t *testing.T) {
 		t.Parallel()
 		tp := mustTopic(t, b, "long-poll-min-bytes-later", 1)
-		p := tp.parts[0]
+		p := tp.parts()[0]
 		first := plainBatch(1, 100)
 		mustAppend(t, p, bytes.Clone(first), 0)
 		rc := dialRaw(t, b)
@@ -432,7 +432,7 @@ func TestFetchSessions(t *testing.T) {
 		t.Run(fmt.Sprintf("v=%d", v), func(t *testing.T) {
 			t.Parallel()
 			tp := mustTopic(t, b, fmt.Sprintf("sessions-v%d", v), 3)
-			mustAppend(t, tp.parts[0], plainBatch(3, 10), 0)
+			mustAppend(t, tp.parts()[0], plainBatch(3, 10), 0)
 			rc := dialRaw(t, b)
 			fetch := func(id, epoch int32, build func(req *kmsg.FetchRequest)) *kmsg.FetchResponse {
 				t.Helper()
@@ -467,7 +467,7 @@ func TestFetchSessions(t *testing.T) {
 			expect("full", resp, map[int32][]int64{0: {0, 1, 2}, 1: nil, 2: nil})
 			expect("no news", fetch(id, 1, func(req *kmsg.FetchRequest) { addPart(req, tp, 0, 3) }), nil)
 
-			mustAppend(t, tp.parts[1], plainBatch(1, 10), 0)
+			mustAppend(t, tp.parts()[1], plainBatch(1, 10), 0)
 			expect("new data in 1", fetch(id, 2, nil), map[int32][]int64{1: {0}})
 
 			resp = fetch(id, 3, func(req *kmsg.FetchRequest) {
@@ -475,8 +475,8 @@ func TestFetchSessions(t *testing.T) {
 				req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: tp.name, TopicID: tp.id, Partitions: []int32{2}}}
 			})
 			expect("forget 2", resp, nil)
-			mustAppend(t, tp.parts[2], plainBatch(1, 10), 0)
-			mustAppend(t, tp.parts[0], plainBatch(1, 10), 0)
+			mustAppend(t, tp.parts()[2], plainBatch(1, 10), 0)
+			mustAppend(t, tp.parts()[0], plainBatch(1, 10), 0)
 			expect("forgotten 2 stays silent", fetch(id, 4, nil), map[int32][]int64{0: {3}})
 
 			for _, tc := range []struct {
@@ -513,7 +513,7 @@ func TestFetchLeaderEpochs(t *testing.T) {
 	b := newTestBroker(t)
 	fresh := mustTopic(t, b, "epochs-fresh", 1)
 	tp := mustTopic(t, b, "epochs", 1)
-	p := tp.parts[0]
+	p := tp.parts()[0]
 	mustAppend(t, p, plainBatch(3, 10), 0) // epoch 0: offsets 0-2
 	mustAppend(t, p, plainBatch(2, 10), 2) // epoch 2: offsets 3-4
 	type want struct {
@@ -574,7 +574,7 @@ func TestFetchOffsetOutOfRange(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "out-of-range", 1)
-	p := tp.parts[0]
+	p := tp.parts()[0]
 	mustAppend(t, p, plainBatch(3, 10), 0)
 	mustAppend(t, p, plainBatch(2, 10), 0)
 	if err := p.log.SetLogStartOffset(3); err != nil {
@@ -614,7 +614,7 @@ func TestFetchReadCommitted(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "read-committed", 1)
-	p := tp.parts[0]
+	p := tp.parts()[0]
 	const pid = 4242
 	ts := time.Now().UnixMilli()
 	mustAppend(t, p, plainBatch(2, 10), 0)                                          // 0-1
@@ -680,7 +680,7 @@ func TestFetchResponseMaxBytes(t *testing.T) {
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "max-bytes", 2)
 	const batchValue = 250 << 10 // four batches fit in 1 MiB
-	for _, p := range tp.parts {
+	for _, p := range tp.parts() {
 		for range 4 { // 1 MiB per partition
 			mustAppend(t, p, plainBatch(1, batchValue), 0)
 		}
@@ -775,7 +775,7 @@ func TestFetchSessionMaintenance(t *testing.T) {
 	req = newFetchReq(17)
 	req.SessionID, req.SessionEpoch, req.MaxWaitMillis = id, 1, 5000
 	corr := rc.send(req)
-	checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts[0]) > 0 })
+	checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) > 0 })
 
 	start := time.Now()
 	b.sessions.expire(time.Now().Add(time.Hour)) // the busy session looks idle by its clock
@@ -792,7 +792,7 @@ func TestFetchSessionMaintenance(t *testing.T) {
 	if b.sessions.get(id) == nil {
 		t.Fatal("the session serving a fetch was expired")
 	}
-	mustAppend(t, tp.parts[0], plainBatch(1, 10), 0) // end the long poll
+	mustAppend(t, tp.parts()[0], plainBatch(1, 10), 0) // end the long poll
 	if resp := rc.recv(req, corr).(*kmsg.FetchResponse); resp.ErrorCode != 0 || listedParts(resp) != 1 {
 		t.Fatalf("long poll: error %d, %d partitions", resp.ErrorCode, listedParts(resp))
 	}

@@ -148,7 +148,7 @@ func TestProduceCodecRoundTrip(t *testing.T) {
 			}
 			// The stored batches carry the codec: the broker kept the
 			// producer's bytes.
-			raw, _, err := tp.parts[0].log.Read(0, 1<<30, tp.parts[0].log.HighWatermark(), nil)
+			raw, _, err := tp.parts()[0].log.Read(0, 1<<30, tp.parts()[0].log.HighWatermark(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestProduceIdempotentRetry(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "idem", 1)
-	l := tp.parts[0].log
+	l := tp.parts()[0].log
 	rc := dialRaw(t, b)
 	pid, epoch := initProducerID(t, rc)
 	ts := time.Now().UnixMilli()
@@ -266,7 +266,7 @@ func TestProduceSequenceErrors(t *testing.T) {
 					t.Fatalf("refused batch has base offset %d, want -1", sp.BaseOffset)
 				}
 			}
-			if got := tp.parts[0].log.LogEndOffset(); got != wantLEO {
+			if got := tp.parts()[0].log.LogEndOffset(); got != wantLEO {
 				t.Fatalf("log end %d, want %d", got, wantLEO)
 			}
 		})
@@ -277,7 +277,7 @@ func TestProduceAcks(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "acks", 1)
-	l := tp.parts[0].log
+	l := tp.parts()[0].log
 	rc := dialRaw(t, b)
 
 	// acks=0: appended, never answered. The next request on the same
@@ -368,7 +368,7 @@ func TestProduceRejects(t *testing.T) {
 			}
 		})
 	}
-	if got := mirrored.parts[0].log.LogEndOffset(); got != 0 {
+	if got := mirrored.parts()[0].log.LogEndOffset(); got != 0 {
 		t.Fatalf("mirror topic log end %d, want 0", got)
 	}
 }

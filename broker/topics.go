@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,17 @@ type topic struct {
 	id      [16]byte
 	configs map[string]string // dynamic topic configs (explicitly set keys)
 	mirror  string            // cluster mirror owning the topic, "" if none
-	parts   []*partition
+	// partList is replaced (never modified) under Broker.mu when partitions
+	// are added, so handlers read it without a lock.
+	partList atomic.Pointer[[]*partition]
+}
+
+// parts returns the topic's partitions, in index order.
+func (t *topic) parts() []*partition {
+	if p := t.partList.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // readOnly reports whether clients may not write: the topic belongs to a
@@ -157,29 +168,35 @@ func (b *Broker) openTopic(st state.Topic) (*topic, error) {
 		t.configs = map[string]string{}
 	}
 	if err := b.addPartitions(t, st.Partitions); err != nil {
-		for _, p := range t.parts {
-			p.log.Close()
-		}
 		return nil, err
 	}
 	return t, nil
 }
 
-// addPartitions opens (creating) partitions len(t.parts)..n-1 of t.
+// addPartitions opens (creating) partitions len(t.parts())..n-1 of t and
+// publishes the longer list. On error the partitions it opened are closed
+// and the list is unchanged.
+// REQUIRES: b.mu held for writing, or t not yet visible to handlers.
 func (b *Broker) addPartitions(t *topic, n int32) error {
 	cfg, eff, err := b.logConfig(t.configs)
 	if err != nil {
 		return fmt.Errorf("topic %s: %w", t.name, err)
 	}
-	for i := int32(len(t.parts)); i < n; i++ {
+	old := t.parts()
+	parts := slices.Clip(old)
+	for i := int32(len(old)); i < n; i++ {
 		l, err := storage.Open(b.partitionDir(t.name, i), cfg)
 		if err != nil {
+			for _, p := range parts[len(old):] {
+				p.log.Close()
+			}
 			return fmt.Errorf("opening %s-%d: %w", t.name, i, err)
 		}
 		p := &partition{topic: t, index: i, log: l}
 		p.applyEffective(eff)
-		t.parts = append(t.parts, p)
+		parts = append(parts, p)
 	}
+	t.partList.Store(&parts)
 	return nil
 }
 
@@ -235,7 +252,7 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 		return nil, err
 	}
 	if err := b.store.PutTopic(st); err != nil {
-		for _, p := range t.parts {
+		for _, p := range t.parts() {
 			p.log.Close()
 		}
 		return nil, fmt.Errorf("registering topic %s: %w", name, err)
@@ -246,7 +263,11 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 	return t, nil
 }
 
-// deleteTopic unregisters a topic and removes its logs.
+// deleteTopic unregisters a topic and removes its logs. The directories
+// are renamed at once, under mu, so a topic re-created with the same name
+// starts empty; the logs stay open for deletedLogDelay, like Kafka's
+// file.delete.delay.ms, because a Fetch may be sending a region of them
+// with sendfile right now.
 func (b *Broker) deleteTopic(t *topic) error {
 	b.mu.Lock()
 	if b.topics[t.name] != t {
@@ -259,23 +280,58 @@ func (b *Broker) deleteTopic(t *topic) error {
 	}
 	delete(b.topics, t.name)
 	delete(b.topicsByID, t.id)
-	b.mu.Unlock()
-	b.sessions.forgetTopic(t.id)
-	for _, p := range t.parts {
-		p.appended() // wake long polls so they see the topic gone
-		if err := p.log.Close(); err != nil {
-			b.log.Warn("closing a deleted partition", "topic", t.name, "partition", p.index, "err", err)
-		}
+	now := time.Now()
+	for _, p := range t.parts() {
 		dir := p.log.Dir()
-		gone := dir + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + deletedSuffix
+		gone := dir + "." + strconv.FormatInt(now.UnixNano(), 36) + deletedSuffix
 		if err := os.Rename(dir, gone); err != nil {
 			b.log.Warn("renaming a deleted partition", "dir", dir, "err", err)
-			continue
+			gone = ""
 		}
-		go b.removeDeletedDir(gone)
+		b.deleted = append(b.deleted, deletedLog{log: p.log, dir: gone, at: now})
+	}
+	b.mu.Unlock()
+	for _, p := range t.parts() {
+		p.appended() // wake long polls so they see the topic gone
 	}
 	b.log.Info("topic deleted", "topic", t.name)
 	return nil
+}
+
+// deletedLogDelay is how long a deleted topic's logs stay open (Kafka's
+// file.delete.delay.ms).
+const deletedLogDelay = 60 * time.Second
+
+// deletedLog is a deleted partition waiting to be closed and removed.
+type deletedLog struct {
+	log *storage.Log
+	dir string // renamed directory, "" if the rename failed
+	at  time.Time
+}
+
+// reapDeletedLogs closes and removes deleted logs older than the delay
+// (all of them when force is set, at shutdown).
+func (b *Broker) reapDeletedLogs(now time.Time, force bool) {
+	b.mu.Lock()
+	var due []deletedLog
+	keep := b.deleted[:0]
+	for _, d := range b.deleted {
+		if force || now.Sub(d.at) >= deletedLogDelay {
+			due = append(due, d)
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	b.deleted = keep
+	b.mu.Unlock()
+	for _, d := range due {
+		if err := d.log.Close(); err != nil {
+			b.log.Debug("closing a deleted partition", "dir", d.dir, "err", err)
+		}
+		if d.dir != "" {
+			b.removeDeletedDir(d.dir)
+		}
+	}
 }
 
 func (b *Broker) removeDeletedDir(dir string) {
@@ -284,20 +340,26 @@ func (b *Broker) removeDeletedDir(dir string) {
 	}
 }
 
-// growTopic adds partitions (CreatePartitions).
+// growTopic adds partitions (CreatePartitions) up to n in total.
 func (b *Broker) growTopic(t *topic, n int32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	old := int32(len(t.parts))
+	if b.topics[t.name] != t {
+		return errTopicGone
+	}
+	old := t.parts()
+	if n <= int32(len(old)) {
+		return fmt.Errorf("topic %s already has %d partitions", t.name, len(old))
+	}
 	if err := b.addPartitions(t, n); err != nil {
 		return err
 	}
 	st := state.Topic{Name: t.name, ID: t.id, Partitions: n, Configs: t.configs, Mirror: t.mirror}
 	if err := b.store.PutTopic(st); err != nil {
-		for _, p := range t.parts[old:] {
+		for _, p := range t.parts()[len(old):] {
 			p.log.Close()
 		}
-		t.parts = t.parts[:old]
+		t.partList.Store(&old)
 		return fmt.Errorf("registering partitions of %s: %w", t.name, err)
 	}
 	return nil
@@ -317,12 +379,12 @@ func (b *Broker) setTopicConfigs(t *topic, configs map[string]string) error {
 	if err != nil {
 		return err
 	}
-	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts)), Configs: configs, Mirror: t.mirror}
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Configs: configs, Mirror: t.mirror}
 	if err := b.store.PutTopic(st); err != nil {
 		return fmt.Errorf("storing configs of %s: %w", t.name, err)
 	}
 	t.configs = configs
-	for _, p := range t.parts {
+	for _, p := range t.parts() {
 		if err := p.log.SetConfig(cfg); err != nil {
 			return err
 		}
