@@ -2,8 +2,9 @@
 GO        ?= go
 BIN       := bin/kmirror
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-# Core packages: the hot path and its stores. They run under the race detector.
-CORE_PKGS := ./batch/... ./storage/... ./internal/...
+# Packages with concurrency worth racing: the hot path, its stores, the
+# network layer and the broker, and the end-to-end tests.
+CORE_PKGS := ./batch/... ./storage/... ./internal/... ./netio/... ./state/... ./broker/... ./metrics/... ./tests/...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 1

@@ -18,7 +18,7 @@
 //	kmirror_broker_topics                    topics on the node
 //	kmirror_broker_partitions                partitions on the node
 //	kmirror_log_size_bytes{topic}            bytes on disk of a topic's logs
-//	kmirror_log_end_offset_sum{topic}        sum of the topic's partition log end offsets
+//	kmirror_log_end_offsets{topic}        sum of the topic's partition log end offsets
 package metrics
 
 import (
@@ -58,7 +58,7 @@ func NewCollector(b *broker.Broker) *Collector {
 		topics:         d("kmirror_broker_topics", "Topics on this node."),
 		partitions:     d("kmirror_broker_partitions", "Partitions on this node."),
 		logSize:        d("kmirror_log_size_bytes", "Bytes on disk of a topic's partition logs.", "topic"),
-		logEnd:         d("kmirror_log_end_offset_sum", "Sum of a topic's partition log end offsets.", "topic"),
+		logEnd:         d("kmirror_log_end_offsets", "Sum of a topic's partition log end offsets.", "topic"),
 	}
 }
 

@@ -1,0 +1,96 @@
+package metrics
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/broker"
+)
+
+// The collector reports the broker's counters under the documented names,
+// and they move with traffic.
+func TestCollectorReportsBrokerCounters(t *testing.T) {
+	t.Parallel()
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	b, err := broker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(b))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("m"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	want := `
+# HELP kmirror_broker_partitions Partitions on this node.
+# TYPE kmirror_broker_partitions gauge
+kmirror_broker_partitions 1
+# HELP kmirror_broker_topics Topics on this node.
+# TYPE kmirror_broker_topics gauge
+kmirror_broker_topics 1
+# HELP kmirror_log_end_offsets Sum of a topic's partition log end offsets.
+# TYPE kmirror_log_end_offsets gauge
+kmirror_log_end_offsets{topic="m"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"kmirror_broker_partitions", "kmirror_broker_topics", "kmirror_log_end_offsets"); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			if c := m.GetCounter(); c != nil {
+				got[key] = c.GetValue()
+			} else if g := m.GetGauge(); g != nil {
+				got[key] = g.GetValue()
+			}
+		}
+	}
+	for _, name := range []string{
+		"kmirror_broker_requests_total{api=Produce}", "kmirror_broker_requests_total{api=Metadata}",
+		"kmirror_broker_produce_batches_total", "kmirror_broker_produce_bytes_total",
+		"kmirror_net_connections_opened_total", "kmirror_net_received_bytes_total", "kmirror_net_sent_bytes_total",
+		"kmirror_log_size_bytes{topic=m}",
+	} {
+		if got[name] <= 0 {
+			t.Errorf("%s = %v, want > 0", name, got[name])
+		}
+	}
+	problems, err := testutil.CollectAndLint(NewCollector(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	if got["kmirror_net_framing_errors_total"] != 0 {
+		t.Errorf("framing errors %v", got["kmirror_net_framing_errors_total"])
+	}
+}
