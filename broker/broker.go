@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kmirror/kmirror/group"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/state"
 )
@@ -50,6 +51,7 @@ type Broker struct {
 
 	sessions *fetchSessions
 	pids     producerIDs
+	groups   *group.Coordinator
 
 	// ready is closed when New has finished: a client that connects while
 	// the listeners come up waits for it instead of seeing a half-built
@@ -104,6 +106,22 @@ func New(cfg Config) (*Broker, error) {
 		b.closeLogs()
 		store.Close()
 		return nil, err
+	}
+	delay := cfg.GroupInitialRebalanceDelay
+	if delay == 0 {
+		delay = group.NoInitialRebalanceDelay
+	}
+	b.groups, err = group.New(store, group.Config{
+		InitialRebalanceDelay: delay,
+		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
+		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
+		PartitionExists:       b.partitionExists,
+		Logger:                cfg.Logger,
+	})
+	if err != nil {
+		b.closeLogs()
+		store.Close()
+		return nil, fmt.Errorf("loading consumer groups: %w", err)
 	}
 	ntopics := len(b.topics)
 	srv, err := netio.Listen(netio.Config{
@@ -166,6 +184,13 @@ func (b *Broker) ClusterID() string { return b.store.ClusterID() }
 // Stats returns the broker's live counters.
 func (b *Broker) Stats() *Stats { return &b.stats }
 
+// partitionExists reports whether a topic partition exists (for offset
+// commits).
+func (b *Broker) partitionExists(topic string, partition int32) bool {
+	t := b.topicByName(topic)
+	return t != nil && partition >= 0 && int(partition) < len(t.parts())
+}
+
 // TopicStat is a topic's size for the metrics adapter.
 type TopicStat struct {
 	Name         string
@@ -206,6 +231,7 @@ func (b *Broker) Close() error {
 	var errs []error
 	b.closeOnce.Do(func() {
 		close(b.closing)
+		b.groups.Close() // wakes joins and syncs parked on workers
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := b.srv.Close(ctx); err != nil {

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
+	"github.com/kmirror/kmirror/group"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -47,6 +49,14 @@ type Config struct {
 	Log storage.Config
 	// LogCleanupPolicy is log.cleanup.policy (default "delete").
 	LogCleanupPolicy string
+	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms
+	// (default 3 s; 0 none): the first rebalance of an empty group waits
+	// this long for more members.
+	GroupInitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeouts members may ask for (group.min.session.timeout.ms 6 s,
+	// group.max.session.timeout.ms 30 min).
+	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
 	// MetricsListener is the host:port of the Prometheus /metrics HTTP
 	// listener (metrics.listener, kmirror's own; default 127.0.0.1:9308,
 	// empty disables it).
@@ -94,6 +104,10 @@ func DefaultConfig() Config {
 		Log:                   storage.DefaultConfig(),
 		LogCleanupPolicy:      "delete",
 		MetricsListener:       DefaultMetricsListener,
+
+		GroupInitialRebalanceDelay: group.DefaultInitialRebalanceDelay,
+		GroupMinSessionTimeout:     group.DefaultMinSessionTimeout,
+		GroupMaxSessionTimeout:     group.DefaultMaxSessionTimeout,
 	}
 }
 
@@ -152,6 +166,15 @@ func (c *Config) Validate() error {
 	case "delete", "compact", "compact,delete", "delete,compact":
 	default:
 		return bad("log.cleanup.policy", "must be delete, compact or both, got %q", c.LogCleanupPolicy)
+	}
+	switch {
+	case c.GroupInitialRebalanceDelay < 0:
+		return bad("group.initial.rebalance.delay.ms", "must be >= 0, got %v", c.GroupInitialRebalanceDelay)
+	case c.GroupMinSessionTimeout <= 0:
+		return bad("group.min.session.timeout.ms", "must be > 0, got %v", c.GroupMinSessionTimeout)
+	case c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
+		return bad("group.max.session.timeout.ms", "must be >= group.min.session.timeout.ms (%v), got %v",
+			c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

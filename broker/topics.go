@@ -294,6 +294,11 @@ func (b *Broker) deleteTopic(t *topic) error {
 	for _, p := range t.parts() {
 		p.appended() // wake long polls so they see the topic gone
 	}
+	// Kafka drops a deleted topic's committed offsets too.
+	if _, err := b.store.DeleteTopicOffsets(t.name); err != nil {
+		b.log.Warn("deleting the offsets of a deleted topic", "topic", t.name, "err", err)
+	}
+	b.groups.TopicDeleted(t.name)
 	b.log.Info("topic deleted", "topic", t.name)
 	return nil
 }

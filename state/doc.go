@@ -1,42 +1,73 @@
 // Package state is the embedded store of a kmirror node: everything the node
 // must remember that is not log data. Today that is the topic registry
 // (name, topic id, partition count, dynamic topic configs, owning mirror),
-// the dynamic broker configs, the cluster id and the producer-id allocator.
-// Later steps add mirrors and their configs, mirror partition states and
-// last-mirror epochs, group offsets and ACLs, each under its own key prefix.
+// the dynamic broker configs, the cluster id, the producer-id allocator and
+// the consumer groups' metadata and committed offsets (Kafka's
+// __consumer_offsets). Later steps add mirrors and their configs, mirror
+// partition states and last-mirror epochs and ACLs, each under its own key
+// prefix.
 //
 // # Why a Badger directory
 //
 // The prototype kept this state in a compacted __mirror_state topic, which
 // needs a working log, a replay on start and a consumer of its own. A single
 // node has a simpler, stronger tool: one Badger directory per node
-// (DESIGN.md decision 6), written with SyncWrites so that a change reported
-// as done survives kill -9 and power loss. Keys are versioned ("v1/...") and
+// (DESIGN.md decision 6). Keys are versioned ("v1/...") and
 // grouped by record family, so a later multi-node design can move a family
 // (say, the topic registry into a Raft log) or migrate it to a "v2/" layout
 // without touching the others.
 //
+// # Durability
+//
+// Badger runs without SyncWrites; the store decides per write instead.
+// Every method that writes fsyncs (DB.Sync) before it returns, so a change
+// reported as done survives kill -9 and power loss, except CommitOffsets:
+// committed offsets reach the OS before it returns (Badger's write-ahead
+// log is an mmap), so they survive kill -9 of the process but not
+// necessarily a power loss or an OS crash. That is Kafka's own guarantee
+// for __consumer_offsets, which it does not fsync either, and it allows
+// commit rates far above what an fsync per commit allows (compare
+// BenchmarkCommitOffsets with BenchmarkPutGroupMeta). Offsets become
+// durable at Close or when their memtable is flushed to an SSTable. An
+// fsynced write keeps offset commits out while it syncs (Store.syncMu
+// explains why), so it stalls them for one fsync.
+//
 // # Blocking
 //
-// Every write waits for an fsync and reads may touch disk, so no method may
+// Writes may wait for an fsync and reads may touch disk, so no method may
 // run on a network event loop (STYLE.md item 15): broker handlers call the
 // Store from their worker goroutines. All methods are safe for concurrent
 // use.
 //
 // # Key layout
 //
-// Keys are ASCII strings. Every family prefix ends with '/' and family names
-// contain no '/', so one family's prefix scan never sees another family's
-// keys ("v1/topic/" does not match "v1/topic-id/...").
+// Every family prefix ends with '/' and family names contain no '/', so one
+// family's prefix scan never sees another family's keys ("v1/topic/" does
+// not match "v1/topic-id/...", "v1/group/" not "v1/group-offset/...").
 //
 //	v1/meta/cluster-id                   the cluster id
 //	v1/meta/next-producer-id             first producer id not yet handed out
 //	v1/topic/<topic name>                a topic (Topic)
 //	v1/topic-id/<32 lowercase hex>       topic id -> topic name index
 //	v1/broker-config/<config name>       one dynamic broker config
+//	v1/group/<group n>                   a group's meta (GroupMeta)
+//	v1/group-offset/<group n><topic n><partition be32>
+//	                                     one committed offset (GroupOffset)
+//
+// Keys are ASCII strings but for the group families. A group name is any
+// bytes, '/' and NUL included (Kafka allows them), so a name field "x n" is
+// the byte length of x as a minimal uvarint (encoding/binary) followed by
+// the bytes of x; the topic field uses the same form. A uvarint is
+// self-delimiting, so two names differ within their uvarints if their
+// lengths differ and within their bytes if not: no group's field is a
+// prefix of another's, and the prefix scan of group "a" sees neither "ab"
+// nor "a\x00b". Partitions are big endian and never negative, so one
+// topic's offsets sort by partition. Group names have 1 to 32767 bytes (an
+// int16 string length), which keeps keys far below Badger's 65000-byte
+// limit.
 //
 // Reserved for later steps (not written yet): v1/mirror/, v1/mirror-partition/,
-// v1/group-offset/, v1/acl/.
+// v1/acl/.
 //
 // # Value layouts
 //
@@ -70,6 +101,23 @@
 //	+------+---------+         +------+----------+
 //	| 0x01 | id [16] |         | 0x01 | next i64 |
 //	+------+---------+         +------+----------+
+//
+//	v1/group/<group n>
+//	+------+----------------+-----------------+---------+
+//	| 0x01 | generation i32 | protocol type s | group s |
+//	+------+----------------+-----------------+---------+
+//	generation >= 0; protocol type "" for a group that only commits offsets;
+//	group repeats the key's name, which must not be empty.
+//
+//	v1/group-offset/<group n><topic n><partition be32>
+//	+------+------------+------------------+---------------+------------+
+//	| 0x01 | offset i64 | leader epoch i32 | commit ts i64 | metadata s |
+//	+------+------------+------------------+---------------+------------+
+//	offset >= -1, leader epoch >= -1 (-1: unknown), commit ts (ms since the
+//	epoch) >= 0. The key holds group, topic and partition, and they are not
+//	repeated: offsets are the store's most numerous and most written
+//	records. A key whose topic is not a legal topic name, or whose fields
+//	leave bytes over, is corrupt like a value.
 //
 // The string records carry a length although the value's end would do: every
 // record is then self-delimiting, so a torn value is always detected rather

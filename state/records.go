@@ -14,6 +14,8 @@ const (
 	keyTopicPrefix        = "v1/topic/"
 	keyTopicIDPrefix      = "v1/topic-id/"
 	keyBrokerConfigPrefix = "v1/broker-config/"
+	keyGroupPrefix        = "v1/group/"
+	keyGroupOffsetPrefix  = "v1/group-offset/"
 )
 
 // formatV1 is the leading byte of every value written today. Part of the
@@ -22,6 +24,12 @@ const formatV1 byte = 1
 
 // maxTopicNameLen is Kafka's limit (Topic.MAX_NAME_LENGTH).
 const maxTopicNameLen = 249
+
+// maxGroupNameLen bounds group names. Kafka sets no limit of its own, but
+// a non-flexible request string carries an int16 length, so no client can
+// rely on more; the bound also keeps every group key far below Badger's
+// 65000-byte key limit.
+const maxGroupNameLen = 1<<15 - 1
 
 func topicKey(name string) []byte { return []byte(keyTopicPrefix + name) }
 
@@ -288,10 +296,242 @@ func (r *reader) str() string {
 	return string(r.bytes(int(n)))
 }
 
+// prefix consumes the key family prefix p.
+func (r *reader) prefix(p string) {
+	if v := r.bytes(len(p)); v != nil && string(v) != p {
+		r.fail("prefix %q, want %q", v, p)
+	}
+}
+
+// name reads a key's name field: a minimal uvarint length and that many
+// bytes, copied. A longer encoding of the same length would make two keys
+// for one name, so it is corruption.
+func (r *reader) name() string {
+	if r.err != nil {
+		return ""
+	}
+	n, size := binary.Uvarint(r.b)
+	if size <= 0 {
+		r.fail("bad name length")
+		return ""
+	}
+	var scratch [binary.MaxVarintLen64]byte
+	if size != len(binary.AppendUvarint(scratch[:0], n)) {
+		r.fail("name length %d in %d bytes, not minimal", n, size)
+		return ""
+	}
+	r.b = r.b[size:]
+	if n > uint64(len(r.b)) {
+		r.fail("name of %d bytes, %d left", n, len(r.b))
+		return ""
+	}
+	return string(r.bytes(int(n)))
+}
+
 // complete reports the sticky error, or corruption if bytes are left over.
 func (r *reader) complete() error {
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d trailing bytes", len(r.b))
 	}
 	return r.err
+}
+
+// Group keys (see the package doc). A group name is any bytes, so it is
+// written as a uvarint length and the bytes: the encodings of two names are
+// never a prefix of one another (a uvarint is self-delimiting and the lengths
+// differ, or the names do), so the prefix scan of one group never sees a
+// group whose name extends it ("a" vs "ab" vs "a\x00b").
+
+// appendGroupName appends the uvarint length of name and name.
+func appendGroupName(dst []byte, name string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(name))), name...)
+}
+
+// groupKey is the key of a group's GroupMeta.
+func groupKey(group string) []byte { return appendGroupKey(nil, group) }
+
+// groupOffsetPrefix is the prefix of every committed offset of group.
+func groupOffsetPrefix(group string) []byte {
+	return appendGroupName([]byte(keyGroupOffsetPrefix), group)
+}
+
+// groupOffsetKey is one partition's committed offset key, as three fields
+// for decodeGroupOffsetKey to return and the fuzz target to compare.
+type groupOffsetKey struct {
+	Group     string
+	Topic     string
+	Partition int32
+}
+
+// appendGroupOffsetKey appends the key of k.
+func appendGroupOffsetKey(dst []byte, k groupOffsetKey) []byte {
+	dst = append(dst, keyGroupOffsetPrefix...)
+	dst = appendGroupName(dst, k.Group)
+	dst = appendGroupName(dst, k.Topic)
+	return binary.BigEndian.AppendUint32(dst, uint32(k.Partition))
+}
+
+// appendGroupKey appends the key of group's meta; the encoder that matches
+// decodeGroupKey.
+func appendGroupKey(dst []byte, group string) []byte {
+	return appendGroupName(append(dst, keyGroupPrefix...), group)
+}
+
+// checkGroupName applies the rules of a group name: 1 to maxGroupNameLen
+// bytes, any bytes. Kafka refuses the empty group id (INVALID_GROUP_ID).
+func checkGroupName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("empty group name")
+	case len(name) > maxGroupNameLen:
+		return fmt.Errorf("group name of %d bytes, limit %d", len(name), maxGroupNameLen)
+	}
+	return nil
+}
+
+// decodeGroupKey decodes a group meta key into the group's name. Errors
+// wrap ErrCorrupt.
+func decodeGroupKey(key []byte) (string, error) {
+	r := reader{b: key, what: "group key"}
+	r.prefix(keyGroupPrefix)
+	g := r.name()
+	if err := r.complete(); err != nil {
+		return "", err
+	}
+	if err := checkGroupName(g); err != nil {
+		return "", fmt.Errorf("%w: group key: %v", ErrCorrupt, err)
+	}
+	return g, nil
+}
+
+// decodeGroupOffsetKey decodes a committed offset key. Errors wrap
+// ErrCorrupt.
+func decodeGroupOffsetKey(key []byte) (groupOffsetKey, error) {
+	r := reader{b: key, what: "group offset key"}
+	r.prefix(keyGroupOffsetPrefix)
+	group := r.name()
+	if r.err != nil {
+		return groupOffsetKey{}, r.err
+	}
+	if err := checkGroupName(group); err != nil {
+		return groupOffsetKey{}, fmt.Errorf("%w: group offset key: %v", ErrCorrupt, err)
+	}
+	topic, partition, err := decodeGroupOffsetKeyTail(r.b)
+	if err != nil {
+		return groupOffsetKey{}, err
+	}
+	return groupOffsetKey{group, topic, partition}, nil
+}
+
+// decodeGroupOffsetKeyTail decodes what follows the group field in a
+// committed offset key. Errors wrap ErrCorrupt.
+func decodeGroupOffsetKeyTail(b []byte) (topic string, partition int32, err error) {
+	r := reader{b: b, what: "group offset key"}
+	topic = r.name()
+	partition = int32(r.u32())
+	if err := r.complete(); err != nil {
+		return "", 0, err
+	}
+	if err := checkTopicName(topic); err != nil {
+		return "", 0, fmt.Errorf("%w: group offset key: %v", ErrCorrupt, err)
+	}
+	if partition < 0 {
+		return "", 0, fmt.Errorf("%w: group offset key: topic %q partition %d", ErrCorrupt, topic, partition)
+	}
+	return topic, partition, nil
+}
+
+// checkGroupOffsetKey holds the rules of an offset's key fields, shared by
+// CommitOffsets and the key decoder.
+func checkGroupOffsetKey(k groupOffsetKey) error {
+	if err := checkGroupName(k.Group); err != nil {
+		return err
+	}
+	if err := checkTopicName(k.Topic); err != nil {
+		return err
+	}
+	if k.Partition < 0 {
+		return fmt.Errorf("topic %q: partition %d", k.Topic, k.Partition)
+	}
+	return nil
+}
+
+// checkGroupOffsetValue holds the rules of an offset's value fields, shared
+// by CommitOffsets and decodeGroupOffset.
+func checkGroupOffsetValue(o *GroupOffset) error {
+	switch {
+	case o.Offset < -1:
+		return fmt.Errorf("offset %d", o.Offset)
+	case o.LeaderEpoch < -1:
+		return fmt.Errorf("leader epoch %d", o.LeaderEpoch)
+	case o.CommitTimestamp < 0:
+		return fmt.Errorf("commit timestamp %d", o.CommitTimestamp)
+	}
+	return nil
+}
+
+// appendGroupOffset appends the value of o: every field but Topic and
+// Partition, which the key holds. REQUIRES: checkGroupOffsetValue(&o) == nil.
+func appendGroupOffset(dst []byte, o GroupOffset) []byte {
+	dst = append(dst, formatV1)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(o.Offset))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(o.LeaderEpoch))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(o.CommitTimestamp))
+	return appendString(dst, o.Metadata)
+}
+
+// decodeGroupOffset decodes an offset value; Topic and Partition are left
+// zero (they come from the key). Errors wrap ErrCorrupt.
+func decodeGroupOffset(b []byte) (GroupOffset, error) {
+	r := reader{b: b, what: "group offset"}
+	r.version()
+	var o GroupOffset
+	o.Offset = int64(r.u64())
+	o.LeaderEpoch = int32(r.u32())
+	o.CommitTimestamp = int64(r.u64())
+	o.Metadata = r.str()
+	if err := r.complete(); err != nil {
+		return GroupOffset{}, err
+	}
+	if err := checkGroupOffsetValue(&o); err != nil {
+		return GroupOffset{}, fmt.Errorf("%w: group offset: %v", ErrCorrupt, err)
+	}
+	return o, nil
+}
+
+// checkGroupMeta holds the rules of a valid GroupMeta, shared by
+// PutGroupMeta and decodeGroupMeta.
+func checkGroupMeta(m *GroupMeta) error {
+	if err := checkGroupName(m.Group); err != nil {
+		return err
+	}
+	if m.Generation < 0 {
+		return fmt.Errorf("group %q: generation %d", m.Group, m.Generation)
+	}
+	return nil
+}
+
+// appendGroupMeta appends the value of m. REQUIRES: checkGroupMeta(&m) == nil.
+func appendGroupMeta(dst []byte, m GroupMeta) []byte {
+	dst = append(dst, formatV1)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.Generation))
+	dst = appendString(dst, m.ProtocolType)
+	return appendString(dst, m.Group)
+}
+
+// decodeGroupMeta decodes a group meta value. Errors wrap ErrCorrupt.
+func decodeGroupMeta(b []byte) (GroupMeta, error) {
+	r := reader{b: b, what: "group meta"}
+	r.version()
+	var m GroupMeta
+	m.Generation = int32(r.u32())
+	m.ProtocolType = r.str()
+	m.Group = r.str()
+	if err := r.complete(); err != nil {
+		return GroupMeta{}, err
+	}
+	if err := checkGroupMeta(&m); err != nil {
+		return GroupMeta{}, fmt.Errorf("%w: group meta: %v", ErrCorrupt, err)
+	}
+	return m, nil
 }

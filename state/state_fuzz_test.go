@@ -140,3 +140,91 @@ func FuzzDecodeNextProducerID(f *testing.F) {
 		checkRecord(t, data, decodeNextProducerID, appendNextProducerID, eq[int64])
 	})
 }
+
+func FuzzDecodeGroupOffset(f *testing.F) {
+	for _, o := range []GroupOffset{
+		{Offset: 0, LeaderEpoch: -1},
+		{Offset: -1, LeaderEpoch: 0, CommitTimestamp: 1700000000000},
+		{Offset: 1<<63 - 1, LeaderEpoch: 1<<31 - 1, Metadata: "gen=3 \x00\xff", CommitTimestamp: 1<<63 - 1},
+		{Offset: 42, LeaderEpoch: 7, Metadata: strings.Repeat("m", 300), CommitTimestamp: 1},
+	} {
+		f.Add(appendGroupOffset(nil, o))
+	}
+	good := appendGroupOffset(nil, GroupOffset{Offset: 5, LeaderEpoch: 1, Metadata: "md", CommitTimestamp: 9})
+	// Damaged variants: unknown version, offset -2, epoch -2, negative
+	// timestamp, a huge metadata length, truncated, trailing byte.
+	v2 := slices.Clone(good)
+	v2[0] = 2
+	f.Add(v2)
+	f.Add(appendGroupOffset(nil, GroupOffset{Offset: -2, LeaderEpoch: -1}))
+	f.Add(appendGroupOffset(nil, GroupOffset{Offset: 1, LeaderEpoch: -2}))
+	f.Add(appendGroupOffset(nil, GroupOffset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: -1}))
+	huge := slices.Clone(good)
+	copy(huge[21:25], []byte{0xff, 0xff, 0xff, 0xff})
+	f.Add(huge)
+	f.Add(good[:len(good)-1])
+	f.Add(append(slices.Clone(good), 0))
+	f.Add([]byte{})
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRecord(t, data, decodeGroupOffset, appendGroupOffset, eq[GroupOffset])
+	})
+}
+
+func FuzzDecodeGroupMeta(f *testing.F) {
+	for _, m := range []GroupMeta{
+		{Group: "g"},
+		{Group: "orders-consumers", ProtocolType: "consumer", Generation: 12},
+		{Group: "a\x00b/\xff", ProtocolType: "connect", Generation: 1<<31 - 1},
+		{Group: strings.Repeat("g", 300), ProtocolType: strings.Repeat("p", 130)},
+	} {
+		f.Add(appendGroupMeta(nil, m))
+	}
+	good := appendGroupMeta(nil, GroupMeta{Group: "g", ProtocolType: "consumer", Generation: 3})
+	v2 := slices.Clone(good)
+	v2[0] = 2
+	f.Add(v2)
+	f.Add(appendGroupMeta(nil, GroupMeta{Group: "", ProtocolType: "consumer"}))
+	f.Add(appendGroupMeta(nil, GroupMeta{Group: "g", Generation: -1}))
+	f.Add(good[:len(good)-1])
+	f.Add(append(slices.Clone(good), 0))
+	f.Add([]byte{1, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRecord(t, data, decodeGroupMeta, appendGroupMeta, eq[GroupMeta])
+	})
+}
+
+func FuzzDecodeGroupKey(f *testing.F) {
+	for _, g := range []string{"g", "a\x00b", "/", "\x80", strings.Repeat("g", 128), strings.Repeat("\xff", 300)} {
+		f.Add(appendGroupKey(nil, g))
+	}
+	f.Add(appendGroupKey(nil, ""))
+	f.Add([]byte(keyGroupPrefix + "\x05ab"))
+	f.Add([]byte(keyGroupPrefix + "\x81\x00"))                                     // non-minimal length
+	f.Add([]byte(keyGroupPrefix + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")) // overflow
+	f.Add([]byte(keyGroupOffsetPrefix + "\x01g"))
+	f.Add([]byte("v1/group"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRecord(t, data, decodeGroupKey, appendGroupKey, eq[string])
+	})
+}
+
+func FuzzDecodeGroupOffsetKey(f *testing.F) {
+	for _, k := range []groupOffsetKey{
+		{"g", "t", 0},
+		{"a\x00b", "orders.v2_eu-1", 1<<31 - 1},
+		{strings.Repeat("\x80", 200), strings.Repeat("z", maxTopicNameLen), 256},
+	} {
+		f.Add(appendGroupOffsetKey(nil, k))
+	}
+	f.Add(appendGroupOffsetKey(nil, groupOffsetKey{"", "t", 0}))
+	f.Add(appendGroupOffsetKey(nil, groupOffsetKey{"g", "a/b", 0}))
+	f.Add(appendGroupOffsetKey(nil, groupOffsetKey{"g", "..", 0}))
+	f.Add(appendGroupOffsetKey(nil, groupOffsetKey{"g", "t", -1}))
+	f.Add([]byte(keyGroupOffsetPrefix + "\x01g\x01t\x00\x00\x00"))
+	f.Add([]byte(keyGroupOffsetPrefix + "\x01g\x80\x00t\x00\x00\x00\x00"))
+	f.Add([]byte(keyGroupPrefix + "\x01g"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRecord(t, data, decodeGroupOffsetKey, appendGroupOffsetKey, eq[groupOffsetKey])
+	})
+}

@@ -19,6 +19,11 @@ var (
 	ErrClosed   = errors.New("state: store closed")
 	ErrCorrupt  = errors.New("state: corrupt record")
 	ErrNotFound = errors.New("state: not found")
+	// ErrTooLarge marks a change that does not fit one Badger transaction
+	// (about 1.2 MiB or 13000 keys with the sizing below), such as an
+	// offset commit of many thousands of partitions. Nothing was written;
+	// the caller may split the change.
+	ErrTooLarge = errors.New("state: change too large for one transaction")
 )
 
 // Options for Open.
@@ -65,8 +70,32 @@ type Store struct {
 	// pidMu serializes AllocateProducerIDs. Badger's conflict detection
 	// would already keep two blocks apart, but only by failing and
 	// retrying one caller; the mutex makes allocation a queue instead.
-	// Lock order: pidMu before mu.
 	pidMu sync.Mutex
+
+	// syncMu keeps every other write out of the window between an fsynced
+	// commit and its Sync: update holds it exclusively from the commit
+	// through the Sync, updateNoSync holds it shared. Without it a
+	// commit could lose its fsync:
+	//
+	//  1. update commits txn A; Badger appends A to the WAL of the active
+	//     memtable M1 (an mmap, so A is in the page cache, not on disk);
+	//  2. any other commit finds M1 full: Badger moves M1 to the flush
+	//     queue and starts memtable M2 with a new WAL;
+	//  3. update calls DB.Sync, which syncs the WAL of the *active*
+	//     memtable only: M2's. A sits unsynced in M1's WAL until M1's
+	//     flush to an SSTable completes, and a power loss in between
+	//     loses A although update reported it durable.
+	//
+	// With syncMu held exclusively no commit can run at step 2, and a
+	// rotation before step 1 is harmless: A then goes to the new
+	// memtable, the one Sync syncs. Sync waits for the disk (0.2 ms to
+	// a few ms), so an fsynced write stalls offset commits for that
+	// long; fsynced writes are rare (topic changes, group generations,
+	// producer id blocks). Fsynced writes also run one at a time, so
+	// each pays its own fsync.
+	//
+	// Lock order: pidMu, then mu, then syncMu.
+	syncMu sync.RWMutex
 }
 
 // Open opens the store in dir, creating dir when missing, and generates the
@@ -90,7 +119,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		bopts = bopts.WithDir(dir).WithValueDir(dir)
 	}
 	bopts = bopts.
-		WithSyncWrites(true).
+		// No fsync per commit: update fsyncs itself with DB.Sync, and
+		// updateNoSync (committed offsets) does not fsync at all. A
+		// commit still reaches the OS (Badger's WAL is an mmap) before it
+		// returns, so nothing is lost to kill -9.
+		WithSyncWrites(false).
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(numMemtables).
 		WithBlockCacheSize(blockCacheSize).
@@ -193,20 +226,62 @@ func (s *Store) view(fn func(txn *badger.Txn) error) error {
 	return s.db.View(fn)
 }
 
-// update runs fn in a read-write transaction and commits it (with an fsync,
-// SyncWrites), or fails with ErrClosed. A commit that loses a conflict to a
-// concurrent transaction runs fn again on fresh data, so fn must not keep
-// effects outside the transaction other than results it reassigns.
+// update runs fn in a read-write transaction, commits it and fsyncs it
+// (DB.Sync) before returning, or fails with ErrClosed. The change then
+// survives kill -9 and power loss. Every method writes through update
+// except CommitOffsets (see updateNoSync).
+//
+// A commit that loses a conflict to a concurrent transaction runs fn again
+// on fresh data, so fn must not keep effects outside the transaction other
+// than results it reassigns. A change too large for one transaction fails
+// with ErrTooLarge. A failed Sync is returned: the change is then visible
+// but its durability is unknown.
 func (s *Store) update(fn func(txn *badger.Txn) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
+	s.syncMu.Lock() // see syncMu for why no other commit may run
+	defer s.syncMu.Unlock()
+	if err := s.commit(fn); err != nil {
+		return err
+	}
+	if err := s.db.Sync(); err != nil {
+		return fmt.Errorf("state: syncing: %w", err)
+	}
+	return nil
+}
+
+// updateNoSync is update without the fsync, for committed offsets only: a
+// change reaches the OS before updateNoSync returns and survives kill -9
+// of the process, but not necessarily a power loss or an OS crash. This
+// is Kafka's guarantee for __consumer_offsets, which it does not fsync
+// either, and it allows commit rates an fsync per commit cannot. The
+// change becomes durable at Close, at the flush of its memtable to an
+// SSTable, or at a later update's Sync while its memtable is still the
+// active one.
+func (s *Store) updateNoSync(fn func(txn *badger.Txn) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.syncMu.RLock()
+	defer s.syncMu.RUnlock()
+	return s.commit(fn)
+}
+
+// commit runs fn in a read-write transaction and commits it, retrying
+// conflicts. REQUIRES: s.mu and s.syncMu held (either mode).
+func (s *Store) commit(fn func(txn *badger.Txn) error) error {
 	var err error
 	for range maxConflictRetries {
 		err = s.db.Update(fn)
-		if !errors.Is(err, badger.ErrConflict) {
+		switch {
+		case errors.Is(err, badger.ErrTxnTooBig):
+			return fmt.Errorf("%w: %w", ErrTooLarge, err)
+		case !errors.Is(err, badger.ErrConflict):
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/props"
@@ -166,7 +167,24 @@ var settings = []setting{
 		}},
 
 	// Group coordinator.
-	{name: "group.initial.rebalance.delay.ms", help: "ignored"},
+	{name: "group.initial.rebalance.delay.ms", help: "the first rebalance of an empty group waits this long for members, an integer >= 0 (default 3000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 0)
+			c.GroupInitialRebalanceDelay = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{name: "group.min.session.timeout.ms", help: "the smallest session timeout a member may ask for, an integer >= 1 (default 6000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.GroupMinSessionTimeout = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{name: "group.max.session.timeout.ms", help: "the largest session timeout a member may ask for, an integer >= 1 (default 1800000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.GroupMaxSessionTimeout = time.Duration(n) * time.Millisecond
+			return err
+		}},
 }
 
 const (

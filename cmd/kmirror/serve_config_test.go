@@ -61,6 +61,7 @@ func TestLoadServeConfig(t *testing.T) {
 			c.SocketRequestMaxBytes = 52428800
 			c.MessageMaxBytes = 2097152
 			c.MetricsListener = "127.0.0.1:19308"
+			c.GroupInitialRebalanceDelay = 0
 			c.LogDirs = []string{"/var/lib/kmirror/data-0", "/var/lib/kmirror/data-1"}
 			c.StateDir = "/var/lib/kmirror/meta"
 			c.NumPartitions = 3
@@ -305,8 +306,7 @@ func TestSettingsTable(t *testing.T) {
 		"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
 		"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
 		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-		"log.retention.check.interval.ms", "default.replication.factor", "min.insync.replicas",
-		"group.initial.rebalance.delay.ms"} {
+		"log.retention.check.interval.ms", "default.replication.factor", "min.insync.replicas"} {
 		if s := lookupSetting(name); s == nil || s.apply != nil {
 			t.Errorf("%s: want an accepted, ignored key", name)
 		}

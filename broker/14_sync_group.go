@@ -1,0 +1,16 @@
+package broker
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// SyncGroup: v0-5
+//
+// Behavior:
+// The leader's SyncGroup brings the assignment and makes the group Stable; other members wait for it, then get their part.
+//
+// Version notes:
+// v3 static members; v4 flexible; v5 protocol type and name checked.
+func init() { regKey(14, 0, 5, (*Broker).handleSyncGroup) }
+
+func (b *Broker) handleSyncGroup(r *request) (kmsg.Response, error) {
+	return b.groups.SyncGroup(r.kreq.(*kmsg.SyncGroupRequest)), nil
+}

@@ -1,0 +1,16 @@
+package broker
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// ListGroups: v0-5
+//
+// Behavior:
+// Every group of the node, filtered by state (v4+) and type (v5+; every group is classic).
+//
+// Version notes:
+// v3 flexible; v4 states filter; v5 types filter.
+func init() { regKey(16, 0, 5, (*Broker).handleListGroups) }
+
+func (b *Broker) handleListGroups(r *request) (kmsg.Response, error) {
+	return b.groups.ListGroups(r.kreq.(*kmsg.ListGroupsRequest)), nil
+}

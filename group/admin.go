@@ -1,0 +1,121 @@
+package group
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListGroups lists groups, filtered by state (v4+, case-insensitive) and
+// type (v5+: every kmirror group is "classic").
+func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	for _, t := range req.TypesFilter {
+		if !strings.EqualFold(t, "classic") {
+			return resp // no group of another type exists
+		}
+	}
+	for _, g := range c.sortedGroups() {
+		g.mu.Lock()
+		st, pt := g.state, g.protocolType
+		g.mu.Unlock()
+		if st == stateDead {
+			continue
+		}
+		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool {
+			return strings.EqualFold(s, st.String())
+		}) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.name, pt, st.String(), "classic"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp
+}
+
+// DescribeGroups describes groups; an unknown group is reported Dead, as
+// Kafka does, with no error.
+func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, name := range req.Groups {
+		dg := kmsg.NewDescribeGroupsResponseGroup()
+		dg.Group = name
+		dg.State = stateDead.String()
+		if req.IncludeAuthorizedOperations {
+			dg.AuthorizedOperations = allGroupOperations
+		}
+		if name == "" {
+			dg.ErrorCode = kerr.InvalidGroupID.Code
+		}
+		if g := c.group(name, false); g != nil {
+			g.mu.Lock()
+			dg.State, dg.ProtocolType, dg.Protocol = g.state.String(), g.protocolType, g.protocol
+			for _, m := range g.sortedMembers() {
+				dm := kmsg.NewDescribeGroupsResponseGroupMember()
+				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
+				if m.instanceID != "" {
+					inst := m.instanceID
+					dm.InstanceID = &inst
+				}
+				for _, p := range m.protocols {
+					if p.Name == g.protocol {
+						dm.ProtocolMetadata = p.Metadata
+					}
+				}
+				if g.state == stateStable {
+					dm.MemberAssignment = m.assignment
+				}
+				dg.Members = append(dg.Members, dm)
+			}
+			g.mu.Unlock()
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+// allGroupOperations is Kafka's bitfield of READ, DESCRIBE and DELETE on a
+// group (bits 3, 8 and 6): every operation, as there is no authorizer yet.
+const allGroupOperations = 1<<3 | 1<<8 | 1<<6
+
+// DeleteGroups deletes empty groups with their offsets.
+func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, name := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = name
+		rg.ErrorCode = c.deleteGroup(name)
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+func (c *Coordinator) deleteGroup(name string) int16 {
+	if name == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	g := c.group(name, false)
+	if g == nil {
+		return kerr.GroupIDNotFound.Code
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.state == stateDead:
+		return kerr.GroupIDNotFound.Code
+	case g.state != stateEmpty:
+		return kerr.NonEmptyGroup.Code
+	}
+	if err := c.store.DeleteGroup(name); err != nil {
+		c.log.Warn("deleting a group failed", "group", name, "err", err)
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	g.state = stateDead
+	g.shutdownLocked()
+	c.removeIfDead(g)
+	c.log.Info("group deleted", "group", name)
+	return 0
+}

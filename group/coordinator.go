@@ -1,0 +1,188 @@
+package group
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kmirror/kmirror/state"
+)
+
+// Store is the part of state.Store the coordinator uses.
+type Store interface {
+	CommitOffsets(group string, offs []state.GroupOffset) error
+	GroupOffsets(group string) ([]state.GroupOffset, error)
+	DeleteOffsets(group, topic string, partitions []int32) error
+	PutGroupMeta(m state.GroupMeta) error
+	DeleteGroup(group string) error
+	Groups() ([]state.GroupMeta, error)
+}
+
+// Config configures a Coordinator. Zero durations mean Kafka's defaults.
+type Config struct {
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (3 s):
+	// how long the first rebalance of an empty group waits for members.
+	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session
+	// timeout (group.min.session.timeout.ms 6 s, group.max 30 min).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxMetadataBytes bounds an offset's metadata
+	// (offset.metadata.max.bytes, 4096).
+	MaxMetadataBytes int
+	// PartitionExists reports whether a topic partition exists; commits to
+	// others are refused with UNKNOWN_TOPIC_OR_PARTITION.
+	PartitionExists func(topic string, partition int32) bool
+	// Logger receives group events; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Kafka's defaults.
+const (
+	DefaultInitialRebalanceDelay = 3 * time.Second
+	DefaultMinSessionTimeout     = 6 * time.Second
+	DefaultMaxSessionTimeout     = 30 * time.Minute
+	DefaultMaxMetadataBytes      = 4096
+)
+
+// NoInitialRebalanceDelay disables the initial rebalance delay (a zero
+// InitialRebalanceDelay means the default).
+const NoInitialRebalanceDelay = -1
+
+func (c Config) withDefaults() Config {
+	switch {
+	case c.InitialRebalanceDelay == 0:
+		c.InitialRebalanceDelay = DefaultInitialRebalanceDelay
+	case c.InitialRebalanceDelay < 0:
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if c.MaxMetadataBytes == 0 {
+		c.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if c.PartitionExists == nil {
+		c.PartitionExists = func(string, int32) bool { return true }
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Coordinator coordinates every group of the node.
+type Coordinator struct {
+	cfg   Config
+	store Store
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	groups map[string]*Group
+	closed bool
+}
+
+// ErrClosed is returned by a coordinator after Close.
+var ErrClosed = errors.New("group: coordinator closed")
+
+// New loads every group from the store: each comes back Empty, with its
+// offsets and generation; members rejoin.
+func New(store Store, cfg Config) (*Coordinator, error) {
+	cfg = cfg.withDefaults()
+	c := &Coordinator{cfg: cfg, store: store, log: cfg.Logger, groups: map[string]*Group{}}
+	metas, err := store.Groups()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range metas {
+		g := c.newGroup(m.Group)
+		g.protocolType, g.generation = m.ProtocolType, m.Generation
+		offs, err := store.GroupOffsets(m.Group)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range offs {
+			g.offsets[topicPartition{o.Topic, o.Partition}] = o
+		}
+		c.groups[m.Group] = g
+	}
+	return c, nil
+}
+
+// Close stops every timer and wakes every waiting join or sync with
+// COORDINATOR_NOT_AVAILABLE, so broker workers return.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	groups := make([]*Group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		g.shutdownLocked()
+		g.mu.Unlock()
+	}
+}
+
+// group returns the named group, creating it when create is set; nil when
+// it does not exist (or the coordinator is closed).
+func (c *Coordinator) group(name string, create bool) *Group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	g := c.groups[name]
+	if g == nil && create {
+		g = c.newGroup(name)
+		c.groups[name] = g
+	}
+	return g
+}
+
+func (c *Coordinator) newGroup(name string) *Group {
+	return &Group{c: c, name: name, state: stateEmpty, members: map[string]*member{},
+		static: map[string]string{}, pending: map[string]*time.Timer{}, offsets: map[topicPartition]state.GroupOffset{}}
+}
+
+// removeIfDead drops a group that was deleted.
+func (c *Coordinator) removeIfDead(g *Group) {
+	c.mu.Lock()
+	if c.groups[g.name] == g {
+		delete(c.groups, g.name)
+	}
+	c.mu.Unlock()
+}
+
+// sortedGroups returns the groups sorted by name.
+func (c *Coordinator) sortedGroups() []*Group {
+	c.mu.Lock()
+	out := make([]*Group, 0, len(c.groups))
+	for _, g := range c.groups {
+		out = append(out, g)
+	}
+	c.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// newMemberID is Kafka's form: client id, a dash, a random UUID.
+func newMemberID(clientID string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	u := hex.EncodeToString(b[:])
+	return clientID + "-" + u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
+}
