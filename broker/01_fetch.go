@@ -275,13 +275,8 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 		fp.errCode = kerr.UnknownTopicOrPartition.Code
 		return
 	}
-	epoch := p.leaderEpoch()
-	switch {
-	case fp.curEpoch >= 0 && fp.curEpoch < epoch:
-		fp.errCode = kerr.FencedLeaderEpoch.Code
-		return
-	case fp.curEpoch > epoch:
-		fp.errCode = kerr.UnknownLeaderEpoch.Code
+	if code := p.checkLeaderEpoch(fp.curEpoch); code != 0 {
+		fp.errCode = code
 		return
 	}
 	if fp.lastEpoch >= 0 {

@@ -56,13 +56,7 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 }
 
 func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	epoch := p.leaderEpoch()
-	switch {
-	case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
-		sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-		return
-	case rp.CurrentLeaderEpoch > epoch:
-		sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+	if sp.ErrorCode = p.checkLeaderEpoch(rp.CurrentLeaderEpoch); sp.ErrorCode != 0 {
 		return
 	}
 	l := p.log

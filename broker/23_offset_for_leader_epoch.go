@@ -59,12 +59,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 
 func endOffsetForEpoch(p *partition, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
 	epoch := p.leaderEpoch()
-	switch {
-	case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
-		sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-		return
-	case rp.CurrentLeaderEpoch > epoch:
-		sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+	if sp.ErrorCode = p.checkLeaderEpoch(rp.CurrentLeaderEpoch); sp.ErrorCode != 0 {
 		return
 	}
 	if rp.LeaderEpoch == epoch {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"maps"
 	"os"
 	"path/filepath"
@@ -68,6 +69,21 @@ type partition struct {
 func (p *partition) leaderEpoch() int32 {
 	if e, ok := p.log.Epochs().Latest(); ok && e.Epoch > 0 {
 		return e.Epoch
+	}
+	return 0
+}
+
+// checkLeaderEpoch checks a client's CurrentLeaderEpoch (-1: not given)
+// against ours, as Kafka does: an older one is FENCED_LEADER_EPOCH (the
+// client must refresh its metadata), a newer one UNKNOWN_LEADER_EPOCH (it
+// saw an epoch this node has not reached yet).
+func (p *partition) checkLeaderEpoch(current int32) int16 {
+	epoch := p.leaderEpoch()
+	switch {
+	case current >= 0 && current < epoch:
+		return kerr.FencedLeaderEpoch.Code
+	case current > epoch:
+		return kerr.UnknownLeaderEpoch.Code
 	}
 	return 0
 }
