@@ -193,7 +193,7 @@ func (g *Group) joinLocked(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupRespo
 		return fail(kerr.FencedInstanceID)
 	}
 	changed := !sameProtocols(m.protocols, req.Protocols)
-	m.protocols, m.session, m.rebalance = req.Protocols, session, rebalance
+	m.protocols, m.session, m.rebalance = ownProtocols(req.Protocols), session, rebalance
 	m.clientID, m.clientHost = from.clientID, from.clientHost
 	switch g.state {
 	case statePreparingRebalance:
@@ -231,7 +231,7 @@ func (g *Group) rejoinStatic(req *kmsg.JoinGroupRequest, from joinCaller,
 		g.leader = newID
 	}
 	changed := !sameProtocols(old.protocols, req.Protocols)
-	old.protocols, old.session, old.rebalance = req.Protocols, session, rebalance
+	old.protocols, old.session, old.rebalance = ownProtocols(req.Protocols), session, rebalance
 	old.clientID, old.clientHost = from.clientID, from.clientHost
 	if g.state == stateStable && !changed {
 		g.c.log.Info("static member rejoined without a rebalance", "group", g.name, "instance", instance)
@@ -239,6 +239,18 @@ func (g *Group) rejoinStatic(req *kmsg.JoinGroupRequest, from joinCaller,
 		return nil, g.joinResponse(old, req.Version, true)
 	}
 	return g.rebalanceAndWait(old, req.Version, "static member "+instance+" rejoined"), nil
+}
+
+// ownProtocols deep-copies a join's protocols: kmsg decodes byte fields as
+// slices of the request buffer, which the network layer reuses as soon as
+// the request is answered, while a member keeps its protocols for the life
+// of the group.
+func ownProtocols(ps []kmsg.JoinGroupRequestProtocol) []kmsg.JoinGroupRequestProtocol {
+	out := make([]kmsg.JoinGroupRequestProtocol, len(ps))
+	for i, p := range ps {
+		out[i] = kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)}
+	}
+	return out
 }
 
 func sameProtocols(a, b []kmsg.JoinGroupRequestProtocol) bool {
@@ -251,7 +263,7 @@ func (g *Group) addMember(id, instance string, from joinCaller, session, rebalan
 	protocols []kmsg.JoinGroupRequestProtocol) *member {
 	g.joinSeq++
 	m := &member{id: id, instanceID: instance, clientID: from.clientID, clientHost: from.clientHost,
-		session: session, rebalance: rebalance, protocols: protocols, joinedAt: g.joinSeq}
+		session: session, rebalance: rebalance, protocols: ownProtocols(protocols), joinedAt: g.joinSeq}
 	g.members[id] = m
 	if instance != "" {
 		g.static[instance] = id

@@ -1,6 +1,8 @@
 package group
 
 import (
+	"bytes"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -75,7 +77,7 @@ func (g *Group) completeSync(assignments []kmsg.SyncGroupRequestGroupAssignment)
 	stopTimer(&g.syncTimer)
 	for _, a := range assignments {
 		if m := g.members[a.MemberID]; m != nil {
-			m.assignment = a.MemberAssignment
+			m.assignment = bytes.Clone(a.MemberAssignment) // the request buffer is pooled
 		}
 	}
 	g.state = stateStable
