@@ -53,6 +53,8 @@
 //	v1/group/<group n>                   a group's meta (GroupMeta)
 //	v1/group-offset/<group n><topic n><partition be32>
 //	                                     one committed offset (GroupOffset)
+//	v1/leader-epoch/<32 lowercase hex>   local leader epochs of a mirrored
+//	                                     topic's partitions (leader_epochs.go)
 //
 // Keys are ASCII strings but for the group families. A group name is any
 // bytes, '/' and NUL included (Kafka allows them), so a name field "x n" is
@@ -66,7 +68,7 @@
 // int16 string length), which keeps keys far below Badger's 65000-byte
 // limit.
 //
-// Reserved for later steps (not written yet): v1/mirror/, v1/mirror-partition/,
+
 // v1/acl/.
 //
 // # Value layouts
