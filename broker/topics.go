@@ -58,6 +58,10 @@ type partition struct {
 	compact atomic.Bool
 	// appendTimestamps is message.timestamp.type=LogAppendTime.
 	appendTimestamps atomic.Bool
+	// epochFloor is the persisted local leader epoch of a mirrored
+	// partition (state.PutLeaderEpoch): the epoch never goes below it,
+	// even when a truncation removes the batches that carried higher ones.
+	epochFloor atomic.Int32
 
 	waitMu  sync.Mutex
 	waiters []chan struct{}
@@ -67,10 +71,11 @@ type partition struct {
 // epoch in the log's epoch cache (0 for a new log). A single node never
 // changes leaders; the mirror control plane bumps epochs by appending.
 func (p *partition) leaderEpoch() int32 {
-	if e, ok := p.log.Epochs().Latest(); ok && e.Epoch > 0 {
+	epoch := p.epochFloor.Load()
+	if e, ok := p.log.Epochs().Latest(); ok && e.Epoch > epoch {
 		return e.Epoch
 	}
-	return 0
+	return epoch
 }
 
 // checkLeaderEpoch checks a client's CurrentLeaderEpoch (-1: not given)
@@ -183,8 +188,15 @@ func (b *Broker) openTopic(st state.Topic) (*topic, error) {
 	if t.configs == nil {
 		t.configs = map[string]string{}
 	}
+	epochs, err := b.store.LeaderEpochs(st.ID)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: loading leader epochs: %w", st.Name, err)
+	}
 	if err := b.addPartitions(t, st.Partitions); err != nil {
 		return nil, err
+	}
+	for _, p := range t.parts() {
+		p.epochFloor.Store(epochs[p.index])
 	}
 	return t, nil
 }
@@ -245,6 +257,12 @@ var errTopicGone = errors.New("topic was deleted")
 
 // createTopic registers and opens a topic. configs must be validated.
 func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, id [16]byte) (*topic, error) {
+	return b.createTopicFor(name, partitions, configs, id, "")
+}
+
+// createTopicFor creates a topic, owned by a cluster mirror when mirror is
+// not empty (then read-only to clients).
+func (b *Broker) createTopicFor(name string, partitions int32, configs map[string]string, id [16]byte, mirror string) (*topic, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.topics[name]; ok {
@@ -256,7 +274,7 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 			return nil, err
 		}
 	}
-	st := state.Topic{Name: name, ID: id, Partitions: partitions, Configs: maps.Clone(configs)}
+	st := state.Topic{Name: name, ID: id, Partitions: partitions, Configs: maps.Clone(configs), Mirror: mirror}
 	if st.Configs == nil {
 		st.Configs = map[string]string{}
 	}
@@ -315,6 +333,9 @@ func (b *Broker) deleteTopic(t *topic) error {
 		b.log.Warn("deleting the offsets of a deleted topic", "topic", t.name, "err", err)
 	}
 	b.groups.TopicDeleted(t.name)
+	if err := b.store.DeleteLeaderEpochs(t.id); err != nil {
+		b.log.Warn("deleting the leader epochs of a deleted topic", "topic", t.name, "err", err)
+	}
 	b.log.Info("topic deleted", "topic", t.name)
 	return nil
 }
