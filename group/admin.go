@@ -12,10 +12,10 @@ import (
 // type (v5+: every kmirror group is "classic").
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	for _, t := range req.TypesFilter {
-		if !strings.EqualFold(t, "classic") {
-			return resp // no group of another type exists
-		}
+	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool {
+		return strings.EqualFold(t, "classic")
+	}) {
+		return resp // the filter names only types no group has
 	}
 	for _, g := range c.sortedGroups() {
 		g.mu.Lock()

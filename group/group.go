@@ -178,6 +178,12 @@ func (g *Group) joinLocked(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupRespo
 		m := g.addMember(newMemberID(from.clientID), instance, from, session, rebalance, req.Protocols)
 		return g.rebalanceAndWait(m, req.Version, "new member "+m.id+" joined"), nil
 	}
+	if known := g.static[instance]; instance != "" && known != "" && known != req.MemberID {
+		// A process of a static member that another process replaced
+		// (KIP-345): fence it, so it shuts down rather than rejoining
+		// without a member id and in turn replacing its successor.
+		return fail(kerr.FencedInstanceID)
+	}
 	m := g.members[req.MemberID]
 	if m == nil {
 		t, ok := g.pending[req.MemberID]
@@ -215,7 +221,7 @@ func (g *Group) joinLocked(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupRespo
 func (g *Group) rejoinStatic(req *kmsg.JoinGroupRequest, from joinCaller,
 	instance string, session, rebalance time.Duration) (<-chan *kmsg.JoinGroupResponse, *kmsg.JoinGroupResponse) {
 	old := g.members[g.static[instance]]
-	newID := newMemberID(from.clientID)
+	oldID, newID := old.id, newMemberID(from.clientID)
 	if old.join != nil {
 		g.answerJoinError(old, kerr.FencedInstanceID)
 	}
@@ -236,7 +242,14 @@ func (g *Group) rejoinStatic(req *kmsg.JoinGroupRequest, from joinCaller,
 	if g.state == stateStable && !changed {
 		g.c.log.Info("static member rejoined without a rebalance", "group", g.name, "instance", instance)
 		g.resetExpiry(old)
-		return nil, g.joinResponse(old, req.Version, true)
+		resp := g.joinResponse(old, req.Version, true)
+		if wasLeader && req.Version < 9 {
+			// Before v9 the leader cannot be told to skip the
+			// assignment: answer with the old leader id, as Kafka does,
+			// so the new process does not think it leads and assign.
+			resp.LeaderID = oldID
+		}
+		return nil, resp
 	}
 	return g.rebalanceAndWait(old, req.Version, "static member "+instance+" rejoined"), nil
 }
@@ -552,8 +565,11 @@ func (g *Group) resetExpiry(m *member) {
 func (g *Group) expire(id string, m *member) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.members[id] != m || m.join != nil {
-		return // gone, renamed, or parked in a join (the join phase owns it)
+	if g.members[id] != m || m.join != nil || m.sync != nil {
+		// Gone, renamed, or parked in a join or a sync: the rebalance
+		// and sync deadlines own it (Kafka's awaiting members satisfy
+		// their heartbeats).
+		return
 	}
 	g.c.log.Info("member session expired", "group", g.name, "member", id)
 	g.removeMember(m)

@@ -113,11 +113,14 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	switch {
 	case err != nil:
 		resp.ErrorCode = err.Code
-	case g.state == statePreparingRebalance || g.state == stateCompletingRebalance:
+	case g.state == statePreparingRebalance:
 		resp.ErrorCode = kerr.RebalanceInProgress.Code
-	case g.state != stateStable:
+	case g.state != stateStable && g.state != stateCompletingRebalance:
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 	}
+	// CompletingRebalance answers NONE, as Kafka does: a member that got
+	// its JoinGroup response may heartbeat before its SyncGroup, and it is
+	// already in the new generation.
 	return resp
 }
 
@@ -131,7 +134,16 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	}
 	g := c.group(req.Group, false)
 	if g == nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
+		// Kafka answers every leaver UNKNOWN_MEMBER_ID (v3+), with no
+		// top-level error.
+		for _, l := range leavers {
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.MemberID, rm.InstanceID, rm.ErrorCode = l.MemberID, l.InstanceID, kerr.UnknownMemberID.Code
+			resp.Members = append(resp.Members, rm)
+		}
+		if req.Version < 3 {
+			resp.ErrorCode, resp.Members = kerr.UnknownMemberID.Code, nil
+		}
 		return resp
 	}
 	g.mu.Lock()

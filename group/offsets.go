@@ -227,8 +227,13 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.state == stateDead {
+	switch {
+	case g.state == stateDead:
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	case g.state != stateEmpty && g.protocolType != "consumer":
+		// Kafka cannot tell what an active non-consumer group uses.
+		resp.ErrorCode = kerr.NonEmptyGroup.Code
 		return resp
 	}
 	subscribed := g.subscribedTopics()
