@@ -1,0 +1,320 @@
+package fetch
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxFetchVersion: v12 has fetch sessions, diverging epochs and current
+// leader info; v13+ only name topics by ID, which mirror topics share with
+// their source but which sources before Kafka 2.8 lack.
+const maxFetchVersion = 12
+
+// fetcher is one goroutine fetching a set of partitions from one source
+// broker over its own connection, in a fetch session (KIP-227).
+type fetcher struct {
+	mr   *mirror
+	key  fetcherKey
+	addr string
+	ctx  context.Context
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu    sync.Mutex
+	parts map[topicPartition]*partState
+	wake  chan struct{}
+	// handling is held while a response is applied, so remove can wait for
+	// the partition to be left alone.
+	handling sync.Mutex
+
+	conn *sourceConn
+	sess session
+	req  *kmsg.FetchRequest
+	resp *kmsg.FetchResponse
+}
+
+// session is the client side of a fetch session: what the source believes
+// each partition's position is.
+type session struct {
+	id    int32
+	epoch int32 // 0: the next request is a full fetch that opens one
+	sent  map[topicPartition]sentPosition
+}
+
+type sentPosition struct {
+	offset           int64
+	currentEpoch     int32
+	lastFetchedEpoch int32
+}
+
+func newFetcher(mr *mirror, key fetcherKey, addr string) *fetcher {
+	ctx, cancel := context.WithCancel(mr.ctx)
+	f := &fetcher{mr: mr, key: key, addr: addr, ctx: ctx, stop: cancel, done: make(chan struct{}),
+		parts: map[topicPartition]*partState{}, wake: make(chan struct{}, 1),
+		req: kmsg.NewPtrFetchRequest(), resp: kmsg.NewPtrFetchResponse()}
+	f.sess.sent = map[topicPartition]sentPosition{}
+	go f.run()
+	return f
+}
+
+func (f *fetcher) add(ps *partState) {
+	f.mu.Lock()
+	f.parts[ps.tp] = ps
+	f.mu.Unlock()
+	f.poke()
+}
+
+// remove takes ps away and waits until a response being applied is done.
+func (f *fetcher) remove(ps *partState) {
+	f.mu.Lock()
+	if f.parts[ps.tp] == ps {
+		delete(f.parts, ps.tp)
+	}
+	f.mu.Unlock()
+	f.handling.Lock()
+	//lint:ignore SA2001 an empty critical section is the point: wait out a response.
+	f.handling.Unlock()
+	f.poke()
+}
+
+func (f *fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) close() { f.stop() }
+
+func (f *fetcher) wait() {
+	f.stop()
+	<-f.done
+}
+
+// run is the fetch loop.
+func (f *fetcher) run() {
+	defer close(f.done)
+	defer func() {
+		if f.conn != nil {
+			f.conn.Close()
+		}
+	}()
+	backoff := time.Duration(0)
+	for f.ctx.Err() == nil {
+		if backoff > 0 {
+			if !f.sleep(jitter(backoff)) {
+				return
+			}
+		}
+		if !f.hasPartitions() {
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-f.wake:
+			}
+			continue
+		}
+		if err := f.mr.throttle.wait(f.ctx); err != nil {
+			return
+		}
+		if err := f.fetchOnce(); err != nil {
+			f.mr.m.stats.ConnectionErrors.Add(1)
+			f.mr.m.log.Warn("source fetch failed; reconnecting", "mirror", f.mr.cfg.Name, "broker", f.addr, "err", err)
+			if f.conn != nil {
+				f.conn.Close()
+				f.conn = nil
+			}
+			f.resetSession()
+			backoff = min(max(2*backoff, f.mr.cfg.FetchBackoff/10), f.mr.cfg.FetchBackoff*4)
+			continue
+		}
+		backoff = 0
+	}
+}
+
+func (f *fetcher) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (f *fetcher) hasPartitions() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.parts) > 0
+}
+
+func (f *fetcher) resetSession() {
+	f.sess.id, f.sess.epoch = 0, 0
+	clear(f.sess.sent)
+}
+
+// fetchOnce sends one Fetch and applies the answer. An error means the
+// connection is unusable.
+func (f *fetcher) fetchOnce() error {
+	if f.conn == nil {
+		cfg := f.mr.cfg
+		conn, err := dialSource(f.ctx, f.addr, sourceConnConfig{ClientID: "kmirror-mirror-" + cfg.Name,
+			DialTimeout: cfg.DialTimeout, RequestTimeout: cfg.RequestTimeout,
+			ReceiveBuffer: cfg.ReceiveBuffer, Dialer: cfg.Dialer})
+		if err != nil {
+			return err
+		}
+		f.conn = conn
+	}
+	version := f.conn.version(1, 4, maxFetchVersion)
+	if version < 0 {
+		return &unsupportedError{addr: f.addr}
+	}
+	if version < 7 {
+		f.resetSession() // no sessions before v7
+	}
+	parts := f.buildRequest(version)
+	start := time.Now()
+	if err := f.conn.roundTrip(f.ctx, f.req, f.resp); err != nil {
+		return err
+	}
+	stats := &f.mr.m.stats
+	stats.FetchRequests.Add(1)
+	stats.FetchNanos.Add(int64(time.Since(start)))
+	if code := f.resp.ErrorCode; code != 0 {
+		// A session the source forgot or whose epoch we missed: start over
+		// with a full fetch. Anything else: back off on this connection.
+		f.resetSession()
+		if code == kerr.FetchSessionIDNotFound.Code || code == kerr.InvalidFetchSessionEpoch.Code {
+			return nil
+		}
+		return kerr.ErrorForCode(code)
+	}
+	f.advanceSession(version, parts)
+	f.apply()
+	return nil
+}
+
+// buildRequest fills f.req for the owned partitions and returns them.
+// In a session only partitions whose position changed are listed, and
+// partitions no longer owned are forgotten.
+func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
+	cfg := f.mr.cfg
+	f.mu.Lock()
+	parts := make(map[topicPartition]*partState, len(f.parts))
+	for tp, ps := range f.parts {
+		parts[tp] = ps
+	}
+	f.mu.Unlock()
+
+	req := f.req
+	req.Version = version
+	req.ReplicaID = -1
+	req.ReplicaState.ID, req.ReplicaState.Epoch = -1, -1
+	req.MaxWaitMillis = int32(cfg.FetchWaitMax / time.Millisecond)
+	req.MinBytes, req.MaxBytes = cfg.FetchMinBytes, cfg.FetchMaxBytes
+	req.IsolationLevel = 0 // READ_UNCOMMITTED: markers and aborted data are mirrored too
+	req.SessionID, req.SessionEpoch = f.sess.id, f.sess.epoch
+	if version < 7 {
+		req.SessionID, req.SessionEpoch = 0, -1
+	}
+	full := req.SessionEpoch <= 0
+	req.Topics, req.ForgottenTopics = req.Topics[:0], req.ForgottenTopics[:0]
+	byTopic := map[string]int{}
+	for tp, ps := range parts {
+		offset, cur, last := ps.fetchPosition()
+		pos := sentPosition{offset: offset, currentEpoch: cur, lastFetchedEpoch: last}
+		if !full && f.sess.sent[tp] == pos {
+			continue
+		}
+		i, ok := byTopic[tp.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[tp.topic] = i
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = tp.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch = tp.partition, offset, cur
+		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = last, -1, cfg.PartitionMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		f.sess.sent[tp] = pos
+	}
+	if !full {
+		forgotten := map[string][]int32{}
+		for tp := range f.sess.sent {
+			if parts[tp] == nil {
+				forgotten[tp.topic] = append(forgotten[tp.topic], tp.partition)
+				delete(f.sess.sent, tp)
+			}
+		}
+		for t, ps := range forgotten {
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.Topic, ft.Partitions = t, ps
+			req.ForgottenTopics = append(req.ForgottenTopics, ft)
+		}
+	} else {
+		for tp := range f.sess.sent {
+			if parts[tp] == nil {
+				delete(f.sess.sent, tp)
+			}
+		}
+	}
+	return parts
+}
+
+// advanceSession moves the session epoch after a successful response.
+func (f *fetcher) advanceSession(version int16, _ map[topicPartition]*partState) {
+	switch {
+	case version < 7:
+	case f.sess.epoch == 0 && f.resp.SessionID != 0:
+		f.sess.id, f.sess.epoch = f.resp.SessionID, 1
+	case f.sess.epoch == 0:
+		// The source keeps no session for us (cache full): stay on full
+		// fetches.
+		f.sess.id = 0
+	default:
+		f.sess.epoch++
+		if f.sess.epoch < 0 {
+			f.sess.epoch = 1
+		}
+	}
+}
+
+// apply hands each answered partition to its state.
+func (f *fetcher) apply() {
+	f.handling.Lock()
+	defer f.handling.Unlock()
+	for i := range f.resp.Topics {
+		rt := &f.resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			tp := topicPartition{rt.Topic, rp.Partition}
+			f.mu.Lock()
+			ps := f.parts[tp]
+			f.mu.Unlock()
+			if ps == nil {
+				continue // removed while the request was out
+			}
+			if drop := ps.handle(f, rp); drop {
+				f.mu.Lock()
+				if f.parts[tp] == ps {
+					delete(f.parts, tp)
+				}
+				f.mu.Unlock()
+			}
+		}
+	}
+}
+
+type unsupportedError struct{ addr string }
+
+func (e *unsupportedError) Error() string {
+	return "source broker " + e.addr + " serves no Fetch version from 4 (Kafka 0.11+ with record batch v2 is required)"
+}

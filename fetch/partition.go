@@ -1,0 +1,357 @@
+package fetch
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/storage"
+)
+
+// State is a mirrored partition's fetch state.
+type State int8
+
+const (
+	// StateResolving: looking for the source leader.
+	StateResolving State = iota
+	// StateFetching: owned by a fetcher.
+	StateFetching
+	// StateBackoff: a retriable error; fetching resumes after a backoff.
+	StateBackoff
+	// StateFailed: stopped on an error that needs an operator (a corrupt
+	// batch, storage failure); StartPartition restarts it.
+	StateFailed
+)
+
+var stateNames = [...]string{"resolving", "fetching", "backoff", "failed"}
+
+func (s State) String() string { return stateNames[s] }
+
+// Status is a snapshot of a mirrored partition.
+type Status struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	State     State
+	Err       error
+	// SourceLeader and SourceEpoch are the source leader and its epoch.
+	SourceLeader int32
+	SourceEpoch  int32
+	// SourceHighWatermark and SourceLogStart are from the last response.
+	SourceHighWatermark int64
+	SourceLogStart      int64
+	LogEndOffset        int64
+	// Lag is the source high watermark minus the local log end (0 until
+	// the first response).
+	Lag int64
+}
+
+// epochMargin: the local leader epoch stays at least this far above every
+// appended source epoch, and is bumped by epochBump when the gap shrinks
+// below it (DESIGN.md decision 3).
+const (
+	epochMargin = 3
+	epochBump   = 10
+)
+
+// partState is one mirrored partition. Its fields are guarded by mu: the
+// fetcher that owns it writes them, Status reads them.
+type partState struct {
+	tp     topicPartition
+	local  Partition
+	mirror *mirror
+
+	mu             sync.Mutex
+	state          State
+	err            error
+	retryAt        time.Time
+	leader         int32
+	sourceEpoch    int32
+	sourceHW       int64
+	sourceLogStart int64
+	fetcher        *fetcher
+	stopped        bool
+	checkEpoch     bool // run OffsetForLeaderEpoch before fetching
+}
+
+func (ps *partState) status() Status {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	st := Status{Mirror: ps.mirror.cfg.Name, Topic: ps.tp.topic, Partition: ps.tp.partition, State: ps.state, Err: ps.err,
+		SourceLeader: ps.leader, SourceEpoch: ps.sourceEpoch, SourceHighWatermark: ps.sourceHW,
+		SourceLogStart: ps.sourceLogStart, LogEndOffset: ps.local.Log().LogEndOffset()}
+	if ps.sourceHW >= 0 {
+		st.Lag = max(ps.sourceHW-st.LogEndOffset, 0)
+	}
+	return st
+}
+
+func (ps *partState) needsLeader() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return !ps.stopped && ps.fetcher == nil && (ps.state == StateResolving ||
+		ps.state == StateBackoff && !time.Now().Before(ps.retryAt))
+}
+
+func (ps *partState) takeEpochCheck() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	c := ps.checkEpoch
+	ps.checkEpoch = false
+	return c
+}
+
+func (ps *partState) assigned(f *fetcher, li leaderInfo) {
+	ps.mu.Lock()
+	ps.fetcher, ps.leader, ps.sourceEpoch, ps.state, ps.err = f, li.leader, li.epoch, StateFetching, nil
+	ps.mu.Unlock()
+}
+
+// fail stops the partition: for good (an operator restarts it) or, when
+// retry is set, until the resolver picks it up after a backoff.
+func (ps *partState) fail(err error, retry bool) {
+	ps.mu.Lock()
+	ps.err, ps.fetcher = err, nil
+	if retry {
+		ps.state, ps.retryAt = StateBackoff, time.Now().Add(jitter(ps.mirror.cfg.FetchBackoff))
+	} else {
+		ps.state = StateFailed
+	}
+	ps.mu.Unlock()
+	lvl := "mirrored partition stopped"
+	if retry {
+		lvl = "mirrored partition backing off"
+	}
+	ps.mirror.m.log.Warn(lvl, "mirror", ps.mirror.cfg.Name, "topic", ps.tp.topic, "partition", ps.tp.partition, "err", err)
+	if retry {
+		ps.mirror.wakeResolverAfter(ps.mirror.cfg.FetchBackoff)
+	}
+}
+
+// rehome sends the partition back to the resolver: its leader moved.
+func (ps *partState) rehome(reason error) {
+	ps.mu.Lock()
+	ps.fetcher, ps.state, ps.err, ps.leader = nil, StateResolving, reason, -1
+	ps.mu.Unlock()
+	ps.mirror.wakeResolver()
+}
+
+// fetchPosition is what the next Fetch asks for this partition.
+func (ps *partState) fetchPosition() (offset int64, currentEpoch, lastFetchedEpoch int32) {
+	l := ps.local.Log()
+	lastFetchedEpoch = -1
+	if e, ok := l.Epochs().Latest(); ok {
+		lastFetchedEpoch = e.Epoch
+	}
+	ps.mu.Lock()
+	currentEpoch = ps.sourceEpoch
+	ps.mu.Unlock()
+	return l.LogEndOffset(), currentEpoch, lastFetchedEpoch
+}
+
+// handle applies one partition of a Fetch response. It returns true when
+// the fetcher must drop the partition (rehomed or failed).
+func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (drop bool) {
+	if rp.ErrorCode != 0 {
+		return ps.handleError(f, rp)
+	}
+	ps.mu.Lock()
+	ps.sourceHW, ps.sourceLogStart = rp.HighWatermark, rp.LogStartOffset
+	ps.mu.Unlock()
+	if rp.DivergingEpoch.EndOffset >= 0 {
+		if err := ps.truncateDiverged(rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset); err != nil {
+			ps.fail(err, false)
+			return true
+		}
+		return false
+	}
+	if err := ps.appendBatches(rp.RecordBatches); err != nil {
+		ps.fail(err, false)
+		return true
+	}
+	if err := ps.followLogStart(rp.LogStartOffset); err != nil {
+		ps.fail(err, false)
+		return true
+	}
+	return false
+}
+
+func (ps *partState) handleError(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (drop bool) {
+	stats := &ps.mirror.m.stats
+	stats.ErrorsByCode[min(int(rp.ErrorCode), len(stats.ErrorsByCode)-1)].Add(1)
+	err := kerr.ErrorForCode(rp.ErrorCode)
+	switch rp.ErrorCode {
+	case kerr.FencedLeaderEpoch.Code:
+		// The source moved on: adopt the epoch it names if the leader is
+		// still this broker, else find the new leader.
+		cl := rp.CurrentLeader
+		ps.mu.Lock()
+		adopt := cl.LeaderID == f.key.broker && cl.LeaderEpoch > ps.sourceEpoch
+		if adopt {
+			ps.sourceEpoch = cl.LeaderEpoch
+		}
+		ps.mu.Unlock()
+		if adopt {
+			return false
+		}
+		ps.rehome(err)
+		return true
+	case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code,
+		kerr.ReplicaNotAvailable.Code, kerr.LeaderNotAvailable.Code:
+		ps.rehome(err)
+		return true
+	case kerr.OffsetOutOfRange.Code:
+		if err := ps.resetOutOfRange(); err != nil {
+			ps.fail(err, true)
+			return true
+		}
+		return false
+	}
+	if kerr.IsRetriable(err) || rp.ErrorCode == kerr.UnknownLeaderEpoch.Code {
+		ps.fail(err, true)
+		return true
+	}
+	ps.fail(fmt.Errorf("source answered %w", err), false)
+	return true
+}
+
+// appendBatches checks and appends the whole batches of a response.
+// Batches ending below the log end (the source answered from inside a
+// batch we hold) are skipped; a partial trailing batch is left for the
+// next fetch. A corrupt batch is never appended: the batches before it
+// are, and the error names its offset.
+func (ps *partState) appendBatches(records []byte) error {
+	if len(records) == 0 {
+		return nil
+	}
+	l := ps.local.Log()
+	leo := l.LogEndOffset()
+	it := batch.NewIterator(records)
+	start, end := -1, 0
+	maxEpoch := int32(-1)
+	rewrite := ps.mirror.cfg.ProducerIDRewrite
+	for {
+		from := it.Consumed()
+		b, ok := it.Next()
+		if !ok {
+			break
+		}
+		if b.LastOffset() < leo && start < 0 {
+			continue
+		}
+		if b.BaseOffset() < leo {
+			return fmt.Errorf("source batch at %d-%d overlaps the local log end %d", b.BaseOffset(), b.LastOffset(), leo)
+		}
+		if start < 0 {
+			start = from
+		}
+		if rewrite {
+			b.RewriteProducerID()
+		}
+		maxEpoch = max(maxEpoch, b.PartitionLeaderEpoch())
+		end = it.Consumed()
+	}
+	iterErr := it.Err()
+	if start >= 0 {
+		if err := ps.raiseEpoch(maxEpoch); err != nil {
+			return err
+		}
+		res, err := l.AppendMirror(records[start:end])
+		if err != nil {
+			return fmt.Errorf("appending at %d: %w", leo, err)
+		}
+		ps.local.Appended()
+		stats := &ps.mirror.m.stats
+		stats.BytesMirrored.Add(int64(end - start))
+		stats.BatchesMirrored.Add(int64(res.Batches))
+		ps.mirror.throttle.spend(int64(end - start))
+	}
+	if iterErr != nil {
+		var be *batch.Error
+		if errors.As(iterErr, &be) {
+			return fmt.Errorf("source batch at offset %d refused, nothing after it appended: %w", be.Offset, iterErr)
+		}
+		return fmt.Errorf("source records refused: %w", iterErr)
+	}
+	return nil
+}
+
+// raiseEpoch keeps the local leader epoch epochMargin above the newest
+// source epoch about to be appended, in steps of epochBump, so a client's
+// cached epoch stays valid across several source epoch changes.
+func (ps *partState) raiseEpoch(sourceEpoch int32) error {
+	if sourceEpoch < 0 {
+		return nil
+	}
+	if local := ps.local.LeaderEpoch(); local-sourceEpoch < epochMargin {
+		if err := ps.local.RaiseLeaderEpoch(sourceEpoch + epochBump); err != nil {
+			return fmt.Errorf("raising the local leader epoch: %w", err)
+		}
+	}
+	return nil
+}
+
+// truncateDiverged cuts the local log where it diverges from the source,
+// as a Kafka follower does: at the source's end offset for the epoch, or
+// at ours when our history of that epoch ends earlier.
+func (ps *partState) truncateDiverged(epoch int32, endOffset int64) error {
+	l := ps.local.Log()
+	to := endOffset
+	if _, localEnd := l.EndOffsetForEpoch(epoch); localEnd >= 0 && localEnd < to {
+		to = localEnd
+	}
+	if to < 0 || to >= l.LogEndOffset() {
+		return nil
+	}
+	ps.mirror.m.log.Warn("source diverged; truncating", "mirror", ps.mirror.cfg.Name, "topic", ps.tp.topic,
+		"partition", ps.tp.partition, "epoch", epoch, "to", to, "log_end", l.LogEndOffset())
+	if err := l.TruncateTo(to); err != nil {
+		return fmt.Errorf("truncating to %d: %w", to, err)
+	}
+	return nil
+}
+
+// followLogStart moves the local log start up to the source's (retention
+// or DeleteRecords at the source).
+func (ps *partState) followLogStart(sourceStart int64) error {
+	l := ps.local.Log()
+	if sourceStart <= l.LogStartOffset() {
+		return nil
+	}
+	to := min(sourceStart, l.HighWatermark())
+	if to <= l.LogStartOffset() {
+		return nil
+	}
+	if err := l.SetLogStartOffset(to); err != nil && !errors.Is(err, storage.ErrOffsetOutOfRange) {
+		return fmt.Errorf("following the source log start %d: %w", sourceStart, err)
+	}
+	return nil
+}
+
+// resetOutOfRange handles OFFSET_OUT_OF_RANGE as a Kafka follower does:
+// below the source log start, restart there (DESIGN.md decision 1); above
+// the source log end (the source lost data), truncate to it.
+func (ps *partState) resetOutOfRange() error {
+	start, end, err := ps.mirror.sourceOffsets(ps.tp)
+	if err != nil {
+		return err
+	}
+	l := ps.local.Log()
+	leo := l.LogEndOffset()
+	switch {
+	case leo < start:
+		ps.mirror.m.log.Warn("source log start passed the local log end; restarting there", "mirror", ps.mirror.cfg.Name,
+			"topic", ps.tp.topic, "partition", ps.tp.partition, "log_end", leo, "source_start", start)
+		return l.TruncateFullyAndStartAt(start)
+	case leo > end:
+		ps.mirror.m.log.Warn("local log is ahead of the source; truncating", "mirror", ps.mirror.cfg.Name,
+			"topic", ps.tp.topic, "partition", ps.tp.partition, "log_end", leo, "source_end", end)
+		return l.TruncateTo(end)
+	}
+	return fmt.Errorf("offset %d out of range at the source, which holds [%d, %d]", leo, start, end)
+}

@@ -1,0 +1,136 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/fetch"
+)
+
+// fetchRaw returns the raw record batches of a partition from offset 0 to
+// end, read with Fetch from addr.
+func fetchRaw(t testing.TB, ctx context.Context, addr, topic string, partition int32, end int64) []byte {
+	t.Helper()
+	cl := newClient(t, addr)
+	var out []byte
+	offset := int64(0)
+	for offset < end {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 100, 10<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 10<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		req.Version = 11 // by name on both sides
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch %s-%d at %d from %s: error %d", topic, partition, offset, addr, p.ErrorCode)
+		}
+		var rb kmsg.RecordBatch
+		data := p.RecordBatches
+		progressed := false
+		for len(data) >= 61 {
+			if err := rb.ReadFrom(data); err != nil {
+				break
+			}
+			size := int(rb.Length) + 12
+			if size > len(data) {
+				break
+			}
+			if next := rb.FirstOffset + int64(rb.LastOffsetDelta) + 1; next > offset {
+				out = append(out, data[:size]...)
+				offset, progressed = next, true
+			}
+			data = data[size:]
+		}
+		if !progressed {
+			t.Fatalf("no progress at offset %d of %d", offset, end)
+		}
+	}
+	return out
+}
+
+func TestMirrorSmoke(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	srcAddr := src.ListenAddrs()[0]
+	p := newClient(t, srcAddr, kgo.DefaultProduceTopic("src"), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	for i := range 5000 {
+		p.Produce(ctx, kgo.StringRecord(fmt.Sprint("value-", i)), nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	n := startNode(t)
+	if err := n.b.CreateMirrorTopic("src", [16]byte{7}, 2, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	m := fetch.NewManager(fetch.Config{})
+	defer m.Close()
+	if err := m.AddMirror(fetch.MirrorConfig{Name: "m1", Bootstrap: []string{srcAddr}, FetchWaitMax: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	ends := map[int32]int64{}
+	for part := int32(0); part < 2; part++ {
+		local, err := n.b.MirrorPartition("src", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.StartPartition("m1", "src", part, local); err != nil {
+			t.Fatal(err)
+		}
+		resp := rawRequest(t, ctx, srcAddr, listLatest("src", part)).(*kmsg.ListOffsetsResponse)
+		ends[part] = resp.Topics[0].Partitions[0].Offset
+	}
+	for part, end := range ends {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st, err := m.Status("m1", "src", part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.LogEndOffset >= end {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("partition %d: %+v, want log end %d", part, st, end)
+			}
+			<-time.After(10 * time.Millisecond)
+		}
+		want := fetchRaw(t, ctx, srcAddr, "src", part, end)
+		got := fetchRaw(t, ctx, n.addr(), "src", part, end)
+		if !bytes.Equal(want, got) {
+			t.Fatalf("partition %d: mirrored bytes differ (%d vs %d bytes)", part, len(got), len(want))
+		}
+	}
+}
+
+func listLatest(topic string, partition int32) *kmsg.ListOffsetsRequest {
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = partition, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
