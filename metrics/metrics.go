@@ -19,6 +19,8 @@
 //	kmirror_broker_partitions                partitions on the node
 //	kmirror_log_size_bytes{topic}            bytes on disk of a topic's logs
 //	kmirror_log_end_offsets{topic}        sum of the topic's partition log end offsets
+//
+// The mirror fetchers' metrics are listed on FetchCollector.
 package metrics
 
 import (
