@@ -5,7 +5,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // DescribeGroups: v0-6
 //
 // Behavior:
-// State, protocol and members (with their assignment once Stable); an unknown group is Dead with no error, as Kafka answers.
+// State, protocol and members (with their assignment once Stable); an unknown group is Dead, with GROUP_ID_NOT_FOUND from v6 (KIP-1043), as Kafka answers.
 //
 // Version notes:
 // v3 authorized operations (all: no authorizer yet); v4 instance ids; v5 flexible; v6 error messages.

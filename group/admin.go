@@ -36,8 +36,8 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	return resp
 }
 
-// DescribeGroups describes groups; an unknown group is reported Dead, as
-// Kafka does, with no error.
+// DescribeGroups describes groups; an unknown group is reported Dead, with
+// no error before v6 and GROUP_ID_NOT_FOUND since (KIP-1043), as Kafka does.
 func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, name := range req.Groups {
@@ -71,6 +71,11 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 				dg.Members = append(dg.Members, dm)
 			}
 			g.mu.Unlock()
+		}
+		if dg.State == stateDead.String() && dg.ErrorCode == 0 && req.Version >= 6 {
+			// KIP-1043: from v6 a group that does not exist is an error.
+			msg := "group " + name + " does not exist"
+			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		}
 		resp.Groups = append(resp.Groups, dg)
 	}
