@@ -1,6 +1,7 @@
-// Command kmirror is the single kmirror binary: serve runs a node, version
-// prints the build. Later subcommands (mirrors, demo, bench) land here as
-// the packages behind them exist.
+// Command kmirror is the single kmirror binary: serve runs a node, bench
+// measures mirroring end to end (perf/mirror), version prints the build.
+// Later subcommands (mirrors, demo) land here as the packages behind them
+// exist.
 package main
 
 import (
@@ -23,6 +24,7 @@ Usage:
 
 Commands:
   serve      run a kmirror node (a Kafka-compatible broker)
+  bench      measure mirroring end to end: kmirror vs a fetch drain vs a consume/produce pipeline
   version    print the version and build information
   help       print this help
 
@@ -48,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runVersion(args[1:], stdout, stderr)
 	case "serve":
 		return runServe(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kmirror: unknown command %q\n\n%s", args[0], usage)
 	return 2
