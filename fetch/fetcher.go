@@ -122,6 +122,9 @@ func (f *fetcher) run() {
 			return
 		}
 		if err := f.fetchOnce(); err != nil {
+			if f.ctx.Err() != nil {
+				return // closed: the cancellation broke the request, not the source
+			}
 			f.mr.m.stats.ConnectionErrors.Add(1)
 			f.mr.m.log.Warn("source fetch failed; reconnecting", "mirror", f.mr.cfg.Name, "broker", f.addr, "err", err)
 			if f.conn != nil {
@@ -218,6 +221,11 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 	req.ReplicaState.ID, req.ReplicaState.Epoch = -1, -1
 	req.MaxWaitMillis = int32(cfg.FetchWaitMax / time.Millisecond)
 	req.MinBytes, req.MaxBytes = cfg.FetchMinBytes, cfg.FetchMaxBytes
+	if a := f.mr.throttle.allowance(); a >= 0 && a < int64(req.MaxBytes) {
+		// Throttled: ask for no more than the credit left (see allowance).
+		req.MaxBytes = int32(a)
+		req.MinBytes = min(req.MinBytes, req.MaxBytes)
+	}
 	req.IsolationLevel = 0 // READ_UNCOMMITTED: markers and aborted data are mirrored too
 	req.SessionID, req.SessionEpoch = f.sess.id, f.sess.epoch
 	if version < 7 {
@@ -303,8 +311,14 @@ func (f *fetcher) apply() {
 				continue // removed while the request was out
 			}
 			if drop := ps.handle(f, rp); drop {
+				// handle already handed ps back (rehome, fail), so the
+				// resolver may have assigned it again, to this very
+				// fetcher, before we get here: drop it only if it is not
+				// ours again, or it would be lost (owned by no fetcher
+				// while its state says fetching). f.mu is held across the
+				// check: a reassignment sets ps.fetcher before f.add.
 				f.mu.Lock()
-				if f.parts[tp] == ps {
+				if f.parts[tp] == ps && !ps.ownedBy(f) {
 					delete(f.parts, tp)
 				}
 				f.mu.Unlock()

@@ -106,6 +106,14 @@ func (ps *partState) takeEpochCheck() bool {
 	return c
 }
 
+// ownedBy reports whether f is the partition's current fetcher.
+// Lock order: a fetcher's mu, then ps.mu.
+func (ps *partState) ownedBy(f *fetcher) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.fetcher == f
+}
+
 func (ps *partState) assigned(f *fetcher, li leaderInfo) {
 	ps.mu.Lock()
 	ps.fetcher, ps.leader, ps.sourceEpoch, ps.state, ps.err = f, li.leader, li.epoch, StateFetching, nil
@@ -115,10 +123,14 @@ func (ps *partState) assigned(f *fetcher, li leaderInfo) {
 // fail stops the partition: for good (an operator restarts it) or, when
 // retry is set, until the resolver picks it up after a backoff.
 func (ps *partState) fail(err error, retry bool) {
+	// One jittered delay for both the retry time and the resolver's
+	// wake-up: a wake-up before retryAt finds nothing due, and nothing
+	// else would wake the resolver again.
+	delay := jitter(ps.mirror.cfg.FetchBackoff)
 	ps.mu.Lock()
 	ps.err, ps.fetcher = err, nil
 	if retry {
-		ps.state, ps.retryAt = StateBackoff, time.Now().Add(jitter(ps.mirror.cfg.FetchBackoff))
+		ps.state, ps.retryAt = StateBackoff, time.Now().Add(delay)
 	} else {
 		ps.state = StateFailed
 	}
@@ -129,7 +141,7 @@ func (ps *partState) fail(err error, retry bool) {
 	}
 	ps.mirror.m.log.Warn(lvl, "mirror", ps.mirror.cfg.Name, "topic", ps.tp.topic, "partition", ps.tp.partition, "err", err)
 	if retry {
-		ps.mirror.wakeResolverAfter(ps.mirror.cfg.FetchBackoff)
+		ps.mirror.wakeResolverAfter(delay)
 	}
 }
 
@@ -245,7 +257,18 @@ func (ps *partState) appendBatches(records []byte) error {
 			continue
 		}
 		if b.BaseOffset() < leo {
-			return fmt.Errorf("source batch at %d-%d overlaps the local log end %d", b.BaseOffset(), b.LastOffset(), leo)
+			// An empty log restarted at a source log start that lies
+			// inside a batch (DeleteRecords lands mid-batch): the source
+			// answers with the whole batch. As a Kafka follower does,
+			// restart the log at the batch's base offset; followLogStart
+			// then moves the log start back up to the source's.
+			if start >= 0 || leo != l.LogStartOffset() {
+				return fmt.Errorf("source batch at %d-%d overlaps the local log end %d", b.BaseOffset(), b.LastOffset(), leo)
+			}
+			if err := l.TruncateFullyAndStartAt(b.BaseOffset()); err != nil {
+				return fmt.Errorf("restarting the empty log at %d: %w", b.BaseOffset(), err)
+			}
+			leo = b.BaseOffset()
 		}
 		if start < 0 {
 			start = from

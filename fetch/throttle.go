@@ -38,6 +38,26 @@ func (t *throttle) spend(n int64) {
 	t.mu.Unlock()
 }
 
+// allowance is how many bytes the next fetch may bring: the credit left, at
+// least 1 (a source returns the first batch whole however small the limit,
+// KIP-74), or -1 when unlimited. Fetchers cap the response size with it:
+// spend and wait alone only charge a response after it arrived, so one
+// response could overshoot the rate by up to mirror.fetch.response.max.bytes
+// (1 MiB of backlog mirrored at once at 200 KiB/s, then a five-second wait).
+// Fetchers of one mirror read the same credit concurrently, so together
+// they may still overshoot it, by at most one response each; the debt
+// then delays them all.
+func (t *throttle) allowance() int64 {
+	if t.rate <= 0 {
+		return -1
+	}
+	t.mu.Lock()
+	t.refill(time.Now())
+	credit := int64(t.tokens)
+	t.mu.Unlock()
+	return max(credit, 1)
+}
+
 // wait blocks while the mirror is over its rate.
 func (t *throttle) wait(ctx context.Context) error {
 	if t.rate <= 0 {

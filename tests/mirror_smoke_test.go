@@ -15,52 +15,10 @@ import (
 )
 
 // fetchRaw returns the raw record batches of a partition from offset 0 to
-// end, read with Fetch from addr.
+// end, read with Fetch v11 (by topic name) from addr.
 func fetchRaw(t testing.TB, ctx context.Context, addr, topic string, partition int32, end int64) []byte {
 	t.Helper()
-	cl := newClient(t, addr)
-	var out []byte
-	offset := int64(0)
-	for offset < end {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 100, 10<<20, -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 10<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		req.Version = 11 // by name on both sides
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != 0 {
-			t.Fatalf("fetch %s-%d at %d from %s: error %d", topic, partition, offset, addr, p.ErrorCode)
-		}
-		var rb kmsg.RecordBatch
-		data := p.RecordBatches
-		progressed := false
-		for len(data) >= 61 {
-			if err := rb.ReadFrom(data); err != nil {
-				break
-			}
-			size := int(rb.Length) + 12
-			if size > len(data) {
-				break
-			}
-			if next := rb.FirstOffset + int64(rb.LastOffsetDelta) + 1; next > offset {
-				out = append(out, data[:size]...)
-				offset, progressed = next, true
-			}
-			data = data[size:]
-		}
-		if !progressed {
-			t.Fatalf("no progress at offset %d of %d", offset, end)
-		}
-	}
-	return out
+	return readRaw(t, ctx, newClient(t, addr, kgo.MaxVersions(rawFetchVersions())), -1, topic, partition, 0, end)
 }
 
 func TestMirrorSmoke(t *testing.T) {
@@ -100,6 +58,9 @@ func TestMirrorSmoke(t *testing.T) {
 		}
 		resp := rawRequest(t, ctx, srcAddr, listLatest("src", part)).(*kmsg.ListOffsetsResponse)
 		ends[part] = resp.Topics[0].Partitions[0].Offset
+		if ends[part] <= 0 {
+			t.Fatalf("partition %d: source log end %d after producing", part, ends[part])
+		}
 	}
 	for part, end := range ends {
 		deadline := time.Now().Add(30 * time.Second)
@@ -126,6 +87,7 @@ func TestMirrorSmoke(t *testing.T) {
 
 func listLatest(topic string, partition int32) *kmsg.ListOffsetsRequest {
 	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 1 // v0 answers in OldStyleOffsets, not Offset
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
