@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/batch"
 )
 
 // maxFetchVersion: v12 has fetch sessions, diverging epochs and current
@@ -34,7 +36,34 @@ type fetcher struct {
 	conn *sourceConn
 	sess session
 	req  *kmsg.FetchRequest
-	resp *kmsg.FetchResponse
+
+	// The pipeline: while one response is applied (CRC check, append) on
+	// an applier goroutine, the next Fetch is already on the wire, asking
+	// at the offsets the applied response will leave (predicted). Two
+	// responses and read buffers alternate; requested records, per
+	// response, the offset each partition was fetched at, and the applier
+	// only appends where the log end still equals it, so a wrong
+	// prediction costs a round trip, never a gap.
+	resps     [2]*kmsg.FetchResponse
+	requested [2]map[topicPartition]int64
+	cur       int
+	spare     []byte
+	pending   chan applied // nil when no apply runs
+	predicted map[topicPartition]prediction
+}
+
+// prediction is where a partition will stand once the response being
+// applied is appended.
+type prediction struct {
+	offset int64
+	epoch  int32
+}
+
+// applied is what the applier hands back: the read buffer, free again, and
+// the partitions whose predictions no longer hold.
+type applied struct {
+	buf    []byte
+	resync []topicPartition
 }
 
 // session is the client side of a fetch session: what the source believes
@@ -55,7 +84,10 @@ func newFetcher(mr *mirror, key fetcherKey, addr string) *fetcher {
 	ctx, cancel := context.WithCancel(mr.ctx)
 	f := &fetcher{mr: mr, key: key, addr: addr, ctx: ctx, stop: cancel, done: make(chan struct{}),
 		parts: map[topicPartition]*partState{}, wake: make(chan struct{}, 1),
-		req: kmsg.NewPtrFetchRequest(), resp: kmsg.NewPtrFetchResponse()}
+		req:       kmsg.NewPtrFetchRequest(),
+		resps:     [2]*kmsg.FetchResponse{kmsg.NewPtrFetchResponse(), kmsg.NewPtrFetchResponse()},
+		requested: [2]map[topicPartition]int64{{}, {}},
+		predicted: map[topicPartition]prediction{}}
 	f.sess.sent = map[topicPartition]sentPosition{}
 	go f.run()
 	return f
@@ -99,6 +131,7 @@ func (f *fetcher) wait() {
 func (f *fetcher) run() {
 	defer close(f.done)
 	defer func() {
+		f.finishApply()
 		if f.conn != nil {
 			f.conn.Close()
 		}
@@ -157,8 +190,10 @@ func (f *fetcher) hasPartitions() bool {
 }
 
 func (f *fetcher) resetSession() {
+	f.finishApply()
 	f.sess.id, f.sess.epoch = 0, 0
 	clear(f.sess.sent)
+	clear(f.predicted)
 }
 
 // fetchOnce sends one Fetch and applies the answer. An error means the
@@ -181,15 +216,20 @@ func (f *fetcher) fetchOnce() error {
 	if version < 7 {
 		f.resetSession() // no sessions before v7
 	}
-	parts := f.buildRequest(version)
+	f.buildRequest(version)
+	requested, resp := f.requested[f.cur], f.resps[f.cur]
+	clear(requested)
+	for tp, pos := range f.sess.sent {
+		requested[tp] = pos.offset
+	}
 	start := time.Now()
-	if err := f.conn.roundTrip(f.ctx, f.req, f.resp); err != nil {
+	if err := f.conn.roundTrip(f.ctx, f.req, resp); err != nil {
 		return err
 	}
 	stats := &f.mr.m.stats
 	stats.FetchRequests.Add(1)
 	stats.FetchNanos.Add(int64(time.Since(start)))
-	if code := f.resp.ErrorCode; code != 0 {
+	if code := resp.ErrorCode; code != 0 {
 		// A session the source forgot or whose epoch we missed: start over
 		// with a full fetch. Anything else: back off on this connection.
 		f.resetSession()
@@ -198,9 +238,75 @@ func (f *fetcher) fetchOnce() error {
 		}
 		return kerr.ErrorForCode(code)
 	}
-	f.advanceSession(version, parts)
-	f.apply()
+	f.advanceSession(version, resp)
+	// The previous response is applied by now or soon: wait for it, take
+	// its buffer back for the next read, then hand this one over.
+	f.finishApply()
+	buf := f.conn.swapReadBuffer(f.spare)
+	f.spare = nil
+	f.predict(resp, requested)
+	f.startApply(resp, requested, buf)
+	f.cur ^= 1
 	return nil
+}
+
+// predict records where each partition of resp will stand after its whole
+// batches are appended, so the next request can ask from there before the
+// append is done. Batch headers only: the applier checks CRCs.
+func (f *fetcher) predict(resp *kmsg.FetchResponse, requested map[topicPartition]int64) {
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			tp := topicPartition{rt.Topic, rp.Partition}
+			if rp.ErrorCode != 0 || rp.DivergingEpoch.EndOffset >= 0 {
+				delete(f.predicted, tp)
+				continue
+			}
+			from, ok := requested[tp]
+			if !ok {
+				continue
+			}
+			next, epoch := from, int32(-1)
+			it := batch.NewIterator(rp.RecordBatches)
+			it.SkipCRC()
+			for b, ok := it.Next(); ok; b, ok = it.Next() {
+				if b.NextOffset() > next {
+					next, epoch = b.NextOffset(), b.PartitionLeaderEpoch()
+				}
+			}
+			if next > from {
+				f.predicted[tp] = prediction{offset: next, epoch: epoch}
+			}
+		}
+	}
+}
+
+// startApply applies resp on an applier goroutine.
+func (f *fetcher) startApply(resp *kmsg.FetchResponse, requested map[topicPartition]int64, buf []byte) {
+	done := make(chan applied, 1)
+	f.pending = done
+	go func() { done <- applied{buf: buf, resync: f.apply(resp, requested)} }()
+}
+
+// finishApply waits for the response being applied, if any.
+func (f *fetcher) finishApply() {
+	if f.pending == nil {
+		return
+	}
+	r := <-f.pending
+	f.pending = nil
+	f.spare = r.buf
+	for _, tp := range r.resync {
+		delete(f.predicted, tp)
+	}
+	f.mu.Lock()
+	for tp := range f.predicted {
+		if f.parts[tp] == nil {
+			delete(f.predicted, tp) // a partition that left: start afresh if it returns
+		}
+	}
+	f.mu.Unlock()
 }
 
 // buildRequest fills f.req for the owned partitions and returns them.
@@ -236,6 +342,10 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 	byTopic := map[string]int{}
 	for tp, ps := range parts {
 		offset, cur, last := ps.fetchPosition()
+		if p, ok := f.predicted[tp]; ok {
+			// The response being applied will leave the log here.
+			offset, last = p.offset, p.epoch
+		}
 		pos := sentPosition{offset: offset, currentEpoch: cur, lastFetchedEpoch: last}
 		if !full && f.sess.sent[tp] == pos {
 			continue
@@ -278,11 +388,11 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 }
 
 // advanceSession moves the session epoch after a successful response.
-func (f *fetcher) advanceSession(version int16, _ map[topicPartition]*partState) {
+func (f *fetcher) advanceSession(version int16, resp *kmsg.FetchResponse) {
 	switch {
 	case version < 7:
-	case f.sess.epoch == 0 && f.resp.SessionID != 0:
-		f.sess.id, f.sess.epoch = f.resp.SessionID, 1
+	case f.sess.epoch == 0 && resp.SessionID != 0:
+		f.sess.id, f.sess.epoch = resp.SessionID, 1
 	case f.sess.epoch == 0:
 		// The source keeps no session for us (cache full): stay on full
 		// fetches.
@@ -295,22 +405,42 @@ func (f *fetcher) advanceSession(version int16, _ map[topicPartition]*partState)
 	}
 }
 
-// apply hands each answered partition to its state.
-func (f *fetcher) apply() {
+// apply hands each answered partition to its state and returns the
+// partitions whose next position is not what predict assumed.
+func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]int64) (resync []topicPartition) {
 	f.handling.Lock()
 	defer f.handling.Unlock()
-	for i := range f.resp.Topics {
-		rt := &f.resp.Topics[i]
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			tp := topicPartition{rt.Topic, rp.Partition}
+			if rp.ErrorCode != 0 {
+				// Counted whether or not the partition is still ours: the
+				// source did answer it.
+				stats := &f.mr.m.stats
+				stats.ErrorsByCode[min(int(rp.ErrorCode), len(stats.ErrorsByCode)-1)].Add(1)
+			}
 			f.mu.Lock()
 			ps := f.parts[tp]
 			f.mu.Unlock()
-			if ps == nil {
+			from, asked := requested[tp]
+			if ps == nil || !asked {
 				continue // removed while the request was out
 			}
-			if drop := ps.handle(f, rp); drop {
+			if rp.ErrorCode == 0 && ps.local.Log().LogEndOffset() != from {
+				// Asked at a predicted offset the previous apply did not
+				// reach (it failed, truncated or skipped): drop this data,
+				// the next request asks at the real log end.
+				resync = append(resync, tp)
+				continue
+			}
+			before := ps.local.Log().LogEndOffset()
+			drop := ps.handle(f, rp)
+			if drop || rp.ErrorCode != 0 || rp.DivergingEpoch.EndOffset >= 0 || !f.reached(tp, ps, before) {
+				resync = append(resync, tp)
+			}
+			if drop {
 				// handle already handed ps back (rehome, fail), so the
 				// resolver may have assigned it again, to this very
 				// fetcher, before we get here: drop it only if it is not
@@ -325,6 +455,18 @@ func (f *fetcher) apply() {
 			}
 		}
 	}
+	return resync
+}
+
+// reached reports whether ps's log end moved as predicted, or did not
+// move when nothing was predicted. (predicted is read here under no lock:
+// the fetcher goroutine only writes it between applies.)
+func (f *fetcher) reached(tp topicPartition, ps *partState, before int64) bool {
+	leo := ps.local.Log().LogEndOffset()
+	if p, ok := f.predicted[tp]; ok {
+		return leo == p.offset
+	}
+	return leo == before
 }
 
 type unsupportedError struct{ addr string }

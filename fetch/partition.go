@@ -194,8 +194,6 @@ func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (d
 }
 
 func (ps *partState) handleError(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (drop bool) {
-	stats := &ps.mirror.m.stats
-	stats.ErrorsByCode[min(int(rp.ErrorCode), len(stats.ErrorsByCode)-1)].Add(1)
 	err := kerr.ErrorForCode(rp.ErrorCode)
 	switch rp.ErrorCode {
 	case kerr.FencedLeaderEpoch.Code:

@@ -624,3 +624,14 @@ func softwareVersion() string {
 func isAlnum(ch byte) bool {
 	return ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9'
 }
+
+// swapReadBuffer installs b as the buffer the next response is read into
+// and returns the current one, with the last response's bytes in it. A
+// fetcher keeps applying one response while the next is read into the
+// other buffer; byte fields decoded from the returned buffer stay valid
+// until the caller hands it back.
+func (c *sourceConn) swapReadBuffer(b []byte) []byte {
+	cur := c.rbuf
+	c.rbuf = b[:0]
+	return cur
+}
