@@ -3,9 +3,11 @@
 // (name, topic id, partition count, dynamic topic configs, owning mirror),
 // the dynamic broker configs, the cluster id, the producer-id allocator and
 // the consumer groups' metadata and committed offsets (Kafka's
-// __consumer_offsets). Later steps add mirrors and their configs, mirror
-// partition states and last-mirror epochs and ACLs, each under its own key
-// prefix.
+// __consumer_offsets), the local leader epochs of mirrored partitions, the
+// cluster mirrors (configs, patterns, topics' desired states) and the
+// mirror partition states with their last mirror epochs and offsets (the
+// prototype's __mirror_state). A later step adds ACLs under a key prefix
+// of their own.
 //
 // # Why a Badger directory
 //
@@ -55,8 +57,13 @@
 //	                                     one committed offset (GroupOffset)
 //	v1/leader-epoch/<32 lowercase hex>   local leader epochs of a mirrored
 //	                                     topic's partitions (leader_epochs.go)
+//	v1/mirror/<mirror name>              a cluster mirror (Mirror)
+//	v1/mirror-partition/<mirror name>/<topic n><partition be32>
+//	                                     a mirror partition's state
+//	                                     (MirrorPartitionState)
 //
-// Keys are ASCII strings but for the group families. A group name is any
+// Keys are ASCII strings but for the group families and the fields after
+// the mirror name of a partition state key. A group name is any
 // bytes, '/' and NUL included (Kafka allows them), so a name field "x n" is
 // the byte length of x as a minimal uvarint (encoding/binary) followed by
 // the bytes of x; the topic field uses the same form. A uvarint is
@@ -68,8 +75,14 @@
 // int16 string length), which keeps keys far below Badger's 65000-byte
 // limit.
 //
-
-// v1/acl/.
+// Mirror names follow the topic name rules (1 to 249 characters of
+// [A-Za-z0-9._-]), so "v1/mirror/<name>" is plain ASCII like a topic key,
+// and a name never holds the '/' that ends the name field of a partition
+// state key: the prefix scan of mirror "a" sees neither "ab" nor "a.b".
+// The topic field that follows is "x n" like the group keys', so the scan
+// of one topic's partition states never sees a longer topic's.
+//
+// Reserved for a later step (not written yet): v1/acl/.
 //
 // # Value layouts
 //
@@ -120,6 +133,38 @@
 //	repeated: offsets are the store's most numerous and most written
 //	records. A key whose topic is not a legal topic name, or whose fields
 //	leave bytes over, is corrupt like a value.
+//
+//	v1/mirror/<mirror name>
+//	+------+--------+---------------------+
+//	| 0x01 | name s | source cluster id s |  ...
+//	+------+--------+---------------------+
+//	   +---------+---------+---------+--------+
+//	...| configs | include | exclude | topics |
+//	   +---------+---------+---------+--------+
+//	configs = as in the topic record.
+//	include, exclude = count u32, then count patterns s, each non-empty,
+//	          in the order they were added.
+//	topics  = count u32, then count pairs (topic s, desired state i8) with
+//	          legal topic names strictly ascending and states MIRRORING (3),
+//	          PAUSED (5) or STOPPED (7).
+//	name repeats the key's suffix, as in the topic record. One record holds
+//	all of a mirror's topics: a desired-state change rewrites it, which
+//	suits the rate of admin requests.
+//
+//	v1/mirror-partition/<mirror name>/<topic n><partition be32>
+//	+------+----------+-------------+-------------------+
+//	| 0x01 | state i8 | previous i8 | retry attempt i32 |  ...
+//	+------+----------+-------------+-------------------+
+//	   +-----------------------+------------------------+-----------------+
+//	...| last mirror epoch i32 | last mirror offset i64 | error message s |
+//	   +-----------------------+------------------------+-----------------+
+//	states as PartitionState (LOG_ALIGNMENT 0 ... FAILED 8, UNKNOWN -1);
+//	state is never UNKNOWN (a partition without a record is UNKNOWN). For
+//	FAILED: previous is any state but FAILED, retry attempt >= 1 or -1
+//	(not retried). Otherwise previous is UNKNOWN and retry attempt 0. Last
+//	mirror epoch and offset >= -1 (-1: unknown). The key holds mirror,
+//	topic and partition; a key whose fields break their rules or leave
+//	bytes over is corrupt like a value.
 //
 // The string records carry a length although the value's end would do: every
 // record is then self-delimiting, so a torn value is always detected rather
