@@ -9,7 +9,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 1
 
-.PHONY: build test test-race bench fuzz lint clean
+.PHONY: build test test-race bench fuzz lint clean demo
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/kmirror
@@ -17,6 +17,10 @@ build:
 test: lint
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(CORE_PKGS)
+
+# Two nodes on loopback: mirror, fail over, fail back (kmirror demo).
+demo: build
+	./$(BIN) demo
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...

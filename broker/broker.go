@@ -53,6 +53,9 @@ type Broker struct {
 	pids     producerIDs
 	groups   *group.Coordinator
 
+	mirrorMu    sync.RWMutex
+	mirrorAdmin MirrorAdmin
+
 	// ready is closed when New has finished: a client that connects while
 	// the listeners come up waits for it instead of seeing a half-built
 	// broker (advertised listeners unset).

@@ -43,7 +43,7 @@ func regKey(key, min, max int16, serve handlerFunc) {
 	if handlers[key] != nil {
 		panic(fmt.Sprintf("BUG: API key %d registered twice", key))
 	}
-	if r := kmsg.RequestForKey(key); r != nil && max > r.MaxVersion() {
+	if r := requestForKey(key); r != nil && max > r.MaxVersion() {
 		panic(fmt.Sprintf("BUG: API key %d v%d is beyond what kmsg knows (v%d)", key, max, r.MaxVersion()))
 	}
 	handlers[key] = &apiHandler{min: min, max: max, serve: serve}
@@ -63,7 +63,7 @@ func (b *Broker) Flexible(key, version int16) bool {
 	if _, ok := lookupHandler(key, version); !ok {
 		return false
 	}
-	r := kmsg.RequestForKey(key)
+	r := requestForKey(key)
 	r.SetVersion(version)
 	return r.IsFlexible()
 }
@@ -81,13 +81,13 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 			// KIP-511: a client newer than us gets v0 with our ranges.
 			return b.apiVersionsFallback(out), true, nil
 		}
-		return out, false, fmt.Errorf("%w: key %d (%s) v%d", errUnsupported, hdr.Key, kmsg.NameForKey(hdr.Key), hdr.Version)
+		return out, false, fmt.Errorf("%w: key %d (%s) v%d", errUnsupported, hdr.Key, nameForKey(hdr.Key), hdr.Version)
 	}
 	b.stats.Requests[hdr.Key].Add(1)
-	kreq := kmsg.RequestForKey(hdr.Key)
+	kreq := requestForKey(hdr.Key)
 	kreq.SetVersion(hdr.Version)
 	if err := kreq.ReadFrom(body); err != nil {
-		return out, false, fmt.Errorf("decoding %s v%d: %w", kmsg.NameForKey(hdr.Key), hdr.Version, err)
+		return out, false, fmt.Errorf("decoding %s v%d: %w", nameForKey(hdr.Key), hdr.Version, err)
 	}
 	r := &request{conn: c, hdr: hdr, kreq: kreq, out: out}
 	resp, err := h.serve(b, r)
@@ -100,7 +100,7 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 	case r.raw:
 		return r.out, true, nil
 	case resp == nil:
-		panic(fmt.Sprintf("BUG: %s handler returned no response", kmsg.NameForKey(hdr.Key)))
+		panic(fmt.Sprintf("BUG: %s handler returned no response", nameForKey(hdr.Key)))
 	}
 	resp.SetVersion(hdr.Version)
 	return resp.AppendTo(r.out), true, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -19,6 +20,9 @@ type MirrorPartition interface {
 	LeaderEpoch() int32
 	RaiseLeaderEpoch(epoch int32) error
 	Appended()
+	// AppendControl appends a control batch built for the log end and
+	// the leader epoch (failover's ABORT markers and MIRROR_PID_RESET).
+	AppendControl(build func(base int64, epoch int32) []byte) error
 }
 
 // CreateMirrorTopic creates a topic owned by cluster mirror mirror, with
@@ -72,3 +76,58 @@ func (m mirrorPartition) RaiseLeaderEpoch(epoch int32) error {
 	m.p.epochFloor.Store(stored)
 	return nil
 }
+
+// TopicInfo describes a topic for the mirror control plane.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+	// Mirror is the cluster mirror that owns the topic, "" when writable.
+	Mirror string
+}
+
+// Topic returns a topic's info; ok is false when it does not exist.
+func (b *Broker) Topic(name string) (TopicInfo, bool) {
+	t := b.topicByName(name)
+	if t == nil {
+		return TopicInfo{}, false
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Mirror: t.mirror}, true
+}
+
+// SetTopicMirror hands a topic to a cluster mirror (read-only from then
+// on) or, with mirror "", releases it (writable: failover).
+func (b *Broker) SetTopicMirror(name, mirror string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topics[name]
+	if t == nil {
+		return fmt.Errorf("broker: no topic %s", name)
+	}
+	if t.mirror == mirror {
+		return nil
+	}
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Configs: t.configs, Mirror: mirror}
+	if err := b.store.PutTopic(st); err != nil {
+		return fmt.Errorf("broker: handing topic %s to mirror %q: %w", name, mirror, err)
+	}
+	t.mirror = mirror
+	return nil
+}
+
+// AppendControl appends a control batch (a transaction marker, a
+// MIRROR_PID_RESET) built by the caller to a partition, at its log end,
+// with the partition's leader epoch, and wakes its consumers.
+func (m mirrorPartition) AppendControl(build func(base int64, epoch int32) []byte) error {
+	raw := build(m.p.log.LogEndOffset(), m.p.leaderEpoch())
+	if _, err := m.p.log.AppendControl(raw, m.p.leaderEpoch()); err != nil {
+		return err
+	}
+	m.p.appended()
+	return nil
+}
+
+// Store is the node's state store, shared with the mirror control plane.
+func (b *Broker) Store() *state.Store { return b.store }

@@ -1,7 +1,7 @@
-// Command kmirror is the single kmirror binary: serve runs a node, bench
-// measures mirroring end to end (perf/mirror), version prints the build.
-// Later subcommands (mirrors, demo) land here as the packages behind them
-// exist.
+// Command kmirror is the single kmirror binary: serve runs a node, mirrors
+// manages its cluster mirrors, demo shows a mirror, a failover and a
+// failback end to end, bench measures mirroring (perf/mirror), version
+// prints the build.
 package main
 
 import (
@@ -24,6 +24,8 @@ Usage:
 
 Commands:
   serve      run a kmirror node (a Kafka-compatible broker)
+  mirrors    manage cluster mirrors (like kafka-cluster-mirrors.sh)
+  demo       mirror, fail over and fail back between two local nodes (make demo)
   bench      measure mirroring end to end: kmirror vs a fetch drain vs a consume/produce pipeline
   version    print the version and build information
   help       print this help
@@ -50,6 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runVersion(args[1:], stdout, stderr)
 	case "serve":
 		return runServe(args[1:], stdout, stderr)
+	case "mirrors":
+		return runMirrors(args[1:], stdout, stderr)
+	case "demo":
+		return runDemo(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	}

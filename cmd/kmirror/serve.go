@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/metrics"
 )
 
@@ -87,10 +88,18 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 		log.Error("starting the broker", "err", err)
 		return 1
 	}
+	ctl, err := control.New(b, control.Config{Logger: log})
+	if err != nil {
+		log.Error("starting the mirror control plane", "err", err)
+		b.Close()
+		return 1
+	}
+	b.SetMirrorAdmin(ctl)
 	var metricsSrv *http.Server
 	if cfg.MetricsListener != "" {
-		if metricsSrv, err = startMetrics(cfg.MetricsListener, b, log); err != nil {
+		if metricsSrv, err = startMetrics(cfg.MetricsListener, b, ctl, log); err != nil {
 			log.Error("starting the metrics listener", "setting", "metrics.listener", "err", err)
+			ctl.Close()
 			b.Close()
 			return 1
 		}
@@ -104,6 +113,7 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 		metricsSrv.Shutdown(sctx)
 		cancel()
 	}
+	ctl.Close()
 	if err := b.Close(); err != nil {
 		log.Error("shutdown", "err", err)
 		code = 1
@@ -112,9 +122,9 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 }
 
 // startMetrics serves /metrics for Prometheus on addr.
-func startMetrics(addr string, b *broker.Broker, log *slog.Logger) (*http.Server, error) {
+func startMetrics(addr string, b *broker.Broker, ctl *control.Controller, log *slog.Logger) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(b), collectors.NewGoCollector(),
+	reg.MustRegister(metrics.NewCollector(b), metrics.NewFetchCollector(ctl.Fetchers(), false), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/props"
+	"github.com/kmirror/kmirror/mirrorapi"
+)
+
+const mirrorsUsage = `Usage: kmirror mirrors --bootstrap-server HOST:PORT <action> [options]
+
+Manages the cluster mirrors of a kmirror node, like Kafka's kafka-cluster-mirrors.sh.
+Exactly one action:
+  --create    create a mirror (--mirror, --mirror-config FILE with bootstrap.servers)
+  --start     start mirroring --topics (names or regexes matched at the source; --exclude)
+  --stop      stop mirroring --topics (failover: the topics become writable)
+  --pause     pause --topics (they stay read-only)
+  --resume    resume paused --topics
+  --recover   restart failed partitions of --topics
+  --delete    delete a mirror whose topics are all stopped
+  --list      list the mirrors
+  --describe  describe mirror partitions (--mirror to pick one, --failed for failures only)
+
+Options:
+`
+
+// mirrorsFlags are the command's flags.
+type mirrorsFlags struct {
+	bootstrap, commandConfig, mirror, mirrorConfig, topics, exclude string
+	failed, asJSON                                                  bool
+	actions                                                         map[string]*bool
+}
+
+func runMirrors(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mirrors", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f mirrorsFlags
+	fs.StringVar(&f.bootstrap, "bootstrap-server", "", "the kmirror node to manage, `host:port` (required)")
+	fs.StringVar(&f.commandConfig, "command-config", "", "client properties `file` (PLAINTEXT only today)")
+	fs.StringVar(&f.mirror, "mirror", "", "the mirror `name`")
+	fs.StringVar(&f.mirrorConfig, "mirror-config", "", "mirror configs properties `file` (--create)")
+	fs.StringVar(&f.topics, "topics", "", "comma list of topic names or regexes")
+	fs.StringVar(&f.exclude, "exclude", "", "comma list of regexes to exclude (--start)")
+	fs.BoolVar(&f.failed, "failed", false, "describe failed partitions only")
+	fs.BoolVar(&f.asJSON, "json", false, "print the response as JSON")
+	f.actions = map[string]*bool{}
+	for _, a := range []string{"create", "start", "stop", "pause", "resume", "recover", "delete", "list", "describe"} {
+		f.actions[a] = fs.Bool(a, false, a+" (see above)")
+	}
+	fs.Usage = func() { fmt.Fprint(stderr, mirrorsUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	action, err := f.validate(fs.NArg())
+	if err != nil {
+		fmt.Fprintf(stderr, "kmirror mirrors: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := f.run(ctx, action, stdout); err != nil {
+		fmt.Fprintf(stderr, "kmirror mirrors: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// validate checks the flag combination and returns the action.
+func (f *mirrorsFlags) validate(extra int) (string, error) {
+	var picked []string
+	for a, set := range f.actions {
+		if *set {
+			picked = append(picked, a)
+		}
+	}
+	switch {
+	case extra > 0:
+		return "", errors.New("unexpected arguments")
+	case len(picked) != 1:
+		return "", errors.New("exactly one of --create --start --stop --pause --resume --recover --delete --list --describe is required")
+	case f.bootstrap == "":
+		return "", errors.New("--bootstrap-server is required")
+	}
+	a := picked[0]
+	switch {
+	case a != "list" && a != "describe" && f.mirror == "":
+		return "", fmt.Errorf("--%s needs --mirror", a)
+	case a == "create" && f.mirrorConfig == "":
+		return "", errors.New("--create needs --mirror-config (a properties file with bootstrap.servers)")
+	case (a == "start" || a == "stop" || a == "pause" || a == "resume" || a == "recover") && f.topics == "":
+		return "", fmt.Errorf("--%s needs --topics", a)
+	case f.exclude != "" && a != "start":
+		return "", errors.New("--exclude goes with --start only")
+	case f.failed && a != "describe":
+		return "", errors.New("--failed goes with --describe only")
+	}
+	return a, nil
+}
+
+func splitTopics(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+var topicNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+func (f *mirrorsFlags) client() (*kgo.Client, error) {
+	if f.commandConfig != "" {
+		ps, err := readProps(f.commandConfig)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if p.Key == "security.protocol" && !strings.EqualFold(p.Value, "PLAINTEXT") {
+				return nil, fmt.Errorf("%s: security.protocol=%s is not supported yet (PLAINTEXT only)", f.commandConfig, p.Value)
+			}
+		}
+	}
+	return kgo.NewClient(kgo.SeedBrokers(f.bootstrap), kgo.ClientID("kmirror-mirrors"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+}
+
+func readProps(file string) ([]props.Property, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	ps, err := props.Parse(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return ps, nil
+}
+
+// run sends the action's request and prints the answer.
+func (f *mirrorsFlags) run(ctx context.Context, action string, out io.Writer) error {
+	cl, err := f.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req, err := f.request(action)
+	if err != nil {
+		return err
+	}
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", mirrorapi.NameForKey(req.Key()), err)
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(resp); err != nil {
+			return err
+		}
+		return responseError(resp)
+	}
+	if err := responseError(resp); err != nil {
+		return err
+	}
+	return f.print(action, resp, out)
+}
+
+// request builds the action's request.
+func (f *mirrorsFlags) request(action string) (kmsg.Request, error) {
+	var names []mirrorapi.MirrorTopicsRequestTopic
+	for _, t := range splitTopics(f.topics) {
+		names = append(names, mirrorapi.MirrorTopicsRequestTopic{TopicName: t})
+	}
+	switch action {
+	case "create":
+		ps, err := readProps(f.mirrorConfig)
+		if err != nil {
+			return nil, err
+		}
+		r := mirrorapi.NewPtrCreateClusterMirrorRequest()
+		r.MirrorName = f.mirror
+		for _, p := range ps {
+			v := p.Value
+			r.Configs = append(r.Configs, mirrorapi.CreateClusterMirrorRequestConfig{Name: p.Key, Value: &v})
+		}
+		return r, nil
+	case "start":
+		r := mirrorapi.NewPtrStartMirrorTopicsRequest()
+		r.MirrorName = f.mirror
+		for _, t := range splitTopics(f.topics) {
+			if topicNameRe.MatchString(t) {
+				r.Topics = append(r.Topics, mirrorapi.StartMirrorTopicsRequestTopic{TopicName: t})
+			} else {
+				r.IncludePatterns = append(r.IncludePatterns, t)
+			}
+		}
+		r.ExcludePatterns = splitTopics(f.exclude)
+		return r, nil
+	case "stop":
+		r := mirrorapi.NewPtrStopMirrorTopicsRequest()
+		r.MirrorName = f.mirror
+		for _, t := range names {
+			if topicNameRe.MatchString(t.TopicName) {
+				r.Topics = append(r.Topics, t)
+			} else {
+				r.Patterns = append(r.Patterns, t.TopicName)
+			}
+		}
+		return r, nil
+	case "pause":
+		r := mirrorapi.NewPtrPauseMirrorTopicsRequest()
+		r.MirrorName, r.Topics = f.mirror, names
+		return r, nil
+	case "resume":
+		r := mirrorapi.NewPtrResumeMirrorTopicsRequest()
+		r.MirrorName, r.Topics = f.mirror, names
+		return r, nil
+	case "recover":
+		r := mirrorapi.NewPtrRecoverMirrorTopicsRequest()
+		r.MirrorName, r.Topics = f.mirror, names
+		return r, nil
+	case "delete":
+		r := mirrorapi.NewPtrDeleteClusterMirrorRequest()
+		r.MirrorName = f.mirror
+		return r, nil
+	case "list":
+		r := mirrorapi.NewPtrListClusterMirrorsRequest()
+		r.IncludeTopicNames = true
+		return r, nil
+	case "describe":
+		r := mirrorapi.NewPtrDescribeClusterMirrorsRequest()
+		if f.mirror != "" {
+			r.MirrorNames = []string{f.mirror}
+		}
+		return r, nil
+	}
+	return nil, fmt.Errorf("unknown action %s", action)
+}
+
+// responseError turns the response's error codes into one line.
+func responseError(resp kmsg.Response) error {
+	top := func(code int16, msg *string) error {
+		if code == 0 {
+			return nil
+		}
+		text := mirrorapi.ErrorName(code)
+		if msg != nil && *msg != "" {
+			text += ": " + *msg
+		}
+		return errors.New(text)
+	}
+	topics := func(code int16, msg *string, ts []mirrorapi.MirrorTopicsResponseTopic) error {
+		if err := top(code, msg); err != nil {
+			return err
+		}
+		var errs []string
+		for _, t := range ts {
+			if t.ErrorCode != 0 {
+				m := mirrorapi.ErrorName(t.ErrorCode)
+				if t.ErrorMessage != nil {
+					m += ": " + *t.ErrorMessage
+				}
+				errs = append(errs, t.Name+": "+m)
+			}
+		}
+		if len(errs) > 0 {
+			return errors.New(strings.Join(errs, "; "))
+		}
+		return nil
+	}
+	switch r := resp.(type) {
+	case *mirrorapi.CreateClusterMirrorResponse:
+		return top(r.ErrorCode, r.ErrorMessage)
+	case *mirrorapi.DeleteClusterMirrorResponse:
+		return top(r.ErrorCode, r.ErrorMessage)
+	case *mirrorapi.StartMirrorTopicsResponse:
+		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
+	case *mirrorapi.StopMirrorTopicsResponse:
+		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
+	case *mirrorapi.PauseMirrorTopicsResponse:
+		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
+	case *mirrorapi.ResumeMirrorTopicsResponse:
+		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
+	case *mirrorapi.RecoverMirrorTopicsResponse:
+		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
+	case *mirrorapi.ListClusterMirrorsResponse:
+		return top(r.ErrorCode, nil)
+	case *mirrorapi.DescribeClusterMirrorsResponse:
+		for _, m := range r.Mirrors {
+			if err := top(m.ErrorCode, m.ErrorMessage); err != nil {
+				return fmt.Errorf("%s: %w", m.MirrorName, err)
+			}
+		}
+	}
+	return nil
+}
+
+// print writes the human form: SPEC.md section 8's columns.
+func (f *mirrorsFlags) print(action string, resp kmsg.Response, out io.Writer) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	defer tw.Flush()
+	switch r := resp.(type) {
+	case *mirrorapi.ListClusterMirrorsResponse:
+		fmt.Fprintln(tw, "MIRROR\tTOPICS\tSOURCE-CLUSTER-ID\tSOURCE-BOOTSTRAP-SERVER")
+		for _, m := range r.Mirrors {
+			id := ""
+			if m.SourceClusterID != nil {
+				id = *m.SourceClusterID
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MirrorName, strings.Join(m.TopicNames, ","), id, m.SourceBootstrap)
+		}
+	case *mirrorapi.DescribeClusterMirrorsResponse:
+		if f.failed {
+			fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tRETRY\tERROR")
+		} else {
+			fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSOURCE-OFFSET\tDESTINATION-OFFSET\tLAG\tSTATE")
+		}
+		for _, m := range r.Mirrors {
+			for _, t := range m.Topics {
+				for _, p := range t.Partitions {
+					if !f.failed {
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", m.MirrorName, t.TopicName, p.PartitionIndex,
+							p.SourceOffset, p.DestinationOffset, p.Lag, p.StateValue)
+						continue
+					}
+					if p.StateValue != "FAILED" {
+						continue
+					}
+					retry := "NonRetryable"
+					if p.RetryAttempt >= 0 {
+						retry = fmt.Sprint(p.RetryAttempt)
+					}
+					msg := ""
+					if p.ErrorMessage != nil {
+						msg = *p.ErrorMessage
+					}
+					if len(msg) > 80 {
+						msg = msg[:80]
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MirrorName, t.TopicName, p.PartitionIndex, retry, msg)
+				}
+			}
+		}
+	default:
+		fmt.Fprintf(out, "%s: done\n", action)
+	}
+	return nil
+}

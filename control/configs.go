@@ -1,0 +1,153 @@
+package control
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kmirror/kmirror/fetch"
+)
+
+// mirrorConfig is one mirror-level config (SPEC.md section 3). apply is nil
+// for configs that are stored and described but used elsewhere (filters,
+// read by the sync loop) or not at all on one node.
+type mirrorConfig struct {
+	name  string
+	check func(string) error
+	apply func(c *fetch.MirrorConfig, v string)
+}
+
+func msConfig(set func(c *fetch.MirrorConfig, d time.Duration)) (func(string) error, func(*fetch.MirrorConfig, string)) {
+	return intAtLeast(0), func(c *fetch.MirrorConfig, v string) {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		set(c, time.Duration(n)*time.Millisecond)
+	}
+}
+
+func intAtLeast(min int64) func(string) error {
+	return func(v string) error {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < min {
+			return fmt.Errorf("want an integer >= %d, got %q", min, v)
+		}
+		return nil
+	}
+}
+
+func atoi32(v string) int32 { n, _ := strconv.ParseInt(v, 10, 32); return int32(n) }
+
+// mirrorConfigs lists the configs a mirror accepts. The prototype's
+// "mirror." prefixed names and the later unprefixed ones are both taken.
+var mirrorConfigs = func() map[string]mirrorConfig {
+	m := map[string]mirrorConfig{}
+	add := func(c mirrorConfig, aliases ...string) {
+		m[c.name] = c
+		for _, a := range aliases {
+			c.name = a
+			m[a] = c
+		}
+	}
+	ck, ap := msConfig(func(c *fetch.MirrorConfig, d time.Duration) { c.FetchWaitMax = d })
+	add(mirrorConfig{name: "mirror.fetch.wait.max.ms", check: ck, apply: ap}, "fetch.wait.max.ms")
+	ck, ap = msConfig(func(c *fetch.MirrorConfig, d time.Duration) { c.FetchBackoff = d })
+	add(mirrorConfig{name: "mirror.fetch.backoff.ms", check: ck, apply: ap}, "fetch.backoff.ms")
+	ck, ap = msConfig(func(c *fetch.MirrorConfig, d time.Duration) { c.RequestTimeout = d })
+	add(mirrorConfig{name: "request.timeout.ms", check: ck, apply: ap})
+	ck, ap = msConfig(func(c *fetch.MirrorConfig, d time.Duration) { c.DialTimeout = d })
+	add(mirrorConfig{name: "socket.connection.setup.timeout.ms", check: ck, apply: ap})
+	add(mirrorConfig{name: "mirror.fetch.min.bytes", check: intAtLeast(0),
+		apply: func(c *fetch.MirrorConfig, v string) { c.FetchMinBytes = atoi32(v) }}, "fetch.min.bytes")
+	add(mirrorConfig{name: "mirror.fetch.response.max.bytes", check: intAtLeast(1),
+		apply: func(c *fetch.MirrorConfig, v string) { c.FetchMaxBytes = atoi32(v) }}, "fetch.response.max.bytes")
+	add(mirrorConfig{name: "mirror.fetch.max.bytes", check: intAtLeast(1),
+		apply: func(c *fetch.MirrorConfig, v string) { c.PartitionMaxBytes = atoi32(v) }}, "fetch.max.bytes")
+	add(mirrorConfig{name: "mirror.socket.receive.buffer.bytes", check: intAtLeast(-1),
+		apply: func(c *fetch.MirrorConfig, v string) { c.ReceiveBuffer = int(atoi32(v)) }}, "socket.receive.buffer.bytes")
+	add(mirrorConfig{name: "mirror.num.replica.fetchers", check: intAtLeast(1),
+		apply: func(c *fetch.MirrorConfig, v string) { c.Fetchers = int(atoi32(v)) }}, "num.replica.fetchers")
+	add(mirrorConfig{name: "mirror.replication.throttled.rate", check: intAtLeast(0),
+		apply: func(c *fetch.MirrorConfig, v string) { c.ThrottleBytesPerSecond, _ = strconv.ParseInt(v, 10, 64) }},
+		"replication.throttled.rate")
+	add(mirrorConfig{name: "producer.id.rewrite", check: checkBool,
+		apply: func(c *fetch.MirrorConfig, v string) { c.ProducerIDRewrite = strings.EqualFold(v, "true") }})
+	add(mirrorConfig{name: "bootstrap.servers", check: checkBootstrap,
+		apply: func(c *fetch.MirrorConfig, v string) { c.Bootstrap = splitList(v) }})
+	add(mirrorConfig{name: "security.protocol", check: func(v string) error {
+		if !strings.EqualFold(v, "PLAINTEXT") {
+			return fmt.Errorf("only PLAINTEXT is supported until TLS and SASL exist, got %q", v)
+		}
+		return nil
+	}})
+	for _, n := range []string{"mirror.source.cluster.id", "socket.connection.setup.timeout.max.ms",
+		"connections.max.idle.ms", "mirror.socket.timeout.ms"} {
+		add(mirrorConfig{name: n})
+	}
+	for _, n := range []string{"topics.include", "topics.exclude", "groups.include", "groups.exclude",
+		"acls.include", "topic.properties.exclude"} {
+		add(mirrorConfig{name: "mirror." + n}, n)
+	}
+	return m
+}()
+
+func checkBool(v string) error {
+	if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+		return fmt.Errorf("want true or false, got %q", v)
+	}
+	return nil
+}
+
+func checkBootstrap(v string) error {
+	if len(splitList(v)) == 0 {
+		return fmt.Errorf("want a comma list of host:port, got %q", v)
+	}
+	for _, hp := range splitList(v) {
+		if i := strings.LastIndexByte(hp, ':'); i <= 0 || i == len(hp)-1 {
+			return fmt.Errorf("want host:port, got %q", hp)
+		}
+	}
+	return nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// validateMirrorConfigs checks a mirror's configs; the error names the
+// config at fault. bootstrap.servers is required.
+func validateMirrorConfigs(configs map[string]string) error {
+	for k, v := range configs {
+		mc, ok := mirrorConfigs[k]
+		if !ok {
+			if strings.HasPrefix(k, "sasl.") || strings.HasPrefix(k, "ssl.") {
+				return fmt.Errorf("%s: TLS and SASL to the source are not supported yet", k)
+			}
+			return fmt.Errorf("unknown mirror config %q", k)
+		}
+		if mc.check != nil {
+			if err := mc.check(v); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	}
+	if _, ok := configs["bootstrap.servers"]; !ok {
+		return fmt.Errorf("bootstrap.servers is required")
+	}
+	return nil
+}
+
+// fetchConfig turns a mirror's configs into the fetchers' settings.
+func fetchConfig(name string, configs map[string]string) fetch.MirrorConfig {
+	fc := fetch.MirrorConfig{Name: name}
+	for k, v := range configs {
+		if mc, ok := mirrorConfigs[k]; ok && mc.apply != nil {
+			mc.apply(&fc, v)
+		}
+	}
+	return fc
+}

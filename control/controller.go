@@ -1,0 +1,354 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/state"
+)
+
+// Config configures a Controller. Zero values mean the defaults named.
+type Config struct {
+	Logger *slog.Logger
+	// RetryInitial, RetryMax and RetryMaxAttempts are
+	// mirror.failed.retry.initial.backoff.ms (1 s), .max.backoff.ms (60 s)
+	// and .max.attempts (20).
+	RetryInitial     time.Duration
+	RetryMax         time.Duration
+	RetryMaxAttempts int32
+	// SourceTimeout bounds each call to a source cluster (30 s).
+	SourceTimeout time.Duration
+}
+
+// Controller is the node's mirror control plane.
+type Controller struct {
+	cfg   Config
+	b     *broker.Broker
+	store *state.Store
+	fm    *fetch.Manager
+	log   *slog.Logger
+
+	// mu serialises the admin operations and every state change, so the
+	// persisted states and the fetchers never disagree.
+	mu      sync.Mutex
+	sources map[string]*kgo.Client // per mirror, for the slow calls
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New loads every mirror and resumes its partitions from their persisted
+// states: MIRRORING and the alignment states restart the fetcher, PAUSING
+// settles in PAUSED, STOPPING finishes the stop.
+func New(b *broker.Broker, cfg Config) (*Controller, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.RetryInitial, time.Second)
+	def(&cfg.RetryMax, time.Minute)
+	def(&cfg.SourceTimeout, 30*time.Second)
+	if cfg.RetryMaxAttempts <= 0 {
+		cfg.RetryMaxAttempts = 20
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Controller{cfg: cfg, b: b, store: b.Store(), fm: fetch.NewManager(fetch.Config{Logger: cfg.Logger}),
+		log: cfg.Logger, sources: map[string]*kgo.Client{}, ctx: ctx, cancel: cancel}
+	mirrors, err := c.store.Mirrors()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range mirrors {
+		if err := c.fm.AddMirror(fetchConfig(m.Name, m.Configs)); err != nil {
+			return nil, fmt.Errorf("mirror %s: %w", m.Name, err)
+		}
+		states, err := c.store.MirrorPartitionStates(m.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, ps := range states {
+			c.resume(m, ps)
+		}
+	}
+	c.wg.Add(1)
+	go c.watchFailures()
+	return c, nil
+}
+
+// Fetchers exposes the fetch manager (for metrics).
+func (c *Controller) Fetchers() *fetch.Manager { return c.fm }
+
+// Close stops the fetchers and the source clients.
+func (c *Controller) Close() {
+	c.cancel()
+	c.wg.Wait()
+	c.fm.Close()
+	c.mu.Lock()
+	for _, cl := range c.sources {
+		cl.Close()
+	}
+	c.sources = map[string]*kgo.Client{}
+	c.mu.Unlock()
+}
+
+// resume continues a partition after a restart. REQUIRES: c.mu held.
+func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
+	switch ps.State {
+	case state.StateLogAlignment, state.StateEpochFencing, state.StateULERecovery, state.StateMirroring:
+		c.startPartition(m, ps.Topic, ps.Partition)
+	case state.StateFailed:
+		if ps.RetryAttempt >= 0 {
+			c.startPartition(m, ps.Topic, ps.Partition)
+		}
+	case state.StatePausing:
+		c.setState(ps, state.StatePaused, "")
+	case state.StateStopping:
+		if err := c.stopPartition(m, ps.Topic, ps.Partition); err != nil {
+			c.log.Error("finishing a stop after a restart", "mirror", m.Name, "topic", ps.Topic,
+				"partition", ps.Partition, "err", err)
+		}
+		c.releaseIfStopped(m, ps.Topic)
+	}
+}
+
+// setState persists a partition's state. REQUIRES: c.mu held.
+func (c *Controller) setState(ps state.MirrorPartitionState, to state.PartitionState, errMsg string) error {
+	if ps.State != to && ps.State != state.StateFailed {
+		ps.Previous = ps.State
+	}
+	ps.State, ps.ErrorMessage = to, errMsg
+	if to != state.StateFailed {
+		ps.RetryAttempt = 0
+	}
+	return c.store.PutMirrorPartitionState(ps)
+}
+
+// partitionState reads a partition's state, UNKNOWN when none is stored.
+func (c *Controller) partitionState(mirror, topic string, p int32) state.MirrorPartitionState {
+	ps, err := c.store.MirrorPartitionState(mirror, topic, p)
+	if err != nil {
+		return state.MirrorPartitionState{Mirror: mirror, Topic: topic, Partition: p, State: state.StateUnknown,
+			Previous: state.StateUnknown, LastMirrorEpoch: -1, LastMirrorOffset: -1}
+	}
+	return ps
+}
+
+// startPartition aligns a partition and hands it to the fetchers:
+// LOG_ALIGNMENT then MIRRORING, each persisted first. The alignment proper
+// (cutting a divergent tail) is the fetcher's OffsetForLeaderEpoch at start.
+// REQUIRES: c.mu held.
+func (c *Controller) startPartition(m state.Mirror, topic string, p int32) error {
+	ps := c.partitionState(m.Name, topic, p)
+	switch ps.State {
+	case state.StateMirroring:
+		// Restart after a crash or a retry: mirroring resumes as is.
+	case state.StateLogAlignment, state.StateEpochFencing, state.StateULERecovery:
+		if err := c.setState(ps, state.StateMirroring, ""); err != nil {
+			return err
+		}
+	default:
+		if err := c.setState(ps, state.StateLogAlignment, ""); err != nil {
+			return err
+		}
+		if err := c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, ""); err != nil {
+			return err
+		}
+	}
+	local, err := c.b.MirrorPartition(topic, p)
+	if err != nil {
+		return err
+	}
+	return c.fm.StartPartition(m.Name, topic, p, local)
+}
+
+// stopPartition runs the failover of one partition (see the package doc).
+// It is idempotent: after a crash it is run again from STOPPING.
+// REQUIRES: c.mu held.
+func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error {
+	ps := c.partitionState(m.Name, topic, p)
+	if ps.State == state.StateStopped {
+		return nil
+	}
+	_ = c.fm.StopPartition(m.Name, topic, p)
+	local, err := c.b.MirrorPartition(topic, p)
+	if err != nil {
+		return err
+	}
+	l := local.Log()
+	if ps.State != state.StateStopping {
+		ps.LastMirrorEpoch, ps.LastMirrorOffset = -1, l.LogEndOffset()
+		if e, ok := l.Epochs().Latest(); ok {
+			ps.LastMirrorEpoch = e.Epoch
+		}
+		if err := c.setState(ps, state.StateStopping, ""); err != nil {
+			return err
+		}
+	}
+	// Every batch this node writes from now on carries an epoch above the
+	// mirrored ones: consumers see the change, and a failback finds where
+	// this node's own writes begin.
+	if ps.LastMirrorEpoch >= 0 {
+		if err := local.RaiseLeaderEpoch(max(ps.LastMirrorEpoch+1, local.LeaderEpoch())); err != nil {
+			return err
+		}
+	}
+	now := time.Now().UnixMilli()
+	for _, txn := range l.Producers().OngoingTxns() {
+		if err := local.AppendControl(func(base int64, epoch int32) []byte {
+			return batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: base, PartitionLeaderEpoch: epoch,
+				Timestamp: now, ProducerID: txn.ProducerID, ProducerEpoch: txn.ProducerEpoch,
+				CoordinatorEpoch: max(0, txn.CoordinatorEpoch)})
+		}); err != nil {
+			return fmt.Errorf("aborting the open transaction of producer %d: %w", txn.ProducerID, err)
+		}
+	}
+	if err := local.AppendControl(func(base int64, epoch int32) []byte {
+		return batch.AppendMirrorPIDReset(nil, batch.PIDReset{BaseOffset: base, PartitionLeaderEpoch: epoch,
+			Timestamp: now, SourceClusterID: m.SourceClusterID})
+	}); err != nil {
+		return fmt.Errorf("appending MIRROR_PID_RESET: %w", err)
+	}
+	return c.setState(c.partitionState(m.Name, topic, p), state.StateStopped, "")
+}
+
+// releaseIfStopped makes a topic writable once all its partitions are
+// STOPPED. REQUIRES: c.mu held.
+func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
+	info, ok := c.b.Topic(topic)
+	if !ok || info.Mirror != m.Name {
+		return
+	}
+	for p := int32(0); p < info.Partitions; p++ {
+		if c.partitionState(m.Name, topic, p).State != state.StateStopped {
+			return
+		}
+	}
+	if err := c.b.SetTopicMirror(topic, ""); err != nil {
+		c.log.Error("releasing a stopped topic", "mirror", m.Name, "topic", topic, "err", err)
+		return
+	}
+	c.log.Info("topic stopped: writable", "mirror", m.Name, "topic", topic)
+}
+
+// watchFailures moves partitions whose fetcher gave up to FAILED and
+// retries them with jittered exponential backoff up to the attempt limit.
+func (c *Controller) watchFailures() {
+	defer c.wg.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	retryAt := map[string]time.Time{}
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, st := range c.fm.Statuses() {
+			if st.State != fetch.StateFailed {
+				continue
+			}
+			key := fmt.Sprint(st.Mirror, "\x00", st.Topic, "\x00", st.Partition)
+			c.mu.Lock()
+			ps := c.partitionState(st.Mirror, st.Topic, st.Partition)
+			m, err := c.store.GetMirror(st.Mirror)
+			switch {
+			case err != nil || ps.State == state.StateStopped || ps.State == state.StatePaused:
+			case ps.State != state.StateFailed:
+				ps.RetryAttempt = 1
+				msg := fmt.Sprint(st.Err)
+				c.setState(ps, state.StateFailed, msg)
+				retryAt[key] = time.Now().Add(backoff(c.cfg, 1))
+			case ps.RetryAttempt > 0 && ps.RetryAttempt < c.cfg.RetryMaxAttempts && time.Now().After(retryAt[key]):
+				ps.RetryAttempt++
+				c.store.PutMirrorPartitionState(ps)
+				retryAt[key] = time.Now().Add(backoff(c.cfg, ps.RetryAttempt))
+				if err := c.startPartition(m, st.Topic, st.Partition); err != nil {
+					c.log.Warn("retrying a failed partition", "mirror", st.Mirror, "topic", st.Topic,
+						"partition", st.Partition, "err", err)
+				}
+			}
+			c.mu.Unlock()
+		}
+	}
+}
+
+// backoff is the wait before retry attempt n: initial x 2^(n-1), capped,
+// with 20% jitter.
+func backoff(cfg Config, n int32) time.Duration {
+	d := cfg.RetryInitial
+	for i := int32(1); i < n && d < cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return jitter(min(d, cfg.RetryMax))
+}
+
+// source returns the mirror's client for the source (slow calls).
+// REQUIRES: c.mu held.
+func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
+	cl, err := c.sourceClient(m)
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// sourceClient is source's kgo client; it may send the mirror RPCs to a
+// source that is itself a kmirror node (the loop check).
+// REQUIRES: c.mu held.
+func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
+	cl := c.sources[m.Name]
+	if cl == nil {
+		var err error
+		cl, err = kgo.NewClient(kgo.SeedBrokers(splitList(m.Configs["bootstrap.servers"])...),
+			kgo.ClientID("kmirror-mirror-"+m.Name+"-admin"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+		if err != nil {
+			return nil, err
+		}
+		c.sources[m.Name] = cl
+	}
+	return cl, nil
+}
+
+// errSourceUnreachable wraps failures to reach a source.
+var errSourceUnreachable = errors.New("source cluster unreachable")
+
+// compilePatterns compiles full-match regexes.
+func compilePatterns(ps []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(ps))
+	for _, p := range ps {
+		re, err := regexp.Compile("^(?:" + p + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("pattern %q: %w", p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+func matchesAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,32 @@
+// Package control is the mirror control plane of a kmirror node: it owns
+// the cluster mirrors (state/), drives every mirror partition through the
+// state machine of SPEC.md section 4 (each transition persisted before its
+// action runs), runs the fetchers (fetch/) and answers the mirror RPCs the
+// broker receives (mirrorapi/).
+//
+// DESIGN.md puts the transition rules in state/ (state.CanTransition) and
+// the RPC handlers in broker/; this package is the driver between them,
+// kept apart so the broker does not import the fetchers and the fetchers
+// do not import the broker.
+//
+// Partition lifecycle on one node:
+//
+//	Start:    (none) -> LOG_ALIGNMENT -> MIRRORING       fetcher added
+//	Pause:    MIRRORING -> PAUSING -> PAUSED             fetcher removed
+//	Resume:   PAUSED -> MIRRORING                        from the local log end
+//	Stop:     any -> STOPPING -> STOPPED                 failover, below
+//	Failure:  a fetcher gives up -> FAILED -> (backoff) -> LOG_ALIGNMENT
+//
+// Stop (failover, DESIGN.md decision 5), in order: remove the fetcher;
+// persist the last mirror epoch and offset; raise the local leader epoch
+// above every mirrored epoch; append an ABORT marker for every transaction
+// still open; append MIRROR_PID_RESET; persist STOPPED; release the topic
+// (writable). After a crash each step is redone from the persisted state:
+// the markers are written for the transactions still open, so none is
+// written twice for one transaction.
+//
+// Failback needs no special path: when the old source mirrors from the new
+// primary, the fetcher's OffsetForLeaderEpoch at start truncates the old
+// source to where the new primary's own epoch began (the stop raised it),
+// and the delta is mirrored from there.
+package control

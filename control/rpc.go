@@ -1,0 +1,554 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/state"
+)
+
+// Handle answers a mirror RPC (the broker's handlers for keys 94-107 call
+// it). It blocks on the state store and the source: broker workers only.
+func (c *Controller) Handle(req kmsg.Request) (kmsg.Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch r := req.(type) {
+	case *mirrorapi.CreateClusterMirrorRequest:
+		return c.create(r), nil
+	case *mirrorapi.StartMirrorTopicsRequest:
+		return c.start(r), nil
+	case *mirrorapi.StopMirrorTopicsRequest:
+		return c.stop(r), nil
+	case *mirrorapi.PauseMirrorTopicsRequest:
+		return c.pause(r), nil
+	case *mirrorapi.ResumeMirrorTopicsRequest:
+		return c.resumeTopics(r), nil
+	case *mirrorapi.RecoverMirrorTopicsRequest:
+		return c.recover(r), nil
+	case *mirrorapi.DeleteClusterMirrorRequest:
+		return c.delete(r), nil
+	case *mirrorapi.ListClusterMirrorsRequest:
+		return c.list(r), nil
+	case *mirrorapi.DescribeClusterMirrorsRequest:
+		return c.describe(r), nil
+	}
+	return nil, fmt.Errorf("control: not a mirror request: %T", req)
+}
+
+func strp(s string) *string { return &s }
+
+var mirrorNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+
+func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.CreateClusterMirrorResponse)
+	fail := func(code int16, format string, args ...any) kmsg.Response {
+		resp.ErrorCode, resp.ErrorMessage = code, strp(fmt.Sprintf(format, args...))
+		return resp
+	}
+	if !mirrorNameRe.MatchString(r.MirrorName) || r.MirrorName == "." || r.MirrorName == ".." {
+		return fail(kerr.InvalidRequest.Code, "invalid mirror name %q: 1-249 characters of [A-Za-z0-9._-], not . or ..", r.MirrorName)
+	}
+	if _, err := c.store.GetMirror(r.MirrorName); err == nil {
+		return fail(mirrorapi.ErrClusterMirrorAlreadyExists, "cluster mirror %s already exists", r.MirrorName)
+	}
+	configs := map[string]string{}
+	for _, kv := range r.Configs {
+		if kv.Value == nil {
+			return fail(kerr.InvalidConfig.Code, "%s: a value is required", kv.Name)
+		}
+		configs[kv.Name] = *kv.Value
+	}
+	if err := validateMirrorConfigs(configs); err != nil {
+		return fail(kerr.InvalidConfig.Code, "%v", err)
+	}
+	m := state.Mirror{Name: r.MirrorName, Configs: configs, Topics: map[string]state.PartitionState{},
+		SourceClusterID: configs["mirror.source.cluster.id"]}
+	if m.SourceClusterID == "" {
+		// Captured at create, as the prototype's admin client fills it:
+		// the sync loop's cluster-id guard compares against it.
+		adm, err := c.source(m)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+			var meta kadmMeta
+			meta, err = describeCluster(ctx, adm)
+			cancel()
+			m.SourceClusterID = meta.clusterID
+		}
+		if err != nil {
+			c.dropSource(m.Name)
+			return fail(kerr.InvalidConfig.Code, "bootstrap.servers: %v: %v", errSourceUnreachable, err)
+		}
+	}
+	if m.SourceClusterID == c.b.ClusterID() {
+		c.dropSource(m.Name)
+		return fail(kerr.InvalidConfig.Code, "the source is this cluster (%s): a mirror of itself is a loop", m.SourceClusterID)
+	}
+	if err := c.store.PutMirror(m); err != nil {
+		return fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+	}
+	if err := c.fm.AddMirror(fetchConfig(m.Name, m.Configs)); err != nil {
+		return fail(kerr.UnknownServerError.Code, "starting the mirror: %v", err)
+	}
+	c.log.Info("cluster mirror created", "mirror", m.Name, "source_cluster_id", m.SourceClusterID)
+	return resp
+}
+
+func (c *Controller) dropSource(name string) {
+	if cl := c.sources[name]; cl != nil {
+		cl.Close()
+		delete(c.sources, name)
+	}
+}
+
+// topicsResult collects per-topic answers of Start, Stop, Pause, Resume
+// and Recover.
+type topicsResult struct {
+	code   int16
+	msg    *string
+	topics []mirrorapi.MirrorTopicsResponseTopic
+}
+
+func (t *topicsResult) add(name string, code int16, format string, args ...any) {
+	rt := mirrorapi.MirrorTopicsResponseTopic{Name: name, ErrorCode: code}
+	if code != 0 {
+		rt.ErrorMessage = strp(fmt.Sprintf(format, args...))
+	}
+	t.topics = append(t.topics, rt)
+}
+
+func (t *topicsResult) fail(code int16, format string, args ...any) {
+	t.code, t.msg = code, strp(fmt.Sprintf(format, args...))
+}
+
+func (c *Controller) mirrorFor(name string, res *topicsResult) (state.Mirror, bool) {
+	m, err := c.store.GetMirror(name)
+	if err != nil {
+		res.fail(mirrorapi.ErrUnknownClusterMirror, "no cluster mirror %s", name)
+		return m, false
+	}
+	return m, true
+}
+
+func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.StartMirrorTopicsResponse)
+	var res topicsResult
+	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
+	m, ok := c.mirrorFor(r.MirrorName, &res)
+	if !ok {
+		return resp
+	}
+	topics := r.Topics
+	if len(r.IncludePatterns) > 0 || len(topics) > 0 {
+		// Names and patterns are resolved against the source: ids and
+		// partition counts come from there when the caller left them out.
+		found, err := c.sourceTopics(m, r.IncludePatterns, r.ExcludePatterns, topics)
+		if err != nil {
+			res.fail(kerr.UnknownServerError.Code, "%v: %v", errSourceUnreachable, err)
+			return resp
+		}
+		topics = found
+	}
+	m.Include = mergePatterns(m.Include, r.IncludePatterns)
+	m.Exclude = mergePatterns(m.Exclude, r.ExcludePatterns)
+	for _, t := range topics {
+		code, msg := c.startTopic(&m, t)
+		res.add(t.TopicName, code, "%s", msg)
+	}
+	if err := c.store.PutMirror(m); err != nil {
+		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+	}
+	return resp
+}
+
+func mergePatterns(have, add []string) []string {
+	for _, p := range add {
+		if !slices.Contains(have, p) {
+			have = append(have, p)
+		}
+	}
+	return have
+}
+
+// startTopic associates one topic with the mirror and starts its
+// partitions. REQUIRES: c.mu held.
+func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic) (int16, string) {
+	if t.NumPartitions <= 0 {
+		return kerr.UnknownTopicOrPartition.Code, "the source has no topic " + t.TopicName
+	}
+	if err := c.loopCheck(*m, t.TopicName); err != nil {
+		return kerr.InvalidRequest.Code, err.Error()
+	}
+	info, exists := c.b.Topic(t.TopicName)
+	switch {
+	case !exists:
+		if err := c.b.CreateMirrorTopic(t.TopicName, t.TopicID, t.NumPartitions, m.Name); err != nil {
+			return kerr.UnknownServerError.Code, err.Error()
+		}
+	case t.TopicID != ([16]byte{}) && info.ID != t.TopicID:
+		return kerr.InconsistentTopicID.Code, fmt.Sprintf("topic %s exists here with another topic id", t.TopicName)
+	case info.Mirror != "" && info.Mirror != m.Name:
+		return mirrorapi.ErrTopicAlreadyInClusterMirror, fmt.Sprintf("topic %s belongs to cluster mirror %s", t.TopicName, info.Mirror)
+	case info.Mirror == m.Name && m.Topics[t.TopicName] == state.StateMirroring:
+		return 0, "" // already mirroring
+	case info.Mirror == m.Name && m.Topics[t.TopicName] != state.StateStopped:
+		return mirrorapi.ErrMirrorTopicNotStopped, fmt.Sprintf("topic %s is %v", t.TopicName, m.Topics[t.TopicName])
+	default:
+		// An existing writable topic (a failback, or a migration into a
+		// topic created by hand): it becomes read-only and is aligned.
+		if info.Partitions < t.NumPartitions {
+			return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %s has %d partitions here, %d at the source",
+				t.TopicName, info.Partitions, t.NumPartitions)
+		}
+		if err := c.b.SetTopicMirror(t.TopicName, m.Name); err != nil {
+			return kerr.UnknownServerError.Code, err.Error()
+		}
+		for p := int32(0); p < t.NumPartitions; p++ {
+			// A stopped partition starts over at LOG_ALIGNMENT.
+			ps := c.partitionState(m.Name, t.TopicName, p)
+			if ps.State == state.StateStopped {
+				c.setState(ps, state.StateLogAlignment, "")
+			}
+		}
+	}
+	m.Topics[t.TopicName] = state.StateMirroring
+	for p := int32(0); p < t.NumPartitions; p++ {
+		if err := c.startPartition(*m, t.TopicName, p); err != nil {
+			return kerr.UnknownServerError.Code, fmt.Sprintf("partition %d: %v", p, err)
+		}
+	}
+	c.log.Info("mirroring topic", "mirror", m.Name, "topic", t.TopicName, "partitions", t.NumPartitions)
+	return 0, ""
+}
+
+func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.StopMirrorTopicsResponse)
+	var res topicsResult
+	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
+	m, ok := c.mirrorFor(r.MirrorName, &res)
+	if !ok {
+		return resp
+	}
+	names, err := c.selectTopics(m, r.Topics, r.Patterns)
+	if err != nil {
+		res.fail(kerr.InvalidRequest.Code, "%v", err)
+		return resp
+	}
+	for _, name := range names {
+		code, msg := c.stopTopic(&m, name)
+		res.add(name, code, "%s", msg)
+	}
+	if err := c.store.PutMirror(m); err != nil {
+		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+	}
+	return resp
+}
+
+// stopTopic fails a topic over. REQUIRES: c.mu held.
+func (c *Controller) stopTopic(m *state.Mirror, name string) (int16, string) {
+	desired, ok := m.Topics[name]
+	info, exists := c.b.Topic(name)
+	switch {
+	case !exists:
+		return kerr.UnknownTopicOrPartition.Code, "no topic " + name
+	case !ok:
+		return mirrorapi.ErrTopicNotInClusterMirror, fmt.Sprintf("topic %s is not in cluster mirror %s", name, m.Name)
+	case desired == state.StateStopped && info.Mirror == "":
+		return 0, ""
+	}
+	m.Topics[name] = state.StateStopped
+	for p := int32(0); p < info.Partitions; p++ {
+		if err := c.stopPartition(*m, name, p); err != nil {
+			return kerr.UnknownServerError.Code, fmt.Sprintf("partition %d: %v", p, err)
+		}
+	}
+	c.releaseIfStopped(*m, name)
+	return 0, ""
+}
+
+func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.PauseMirrorTopicsResponse)
+	var res topicsResult
+	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
+	m, ok := c.mirrorFor(r.MirrorName, &res)
+	if !ok {
+		return resp
+	}
+	for _, t := range r.Topics {
+		desired, in := m.Topics[t.TopicName]
+		info, _ := c.b.Topic(t.TopicName)
+		switch {
+		case !in:
+			res.add(t.TopicName, mirrorapi.ErrTopicNotInClusterMirror, "topic %s is not in cluster mirror %s", t.TopicName, m.Name)
+		case desired == state.StateStopped:
+			res.add(t.TopicName, mirrorapi.ErrMirrorTopicBeingStopped, "topic %s is stopped", t.TopicName)
+		case desired == state.StatePaused:
+			res.add(t.TopicName, 0, "")
+		default:
+			m.Topics[t.TopicName] = state.StatePaused
+			for p := int32(0); p < info.Partitions; p++ {
+				_ = c.fm.StopPartition(m.Name, t.TopicName, p)
+				ps := c.partitionState(m.Name, t.TopicName, p)
+				c.setState(ps, state.StatePausing, "")
+				c.setState(c.partitionState(m.Name, t.TopicName, p), state.StatePaused, "")
+			}
+			res.add(t.TopicName, 0, "")
+		}
+	}
+	if err := c.store.PutMirror(m); err != nil {
+		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+	}
+	return resp
+}
+
+func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.ResumeMirrorTopicsResponse)
+	var res topicsResult
+	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
+	m, ok := c.mirrorFor(r.MirrorName, &res)
+	if !ok {
+		return resp
+	}
+	for _, t := range r.Topics {
+		desired, in := m.Topics[t.TopicName]
+		info, _ := c.b.Topic(t.TopicName)
+		switch {
+		case !in:
+			res.add(t.TopicName, mirrorapi.ErrTopicNotInClusterMirror, "topic %s is not in cluster mirror %s", t.TopicName, m.Name)
+		case desired == state.StateMirroring:
+			res.add(t.TopicName, 0, "")
+		case desired != state.StatePaused:
+			res.add(t.TopicName, mirrorapi.ErrMirrorTopicNotPaused, "topic %s is not paused", t.TopicName)
+		default:
+			m.Topics[t.TopicName] = state.StateMirroring
+			for p := int32(0); p < info.Partitions; p++ {
+				c.setState(c.partitionState(m.Name, t.TopicName, p), state.StateMirroring, "")
+				local, err := c.b.MirrorPartition(t.TopicName, p)
+				if err == nil {
+					err = c.fm.StartPartition(m.Name, t.TopicName, p, local)
+				}
+				if err != nil {
+					res.fail(kerr.UnknownServerError.Code, "resuming %s-%d: %v", t.TopicName, p, err)
+				}
+			}
+			res.add(t.TopicName, 0, "")
+		}
+	}
+	if err := c.store.PutMirror(m); err != nil {
+		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+	}
+	return resp
+}
+
+func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.RecoverMirrorTopicsResponse)
+	var res topicsResult
+	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
+	m, ok := c.mirrorFor(r.MirrorName, &res)
+	if !ok {
+		return resp
+	}
+	for _, t := range r.Topics {
+		info, _ := c.b.Topic(t.TopicName)
+		if _, in := m.Topics[t.TopicName]; !in {
+			res.add(t.TopicName, mirrorapi.ErrTopicNotInClusterMirror, "topic %s is not in cluster mirror %s", t.TopicName, m.Name)
+			continue
+		}
+		for p := int32(0); p < info.Partitions; p++ {
+			if c.partitionState(m.Name, t.TopicName, p).State == state.StateFailed {
+				if err := c.startPartition(m, t.TopicName, p); err != nil {
+					res.fail(kerr.UnknownServerError.Code, "recovering %s-%d: %v", t.TopicName, p, err)
+				}
+			}
+		}
+		res.add(t.TopicName, 0, "")
+	}
+	return resp
+}
+
+func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.DeleteClusterMirrorResponse)
+	m, err := c.store.GetMirror(r.MirrorName)
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = mirrorapi.ErrUnknownClusterMirror, strp("no cluster mirror "+r.MirrorName)
+		return resp
+	}
+	for t, desired := range m.Topics {
+		if desired != state.StateStopped {
+			resp.ErrorCode = mirrorapi.ErrClusterMirrorNotEmpty
+			resp.ErrorMessage = strp(fmt.Sprintf("topic %s is %v: stop it first", t, desired))
+			return resp
+		}
+	}
+	_ = c.fm.RemoveMirror(m.Name)
+	c.dropSource(m.Name)
+	if err := c.store.DeleteMirror(m.Name); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = kerr.UnknownServerError.Code, strp(err.Error())
+	}
+	return resp
+}
+
+func (c *Controller) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.ListClusterMirrorsResponse)
+	mirrors, err := c.store.Mirrors()
+	if err != nil {
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		return resp
+	}
+	for _, m := range mirrors {
+		lm := mirrorapi.ListClusterMirrorsResponseMirror{MirrorName: m.Name,
+			SourceBootstrap: m.Configs["bootstrap.servers"], SourceClusterID: strp(m.SourceClusterID)}
+		var names []string
+		for t, desired := range m.Topics {
+			if desired == state.StateMirroring {
+				lm.TopicCount++
+			}
+			if desired != state.StateStopped {
+				names = append(names, t)
+			}
+		}
+		sort.Strings(names)
+		if r.IncludeTopicNames {
+			lm.TopicNames = names
+		}
+		resp.Mirrors = append(resp.Mirrors, lm)
+	}
+	return resp
+}
+
+func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.DescribeClusterMirrorsResponse)
+	mirrors, _ := c.store.Mirrors()
+	for _, m := range mirrors {
+		if len(r.MirrorNames) > 0 && !slices.Contains(r.MirrorNames, m.Name) {
+			continue
+		}
+		dm := mirrorapi.DescribeClusterMirrorsResponseMirror{MirrorName: m.Name, AuthorizedOperations: -2147483648}
+		states, _ := c.store.MirrorPartitionStates(m.Name)
+		byTopic := map[string][]state.MirrorPartitionState{}
+		var names []string
+		for _, ps := range states {
+			if _, ok := byTopic[ps.Topic]; !ok {
+				names = append(names, ps.Topic)
+			}
+			byTopic[ps.Topic] = append(byTopic[ps.Topic], ps)
+		}
+		sort.Strings(names)
+		for _, t := range names {
+			dt := mirrorapi.DescribeClusterMirrorsResponseTopic{TopicName: t}
+			for _, ps := range byTopic[t] {
+				dp := mirrorapi.DescribeClusterMirrorsResponsePartition{PartitionIndex: ps.Partition,
+					SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: ps.State.String(), RetryAttempt: ps.RetryAttempt}
+				if ps.ErrorMessage != "" {
+					dp.ErrorMessage = strp(ps.ErrorMessage)
+				}
+				if ps.State == state.StateMirroring {
+					if st, err := c.fm.Status(m.Name, t, ps.Partition); err == nil {
+						dp.SourceOffset, dp.DestinationOffset = st.SourceHighWatermark, st.LogEndOffset
+						if st.SourceHighWatermark >= 0 {
+							dp.Lag = st.Lag
+						}
+					}
+				}
+				dt.Partitions = append(dt.Partitions, dp)
+			}
+			dm.Topics = append(dm.Topics, dt)
+		}
+		resp.Mirrors = append(resp.Mirrors, dm)
+	}
+	for _, name := range r.MirrorNames {
+		if !slices.ContainsFunc(resp.Mirrors, func(dm mirrorapi.DescribeClusterMirrorsResponseMirror) bool { return dm.MirrorName == name }) {
+			resp.Mirrors = append(resp.Mirrors, mirrorapi.DescribeClusterMirrorsResponseMirror{MirrorName: name,
+				ErrorCode: mirrorapi.ErrUnknownClusterMirror, ErrorMessage: strp("no cluster mirror " + name)})
+		}
+	}
+	if r.ClusterID != nil {
+		resp.LookupResults = c.lastMirrorEpochs(mirrors, *r.ClusterID, r.LastMirrorEpochLookups)
+	}
+	return resp
+}
+
+// lastMirrorEpochs answers a failback's lookups: for the mirrors of this
+// node whose source is clusterID, the last mirror epoch of each partition
+// asked for (-1 when unknown); the highest across mirrors wins.
+func (c *Controller) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
+	lookups []mirrorapi.DescribeClusterMirrorsLookup) []mirrorapi.DescribeClusterMirrorsLookupResult {
+	var out []mirrorapi.DescribeClusterMirrorsLookupResult
+	for _, lk := range lookups {
+		res := mirrorapi.DescribeClusterMirrorsLookupResult{TopicID: lk.TopicID}
+		for _, p := range lk.Partitions {
+			lme := int32(-1)
+			for _, m := range mirrors {
+				if m.SourceClusterID != clusterID {
+					continue
+				}
+				for t := range m.Topics {
+					if info, ok := c.b.Topic(t); ok && info.ID == lk.TopicID {
+						if ps, err := c.store.MirrorPartitionState(m.Name, t, p); err == nil {
+							lme = max(lme, ps.LastMirrorEpoch)
+						}
+					}
+				}
+			}
+			res.Partitions = append(res.Partitions, mirrorapi.DescribeClusterMirrorsLookupPartition{PartitionIndex: p, LastMirrorEpoch: lme})
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// selectTopics resolves the local topics a Stop names, by name or pattern.
+func (c *Controller) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopicsRequestTopic, patterns []string) ([]string, error) {
+	res, err := compilePatterns(patterns)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, t := range topics {
+		names = append(names, t.TopicName)
+	}
+	for t := range m.Topics {
+		if matchesAny(res, t) && !slices.Contains(names, t) {
+			names = append(names, t)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+var errLoop = errors.New("mirror loop")
+
+// loopCheck refuses to mirror a topic the source is itself actively
+// mirroring from this cluster (SPEC.md section 4, LOG_ALIGNMENT (1)).
+func (c *Controller) loopCheck(m state.Mirror, topic string) error {
+	cl, err := c.sourceClient(m)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+	defer cancel()
+	req := mirrorapi.NewPtrListClusterMirrorsRequest()
+	req.IncludeTopicNames = true
+	kresp, err := cl.Request(ctx, req)
+	if err != nil {
+		return nil // a source without mirrors (not kmirror, or older): no loop possible
+	}
+	lresp, ok := kresp.(*mirrorapi.ListClusterMirrorsResponse)
+	if !ok {
+		return nil
+	}
+	for _, sm := range lresp.Mirrors {
+		if sm.SourceClusterID != nil && *sm.SourceClusterID == c.b.ClusterID() && slices.Contains(sm.TopicNames, topic) {
+			return fmt.Errorf("%w: the source mirrors %s from this cluster (its mirror %s); stop that first",
+				errLoop, topic, sm.MirrorName)
+		}
+	}
+	return nil
+}
