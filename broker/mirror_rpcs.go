@@ -43,6 +43,10 @@ func requestForKey(key int16) kmsg.Request {
 	return kmsg.RequestForKey(key)
 }
 
+// APIName names an API key as kmirror serves it (mirror keys included),
+// for logs and metrics.
+func APIName(key int16) string { return nameForKey(key) }
+
 // nameForKey names an API key for logs.
 func nameForKey(key int16) string {
 	if n := mirrorapi.NameForKey(key); n != "" {

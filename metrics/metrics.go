@@ -25,7 +25,6 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/broker"
 )
@@ -90,7 +89,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	bs := c.b.Stats()
 	for key := range bs.Requests {
 		if n := bs.Requests[key].Load(); n > 0 {
-			counter(c.requests, n, kmsg.NameForKey(int16(key)))
+			counter(c.requests, n, broker.APIName(int16(key)))
 		}
 	}
 	counter(c.produceBatches, bs.ProduceBatches.Load())
