@@ -62,6 +62,8 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 			res.Configs, cerr = b.describeTopicConfigs(rr.ResourceName, &opts)
 		case kmsg.ConfigResourceTypeBroker:
 			res.Configs, cerr = b.describeBrokerConfigs(rr.ResourceName, &opts)
+		case configResourceClusterMirror:
+			res.Configs, cerr = b.describeMirrorConfigs(rr.ResourceName, &opts)
 		default:
 			cerr = unsupportedResource(rr.ResourceType)
 		}
@@ -189,6 +191,36 @@ func (b *Broker) describeBrokerConfigs(name string, opts *describeOpts) ([]kmsg.
 			chain = append(chain, synonym(bc.name, v, staticSource(v, def)))
 		}
 		out = append(out, configEntry(bc.name, bc.typ, bc.doc, bc.readOnly, chain, opts))
+	}
+	return out, nil
+}
+
+// describeMirrorConfigs lists a cluster mirror's configs, as set at create
+// or by IncrementalAlterConfigs (source DYNAMIC: there is no default to
+// fall back to per mirror).
+func (b *Broker) describeMirrorConfigs(name string, opts *describeOpts) ([]kmsg.DescribeConfigsResponseResourceConfig, *configError) {
+	admin := b.admin()
+	if admin == nil {
+		return nil, unsupportedResource(configResourceClusterMirror)
+	}
+	configs, ok := admin.MirrorConfigs(name)
+	if !ok {
+		return nil, newConfigError(kerr.InvalidRequest, "No cluster mirror %s.", name)
+	}
+	keys := make([]string, 0, len(configs))
+	for k := range configs {
+		if opts.names == nil || opts.names[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(keys))
+	for _, k := range keys {
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		v := configs[k]
+		c.Name, c.Value, c.Source = k, &v, kmsg.ConfigSourceDynamicTopicConfig
+		c.ConfigType = kmsg.ConfigTypeString
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -229,7 +229,7 @@ func unsupportedResource(typ kmsg.ConfigResourceType) *configError {
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return newConfigError(kerr.InvalidRequest, "BROKER_LOGGER resources are not supported: kmirror has no runtime log levels")
 	case configResourceClusterMirror:
-		return newConfigError(kerr.InvalidRequest, "CLUSTER_MIRROR resources are not supported yet")
+		return newConfigError(kerr.InvalidRequest, "CLUSTER_MIRROR resources need the mirror control plane, which this node does not run")
 	case kmsg.ConfigResourceTypeClientMetrics, kmsg.ConfigResourceTypeGroupConfig:
 		return newConfigError(kerr.InvalidRequest, "%s resources are not supported", typ)
 	}
@@ -260,6 +260,9 @@ func (b *Broker) checkBrokerName(name string, describe bool) *configError {
 // nil) the broker's dynamic configs.
 type configTarget struct {
 	topic *topic
+	// mirror names a CLUSTER_MIRROR resource, served by the control plane.
+	mirror string
+	admin  MirrorAdmin
 }
 
 // alterTarget resolves an AlterConfigs or IncrementalAlterConfigs resource.
@@ -279,12 +282,25 @@ func (b *Broker) alterTarget(typ kmsg.ConfigResourceType, name string) (configTa
 		return configTarget{topic: t}, nil
 	case kmsg.ConfigResourceTypeBroker:
 		return configTarget{}, b.checkBrokerName(name, false)
+	case configResourceClusterMirror:
+		admin := b.admin()
+		if admin == nil {
+			return configTarget{}, unsupportedResource(typ)
+		}
+		if _, ok := admin.MirrorConfigs(name); !ok {
+			return configTarget{}, newConfigError(kerr.InvalidRequest, "No cluster mirror %s.", name)
+		}
+		return configTarget{mirror: name, admin: admin}, nil
 	}
 	return configTarget{}, unsupportedResource(typ)
 }
 
 // current copies the target's dynamic configs.
 func (tg configTarget) current(b *Broker) map[string]string {
+	if tg.admin != nil {
+		cs, _ := tg.admin.MirrorConfigs(tg.mirror)
+		return cs
+	}
 	if tg.topic != nil {
 		return b.topicConfigsSnapshot(tg.topic)
 	}
@@ -294,7 +310,9 @@ func (tg configTarget) current(b *Broker) map[string]string {
 // validate checks one value to set.
 func (tg configTarget) validate(name, value string) *configError {
 	var err error
-	if tg.topic != nil {
+	if tg.admin != nil {
+		err = tg.admin.ValidateMirrorConfig(name, value)
+	} else if tg.topic != nil {
 		err = validateTopicConfig(name, value)
 	} else {
 		err = validateBrokerConfig(name, value)
@@ -307,6 +325,9 @@ func (tg configTarget) validate(name, value string) *configError {
 
 // known reports whether name is a config of the target's kind.
 func (tg configTarget) known(name string) bool {
+	if tg.admin != nil {
+		return !errors.Is(tg.admin.ValidateMirrorConfig(name, ""), ErrUnknownMirrorConfig)
+	}
 	if tg.topic != nil {
 		_, ok := lookupTopicConfig(name)
 		return ok
@@ -317,6 +338,9 @@ func (tg configTarget) known(name string) bool {
 
 // isList reports whether name is a list config (APPEND and SUBTRACT).
 func (tg configTarget) isList(name string) bool {
+	if tg.admin != nil {
+		return tg.admin.MirrorConfigIsList(name)
+	}
 	if tg.topic != nil {
 		tc, ok := lookupTopicConfig(name)
 		return ok && tc.typ == configTypeList
@@ -329,6 +353,9 @@ func (tg configTarget) isList(name string) bool {
 // does not set name: the value in effect. (Kafka starts from the config's
 // built-in default; the effective value is what an operator sees.)
 func (tg configTarget) fallback(b *Broker, name string) string {
+	if tg.admin != nil {
+		return ""
+	}
 	if tg.topic != nil {
 		if tc, ok := lookupTopicConfig(name); ok {
 			v, _ := b.topicConfigDefault(tc)
@@ -346,6 +373,12 @@ func (tg configTarget) fallback(b *Broker, name string) string {
 // commit stores the target's new dynamic configs and applies them.
 // REQUIRES: b.adminMu held since old was read.
 func (b *Broker) commit(tg configTarget, old, next map[string]string) *configError {
+	if tg.admin != nil {
+		if err := tg.admin.SetMirrorConfigs(tg.mirror, next); err != nil {
+			return newConfigError(kerr.InvalidConfig, "%v", err)
+		}
+		return nil
+	}
 	if tg.topic != nil {
 		if b.topicByName(tg.topic.name) != tg.topic {
 			return newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", tg.topic.name)

@@ -8,9 +8,30 @@ import (
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
-// MirrorAdmin answers the mirror RPCs: the control plane.
+// MirrorAdmin answers the mirror RPCs and serves the CLUSTER_MIRROR config
+// resource (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs): the
+// control plane.
 type MirrorAdmin interface {
 	Handle(req kmsg.Request) (kmsg.Response, error)
+	// MirrorConfigs returns a mirror's configs; ok is false for no mirror.
+	MirrorConfigs(name string) (configs map[string]string, ok bool)
+	// ValidateMirrorConfig checks one value; an unknown name's error wraps
+	// ErrUnknownMirrorConfig.
+	ValidateMirrorConfig(name, value string) error
+	// MirrorConfigIsList reports whether APPEND and SUBTRACT apply.
+	MirrorConfigIsList(name string) bool
+	// SetMirrorConfigs replaces a mirror's configs and applies them.
+	SetMirrorConfigs(name string, configs map[string]string) error
+}
+
+// ErrUnknownMirrorConfig marks a config name no mirror has.
+var ErrUnknownMirrorConfig = errors.New("unknown mirror config")
+
+// admin returns the control plane, nil when none runs.
+func (b *Broker) admin() MirrorAdmin {
+	b.mirrorMu.RLock()
+	defer b.mirrorMu.RUnlock()
+	return b.mirrorAdmin
 }
 
 // SetMirrorAdmin installs the control plane. Until it is set the mirror
@@ -24,9 +45,7 @@ func (b *Broker) SetMirrorAdmin(a MirrorAdmin) {
 var errNoMirrorAdmin = errors.New("broker: mirror RPCs are not served (no control plane)")
 
 func (b *Broker) handleMirrorRPC(r *request) (kmsg.Response, error) {
-	b.mirrorMu.RLock()
-	a := b.mirrorAdmin
-	b.mirrorMu.RUnlock()
+	a := b.admin()
 	if a == nil {
 		return nil, errNoMirrorAdmin
 	}

@@ -1,0 +1,110 @@
+package control
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/mirrorapi"
+)
+
+// A mirror's configs are a CLUSTER_MIRROR (64) config resource: described,
+// altered incrementally (validated, stored, applied), and refused with
+// INVALID_CONFIG when wrong.
+func TestMirrorConfigResource(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	b, err := broker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctl, err := New(b, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	b.SetMirrorAdmin(ctl)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
+	create.MirrorName = "m"
+	boot := src.ListenAddrs()[0]
+	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
+	resp, err := cl.Request(ctx, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.(*mirrorapi.CreateClusterMirrorResponse); c.ErrorCode != 0 {
+		t.Fatalf("create: %d %v", c.ErrorCode, c.ErrorMessage)
+	}
+
+	alter := func(name, value string) int16 {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = 64, "m"
+		rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		rc.Name, rc.Value = name, &value
+		rr.Configs = append(rr.Configs, rc)
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Resources[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		name, value string
+		code        int16
+	}{
+		{"mirror.fetch.wait.max.ms", "250", 0},
+		{"mirror.fetch.wait.max.ms", "soon", kerr.InvalidConfig.Code},
+		{"no.such.config", "1", kerr.InvalidConfig.Code},
+		{"security.protocol", "SSL", kerr.InvalidConfig.Code},
+	} {
+		if code := alter(tc.name, tc.value); code != tc.code {
+			t.Errorf("alter %s=%s: code %d, want %d", tc.name, tc.value, code, tc.code)
+		}
+	}
+
+	desc := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = 64, "m"
+	desc.Resources = append(desc.Resources, dr)
+	dresp, err := desc.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range dresp.Resources[0].Configs {
+		got[c.Name] = *c.Value
+	}
+	if got["mirror.fetch.wait.max.ms"] != "250" || got["bootstrap.servers"] != boot {
+		t.Fatalf("described configs %v", got)
+	}
+	dr.ResourceName = "nosuch"
+	desc.Resources = []kmsg.DescribeConfigsRequestResource{dr}
+	if dresp, err = desc.RequestWith(ctx, cl); err != nil || dresp.Resources[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("describing an unknown mirror: %v %+v", err, dresp)
+	}
+}
