@@ -41,6 +41,7 @@ Options:
 type mirrorsFlags struct {
 	bootstrap, commandConfig, mirror, mirrorConfig, topics, exclude string
 	failed, asJSON                                                  bool
+	timeout                                                         time.Duration
 	actions                                                         map[string]*bool
 }
 
@@ -56,6 +57,7 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.exclude, "exclude", "", "comma list of regexes to exclude (--start)")
 	fs.BoolVar(&f.failed, "failed", false, "describe failed partitions only")
 	fs.BoolVar(&f.asJSON, "json", false, "print the response as JSON")
+	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up when the node has not answered within this `duration`")
 	f.actions = map[string]*bool{}
 	for _, a := range []string{"create", "start", "stop", "pause", "resume", "recover", "delete", "list", "describe"} {
 		f.actions[a] = fs.Bool(a, false, a+" (see above)")
@@ -67,12 +69,12 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	action, err := f.validate(fs.NArg())
+	action, err := f.validate(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "kmirror mirrors: %v\n", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 	if err := f.run(ctx, action, stdout); err != nil {
 		fmt.Fprintf(stderr, "kmirror mirrors: %v\n", err)
@@ -82,7 +84,7 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 }
 
 // validate checks the flag combination and returns the action.
-func (f *mirrorsFlags) validate(extra int) (string, error) {
+func (f *mirrorsFlags) validate(extra []string) (string, error) {
 	var picked []string
 	for a, set := range f.actions {
 		if *set {
@@ -90,12 +92,15 @@ func (f *mirrorsFlags) validate(extra int) (string, error) {
 		}
 	}
 	switch {
-	case extra > 0:
-		return "", errors.New("unexpected arguments")
+	case len(extra) > 0:
+		// Naming it shows the usual slip, --topics a b for --topics a,b.
+		return "", fmt.Errorf("unexpected argument %q", extra[0])
 	case len(picked) != 1:
 		return "", errors.New("exactly one of --create --start --stop --pause --resume --recover --delete --list --describe is required")
 	case f.bootstrap == "":
 		return "", errors.New("--bootstrap-server is required")
+	case f.timeout <= 0:
+		return "", fmt.Errorf("--timeout must be positive, got %v", f.timeout)
 	}
 	a := picked[0]
 	switch {
@@ -166,6 +171,9 @@ func (f *mirrorsFlags) run(ctx context.Context, action string, out io.Writer) er
 	}
 	resp, err := cl.Request(ctx, req)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s: no answer from %s within --timeout %v: %w", mirrorapi.NameForKey(req.Key()), f.bootstrap, f.timeout, err)
+		}
 		return fmt.Errorf("%s: %w", mirrorapi.NameForKey(req.Key()), err)
 	}
 	if f.asJSON {
