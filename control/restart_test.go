@@ -1,0 +1,189 @@
+package control
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/state"
+)
+
+// testNode is a broker with its controller, reopenable on the same dirs.
+type testNode struct {
+	cfg broker.Config
+	b   *broker.Broker
+	ctl *Controller
+	cl  *kgo.Client
+}
+
+func openTestNode(t *testing.T, cfg broker.Config, before func(*broker.Broker)) *testNode {
+	t.Helper()
+	b, err := broker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != nil {
+		before(b)
+	}
+	ctl, err := New(b, Config{})
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	b.SetMirrorAdmin(ctl)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testNode{cfg: cfg, b: b, ctl: ctl, cl: cl}
+}
+
+func (n *testNode) close() {
+	n.cl.Close()
+	n.ctl.Close()
+	n.b.Close()
+}
+
+// A node that stopped between persisting STOPPING and finishing the stop
+// (a crash mid-failover) finishes it at the next start: the open source
+// transaction is aborted, producer state is reset, the topic becomes
+// writable, and read_committed consumers reach the end.
+func TestRestartFinishesAStop(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	plain, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := plain.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"), kgo.TransactionalID("open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, kgo.StringRecord("never committed")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	n := openTestNode(t, cfg, nil)
+	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
+	create.MirrorName = "m"
+	boot := src.ListenAddrs()[0]
+	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
+	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
+	start.MirrorName = "m"
+	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}
+	for _, req := range []kmsg.Request{create, start} {
+		if _, err := n.cl.Request(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool {
+		st, err := n.ctl.fm.Status("m", "t", 0)
+		return err == nil && st.SourceHighWatermark > 0 && st.Lag == 0
+	})
+	n.close()
+
+	// The crash: STOPPING persisted, nothing of the stop done.
+	n = openTestNode(t, cfg, func(b *broker.Broker) {
+		ps, err := b.Store().MirrorPartitionState("m", "t", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.State, ps.LastMirrorEpoch, ps.LastMirrorOffset = state.StateStopping, 0, 3
+		if err := b.Store().PutMirrorPartitionState(ps); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer n.close()
+	if ps, err := n.b.Store().MirrorPartitionState("m", "t", 0); err != nil || ps.State != state.StateStopped {
+		t.Fatalf("after restart: %+v %v", ps, err)
+	}
+	if info, _ := n.b.Topic("t"); info.Mirror != "" {
+		t.Fatalf("topic still owned by mirror %q", info.Mirror)
+	}
+	local, err := n.b.MirrorPartition("t", 0)
+	if err == nil {
+		t.Fatalf("a released topic still hands out a mirror partition: %v", local)
+	}
+	// The last stable offset is the log end: the open transaction was
+	// aborted, so read_committed consumers do not hang on it.
+	latest := func(isolation int8) int64 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.IsolationLevel = isolation
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = 0, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, n.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	if lso, hw := latest(1), latest(0); lso != hw || hw < 5 {
+		t.Fatalf("last stable offset %d, high watermark %d: the open transaction still holds consumers", lso, hw)
+	}
+	// read_committed sees the committed records only.
+	rc, err := kgo.NewClient(kgo.SeedBrokers(n.b.Addr()), kgo.ConsumeTopics("t"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var got []string
+	for len(got) < 2 {
+		fs := rc.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("read_committed after the stop: %v (got %q)", err, got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("read_committed got %q", got)
+	}
+	// And the topic is writable.
+	p, err := kgo.NewClient(kgo.SeedBrokers(n.b.Addr()), kgo.DefaultProduceTopic("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.ProduceSync(ctx, kgo.StringRecord("after failover")).FirstErr(); err != nil {
+		t.Fatalf("produce after the stop: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+}
