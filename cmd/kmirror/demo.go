@@ -279,11 +279,11 @@ func waitCaughtUp(ctx context.Context, n *demoNode, mirror string, out io.Writer
 // the raw batches both nodes serve.
 func sameBytes(ctx context.Context, a, b *demoNode) error {
 	for p := int32(0); p < 3; p++ {
-		ha, ea, err := partitionHash(ctx, a, p)
+		ha, ea, err := partitionHash(ctx, a.cl, demoTopic, topicID(a), p)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", a.name, err)
 		}
-		hb, eb, err := partitionHash(ctx, b, p)
+		hb, eb, err := partitionHash(ctx, b.cl, demoTopic, topicID(b), p)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", b.name, err)
 		}
@@ -294,24 +294,27 @@ func sameBytes(ctx context.Context, a, b *demoNode) error {
 	return nil
 }
 
-// partitionHash reads a partition's raw batches with Fetch and hashes them.
-func partitionHash(ctx context.Context, n *demoNode, p int32) ([32]byte, int64, error) {
-	info, ok := n.b.Topic(demoTopic)
-	if !ok {
-		return [32]byte{}, 0, fmt.Errorf("no topic %s", demoTopic)
-	}
+func topicID(n *demoNode) [16]byte {
+	info, _ := n.b.Topic(demoTopic)
+	return info.ID
+}
+
+// partitionHash reads a partition's raw batches with Fetch (by name or id,
+// whichever version the client picks) and hashes them; it returns the
+// offset after the last batch.
+func partitionHash(ctx context.Context, cl *kgo.Client, topic string, id [16]byte, p int32) ([32]byte, int64, error) {
 	h := sha256.New()
 	offset := int64(0)
 	for {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 0, 10<<20, -1
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = demoTopic, info.ID // by name or id, whichever version kgo picks
+		rt.Topic, rt.TopicID = topic, id
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offset, 10<<20
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		kresp, err := n.cl.Request(ctx, req)
+		kresp, err := cl.Request(ctx, req)
 		if err != nil {
 			return [32]byte{}, 0, err
 		}
