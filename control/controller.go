@@ -268,6 +268,14 @@ func (c *Controller) watchFailures() {
 			}
 			key := fmt.Sprint(st.Mirror, "\x00", st.Topic, "\x00", st.Partition)
 			c.mu.Lock()
+			// The snapshot above was taken without c.mu: a Recover,
+			// Start, Pause or Stop may have restarted or removed the
+			// fetcher since. Acting on the stale status would persist
+			// FAILED over a partition that mirrors again.
+			if cur, err := c.fm.Status(st.Mirror, st.Topic, st.Partition); err != nil || cur.State != fetch.StateFailed {
+				c.mu.Unlock()
+				continue
+			}
 			ps := c.partitionState(st.Mirror, st.Topic, st.Partition)
 			m, err := c.store.GetMirror(st.Mirror)
 			switch {

@@ -451,9 +451,9 @@ func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.R
 				}
 				if ps.State == state.StateMirroring {
 					if st, err := c.fm.Status(m.Name, t, ps.Partition); err == nil {
-						dp.SourceOffset, dp.DestinationOffset = st.SourceHighWatermark, st.LogEndOffset
+						dp.SourceOffset, dp.DestinationOffset = st.SourceHighWatermark, c.readableEnd(t, ps.Partition, st.LogEndOffset)
 						if st.SourceHighWatermark >= 0 {
-							dp.Lag = st.Lag
+							dp.Lag = max(st.SourceHighWatermark-dp.DestinationOffset, 0)
 						}
 					}
 				}
@@ -551,4 +551,19 @@ func (c *Controller) loopCheck(m state.Mirror, topic string) error {
 		}
 	}
 	return nil
+}
+
+// readableEnd is a mirrored partition's destination offset as Describe
+// reports it: the local high watermark, what consumers can read, capped by
+// the log end the fetcher saw. WHY not the log end alone: storage
+// publishes a new log end before it updates the epoch cache (a file write
+// when the epoch is new) and then the high watermark, so for that window a
+// "lag 0" taken from the log end promised records no consumer could read
+// yet, and an operator failing over on it would act too early.
+func (c *Controller) readableEnd(topic string, p int32, logEnd int64) int64 {
+	local, err := c.b.MirrorPartition(topic, p)
+	if err != nil {
+		return logEnd
+	}
+	return min(logEnd, local.Log().HighWatermark())
 }

@@ -212,12 +212,12 @@ func (l *Log) writeRun(run []byte, res *AppendResult) error {
 		l.cfg.Logger.Warn("index write failed; it is rebuilt at the next open", "segment", seg.path, "err", err)
 	}
 	// Publish: size before next, so that a reader never sees a log end
-	// offset whose bytes it cannot read.
+	// offset whose bytes it cannot read; epochs and producer state before
+	// next too, so that a reader who sees the new log end also sees the
+	// epochs and transactions of the batches below it.
 	seg.size.Add(int64(len(run)))
 	seg.maxTs.Store(maxTs)
-	seg.next.Store(next)
 
-	// Epochs and producer state follow the stored batches.
 	it = batch.NewIterator(run)
 	it.SkipCRC()
 	for b, ok := it.Next(); ok; b, ok = it.Next() {
@@ -230,6 +230,7 @@ func (l *Log) writeRun(run []byte, res *AppendResult) error {
 			l.producer().OnAppend(b)
 		}
 	}
+	seg.next.Store(next)
 	res.Records += records
 	res.NextOffset = next
 	l.highWatermark.Store(next)

@@ -268,6 +268,17 @@ func (e *mirrorEnv) waitCaughtUp(topic string) map[int32]int64 {
 	for p, end := range ends {
 		e.waitLogEnd(topic, p, end)
 	}
+	// The fetcher's status moves with the append; the high watermark and
+	// a followed log start a moment later. Wait for what clients see.
+	mirrorWait(e.t, e.ctx, mirrorCatchUp, "local offsets equal to the source's", func() error {
+		starts, lstarts, lends := e.sourceStarts(topic), e.localStarts(topic), e.localEnds(topic)
+		for p, end := range ends {
+			if lstarts[p] != starts[p] || lends[p] != end {
+				return fmt.Errorf("%s-%d: local [%d, %d), source [%d, %d)", topic, p, lstarts[p], lends[p], starts[p], end)
+			}
+		}
+		return nil
+	})
 	return ends
 }
 
