@@ -156,9 +156,34 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 		}
 		topics = found
 	}
+	// SPEC.md section 2: names and patterns join the include set; a
+	// pattern included is no longer excluded and vice versa; a topic named
+	// explicitly but excluded is refused.
+	exc, err := compilePatterns(append(append([]string{}, m.Exclude...), r.ExcludePatterns...))
+	if err != nil {
+		res.fail(kerr.InvalidRequest.Code, "%v", err)
+		return resp
+	}
+	named := map[string]bool{}
+	for _, t := range r.Topics {
+		named[t.TopicName] = true
+	}
+	for _, p := range r.IncludePatterns {
+		m.Exclude = slices.DeleteFunc(m.Exclude, func(e string) bool { return e == p })
+	}
+	for _, p := range r.ExcludePatterns {
+		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == p })
+	}
 	m.Include = mergePatterns(m.Include, r.IncludePatterns)
 	m.Exclude = mergePatterns(m.Exclude, r.ExcludePatterns)
 	for _, t := range topics {
+		if named[t.TopicName] && matchesAny(exc, t.TopicName) {
+			res.add(t.TopicName, kerr.InvalidRequest.Code, "topic %s is excluded from cluster mirror %s", t.TopicName, m.Name)
+			continue
+		}
+		if named[t.TopicName] {
+			m.Include = mergePatterns(m.Include, []string{regexp.QuoteMeta(t.TopicName)})
+		}
 		code, msg := c.startTopic(&m, t)
 		res.add(t.TopicName, code, "%s", msg)
 	}
@@ -240,6 +265,20 @@ func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	if err != nil {
 		res.fail(kerr.InvalidRequest.Code, "%v", err)
 		return resp
+	}
+	// SPEC.md section 2: a stopped pattern leaves the include set, or, if
+	// it was not there, joins the exclude set (so discovery does not start
+	// its topics again); a stopped name leaves the include set.
+	for _, p := range r.Patterns {
+		if slices.Contains(m.Include, p) {
+			m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == p })
+		} else {
+			m.Exclude = mergePatterns(m.Exclude, []string{p})
+		}
+	}
+	for _, t := range r.Topics {
+		q := regexp.QuoteMeta(t.TopicName)
+		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == q })
 	}
 	for _, name := range names {
 		code, msg := c.stopTopic(&m, name)
