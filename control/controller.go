@@ -17,6 +17,8 @@ import (
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
+
+	"github.com/kmirror/kmirror/internal/retry"
 )
 
 // Config configures a Controller. Zero values mean the defaults named.
@@ -306,7 +308,7 @@ func backoff(cfg Config, n int32) time.Duration {
 	for i := int32(1); i < n && d < cfg.RetryMax; i++ {
 		d *= 2
 	}
-	return jitter(min(d, cfg.RetryMax))
+	return retry.Jitter(min(d, cfg.RetryMax))
 }
 
 // source returns the mirror's client for the source (slow calls).

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+
+	"github.com/kmirror/kmirror/internal/retry"
 )
 
 // maxFetchVersion: v12 has fetch sessions, diverging epochs and current
@@ -139,7 +141,7 @@ func (f *fetcher) run() {
 	backoff := time.Duration(0)
 	for f.ctx.Err() == nil {
 		if backoff > 0 {
-			if !f.sleep(jitter(backoff)) {
+			if !f.sleep(retry.Jitter(backoff)) {
 				return
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/retry"
 )
 
 type topicPartition struct {
@@ -146,7 +147,7 @@ func (mr *mirror) resolver() {
 		case <-t.C:
 		}
 		if pending := mr.resolveOnce(); pending {
-			t.Reset(jitter(mr.cfg.FetchBackoff))
+			t.Reset(retry.Jitter(mr.cfg.FetchBackoff))
 		}
 	}
 }
@@ -308,11 +309,6 @@ func fetcherID(tp topicPartition, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(tp.topic))
 	return int((h.Sum32() + uint32(tp.partition)) % uint32(n))
-}
-
-// jitter spreads retries: d scaled by a random factor in [0.8, 1.2].
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
 // wakeResolverAfter wakes the resolver once d has passed.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/storage"
+
+	"github.com/kmirror/kmirror/internal/retry"
 )
 
 // State is a mirrored partition's fetch state.
@@ -122,25 +124,25 @@ func (ps *partState) assigned(f *fetcher, li leaderInfo) {
 
 // fail stops the partition: for good (an operator restarts it) or, when
 // retry is set, until the resolver picks it up after a backoff.
-func (ps *partState) fail(err error, retry bool) {
+func (ps *partState) fail(err error, retriable bool) {
 	// One jittered delay for both the retry time and the resolver's
 	// wake-up: a wake-up before retryAt finds nothing due, and nothing
 	// else would wake the resolver again.
-	delay := jitter(ps.mirror.cfg.FetchBackoff)
+	delay := retry.Jitter(ps.mirror.cfg.FetchBackoff)
 	ps.mu.Lock()
 	ps.err, ps.fetcher = err, nil
-	if retry {
+	if retriable {
 		ps.state, ps.retryAt = StateBackoff, time.Now().Add(delay)
 	} else {
 		ps.state = StateFailed
 	}
 	ps.mu.Unlock()
 	lvl := "mirrored partition stopped"
-	if retry {
+	if retriable {
 		lvl = "mirrored partition backing off"
 	}
 	ps.mirror.m.log.Warn(lvl, "mirror", ps.mirror.cfg.Name, "topic", ps.tp.topic, "partition", ps.tp.partition, "err", err)
-	if retry {
+	if retriable {
 		ps.mirror.wakeResolverAfter(delay)
 	}
 }
