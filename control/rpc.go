@@ -235,6 +235,9 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 		if err := c.b.SetTopicMirror(t.TopicName, m.Name); err != nil {
 			return kerr.UnknownServerError.Code, err.Error()
 		}
+		if err := c.alignTopic(*m, info, t.NumPartitions); err != nil {
+			return kerr.UnknownServerError.Code, fmt.Sprintf("aligning %s: %v", t.TopicName, err)
+		}
 		for p := int32(0); p < t.NumPartitions; p++ {
 			// A stopped partition starts over at LOG_ALIGNMENT.
 			ps := c.partitionState(m.Name, t.TopicName, p)

@@ -59,6 +59,10 @@ type fetcher struct {
 type prediction struct {
 	offset int64
 	epoch  int32
+	// ps is the partition state the prediction was made for: a partition
+	// stopped and started again is a new state, and an old prediction must
+	// not place its first fetch.
+	ps *partState
 }
 
 // applied is what the applier hands back: the read buffer, free again, and
@@ -278,7 +282,10 @@ func (f *fetcher) predict(resp *kmsg.FetchResponse, requested map[topicPartition
 				}
 			}
 			if next > from {
-				f.predicted[tp] = prediction{offset: next, epoch: epoch}
+				f.mu.Lock()
+				ps := f.parts[tp]
+				f.mu.Unlock()
+				f.predicted[tp] = prediction{offset: next, epoch: epoch, ps: ps}
 			}
 		}
 	}
@@ -344,7 +351,7 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 	byTopic := map[string]int{}
 	for tp, ps := range parts {
 		offset, cur, last := ps.fetchPosition()
-		if p, ok := f.predicted[tp]; ok {
+		if p, ok := f.predicted[tp]; ok && p.ps == ps {
 			// The response being applied will leave the log here.
 			offset, last = p.offset, p.epoch
 		}
@@ -465,7 +472,7 @@ func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]i
 // the fetcher goroutine only writes it between applies.)
 func (f *fetcher) reached(tp topicPartition, ps *partState, before int64) bool {
 	leo := ps.local.Log().LogEndOffset()
-	if p, ok := f.predicted[tp]; ok {
+	if p, ok := f.predicted[tp]; ok && p.ps == ps {
 		return leo == p.offset
 	}
 	return leo == before

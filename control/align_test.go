@@ -1,0 +1,96 @@
+package control
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/mirrorapi"
+)
+
+// Starting a stopped topic again, from a source that never mirrored from
+// us (kfake answers no last-mirror-epoch lookup), mirrors it from scratch:
+// the records written here after the failover are gone and the log is the
+// source's again.
+func TestRestartAfterFailoverMirrorsFromScratch(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	sp, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if err := sp.ProduceSync(ctx, kgo.StringRecord("1"), kgo.StringRecord("2"), kgo.StringRecord("3")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	n := openTestNode(t, cfg, nil)
+	defer n.close()
+	send := func(req kmsg.Request) {
+		t.Helper()
+		if _, err := n.cl.Request(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
+	create.MirrorName = "m"
+	boot := src.ListenAddrs()[0]
+	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
+	send(create)
+	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
+	start.MirrorName = "m"
+	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}
+	send(start)
+	waitFor(t, func() bool {
+		st, err := n.ctl.fm.Status("m", "t", 0)
+		return err == nil && st.SourceHighWatermark == 3 && st.LogEndOffset == 3
+	})
+	stop := mirrorapi.NewPtrStopMirrorTopicsRequest()
+	stop.MirrorName = "m"
+	stop.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: "t"}}
+	send(stop)
+	wp, err := kgo.NewClient(kgo.SeedBrokers(n.b.Addr()), kgo.DefaultProduceTopic("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wp.Close()
+	if err := wp.ProduceSync(ctx, kgo.StringRecord("written here")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// After the failover the log holds the 3 mirrored records, the
+	// MIRROR_PID_RESET and the local write.
+	send(start)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := n.ctl.fm.Status("m", "t", 0)
+		if err == nil && st.LogEndOffset == 3 && st.SourceHighWatermark == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			info, _ := n.b.Topic("t")
+			t.Fatalf("status %+v err %v topic %+v", st, err, info)
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+	local, err := n.b.MirrorPartition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := local.Log().LogEndOffset(); end != 3 {
+		t.Fatalf("log end %d after mirroring from scratch, want the source's 3", end)
+	}
+}
