@@ -315,103 +315,91 @@ func (c *Controller) stopTopic(m *state.Mirror, name string) (int16, string) {
 	return 0, ""
 }
 
-func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
-	resp := r.ResponseKind().(*mirrorapi.PauseMirrorTopicsResponse)
+// topicsOp runs op on each named topic of a mirror (pause, resume,
+// recover) and stores the mirror's desired states afterwards.
+func (c *Controller) topicsOp(name string, topics []mirrorapi.MirrorTopicsRequestTopic,
+	op func(m *state.Mirror, topic string, partitions int32, res *topicsResult)) topicsResult {
 	var res topicsResult
-	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
-	m, ok := c.mirrorFor(r.MirrorName, &res)
+	m, ok := c.mirrorFor(name, &res)
 	if !ok {
-		return resp
+		return res
 	}
-	for _, t := range r.Topics {
-		desired, in := m.Topics[t.TopicName]
-		info, _ := c.b.Topic(t.TopicName)
-		switch {
-		case !in:
+	for _, t := range topics {
+		if _, in := m.Topics[t.TopicName]; !in {
 			res.add(t.TopicName, mirrorapi.ErrTopicNotInClusterMirror, "topic %s is not in cluster mirror %s", t.TopicName, m.Name)
-		case desired == state.StateStopped:
-			res.add(t.TopicName, mirrorapi.ErrMirrorTopicBeingStopped, "topic %s is stopped", t.TopicName)
-		case desired == state.StatePaused:
-			res.add(t.TopicName, 0, "")
-		default:
-			m.Topics[t.TopicName] = state.StatePaused
-			for p := int32(0); p < info.Partitions; p++ {
-				_ = c.fm.StopPartition(m.Name, t.TopicName, p)
-				ps := c.partitionState(m.Name, t.TopicName, p)
-				c.setState(ps, state.StatePausing, "")
-				c.setState(c.partitionState(m.Name, t.TopicName, p), state.StatePaused, "")
-			}
-			res.add(t.TopicName, 0, "")
+			continue
 		}
+		info, _ := c.b.Topic(t.TopicName)
+		op(&m, t.TopicName, info.Partitions, &res)
 	}
 	if err := c.store.PutMirror(m); err != nil {
 		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
 	}
+	return res
+}
+
+func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*mirrorapi.PauseMirrorTopicsResponse)
+	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
+		switch m.Topics[topic] {
+		case state.StateStopped:
+			res.add(topic, mirrorapi.ErrMirrorTopicBeingStopped, "topic %s is stopped", topic)
+			return
+		case state.StateMirroring:
+			m.Topics[topic] = state.StatePaused
+			for p := int32(0); p < partitions; p++ {
+				_ = c.fm.StopPartition(m.Name, topic, p)
+				c.setState(c.partitionState(m.Name, topic, p), state.StatePausing, "")
+				c.setState(c.partitionState(m.Name, topic, p), state.StatePaused, "")
+			}
+		}
+		res.add(topic, 0, "")
+	})
+	resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics
 	return resp
 }
 
 func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.ResumeMirrorTopicsResponse)
-	var res topicsResult
-	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
-	m, ok := c.mirrorFor(r.MirrorName, &res)
-	if !ok {
-		return resp
-	}
-	for _, t := range r.Topics {
-		desired, in := m.Topics[t.TopicName]
-		info, _ := c.b.Topic(t.TopicName)
-		switch {
-		case !in:
-			res.add(t.TopicName, mirrorapi.ErrTopicNotInClusterMirror, "topic %s is not in cluster mirror %s", t.TopicName, m.Name)
-		case desired == state.StateMirroring:
-			res.add(t.TopicName, 0, "")
-		case desired != state.StatePaused:
-			res.add(t.TopicName, mirrorapi.ErrMirrorTopicNotPaused, "topic %s is not paused", t.TopicName)
-		default:
-			m.Topics[t.TopicName] = state.StateMirroring
-			for p := int32(0); p < info.Partitions; p++ {
-				c.setState(c.partitionState(m.Name, t.TopicName, p), state.StateMirroring, "")
-				local, err := c.b.MirrorPartition(t.TopicName, p)
+	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
+		switch m.Topics[topic] {
+		case state.StateMirroring:
+		case state.StatePaused:
+			m.Topics[topic] = state.StateMirroring
+			for p := int32(0); p < partitions; p++ {
+				// PAUSED -> MIRRORING: no re-alignment, from the log end.
+				c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
+				local, err := c.b.MirrorPartition(topic, p)
 				if err == nil {
-					err = c.fm.StartPartition(m.Name, t.TopicName, p, local)
+					err = c.fm.StartPartition(m.Name, topic, p, local)
 				}
 				if err != nil {
-					res.fail(kerr.UnknownServerError.Code, "resuming %s-%d: %v", t.TopicName, p, err)
+					res.fail(kerr.UnknownServerError.Code, "resuming %s-%d: %v", topic, p, err)
 				}
 			}
-			res.add(t.TopicName, 0, "")
+		default:
+			res.add(topic, mirrorapi.ErrMirrorTopicNotPaused, "topic %s is not paused", topic)
+			return
 		}
-	}
-	if err := c.store.PutMirror(m); err != nil {
-		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
-	}
+		res.add(topic, 0, "")
+	})
+	resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics
 	return resp
 }
 
 func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.RecoverMirrorTopicsResponse)
-	var res topicsResult
-	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
-	m, ok := c.mirrorFor(r.MirrorName, &res)
-	if !ok {
-		return resp
-	}
-	for _, t := range r.Topics {
-		info, _ := c.b.Topic(t.TopicName)
-		if _, in := m.Topics[t.TopicName]; !in {
-			res.add(t.TopicName, mirrorapi.ErrTopicNotInClusterMirror, "topic %s is not in cluster mirror %s", t.TopicName, m.Name)
-			continue
-		}
-		for p := int32(0); p < info.Partitions; p++ {
-			if c.partitionState(m.Name, t.TopicName, p).State == state.StateFailed {
-				if err := c.startPartition(m, t.TopicName, p); err != nil {
-					res.fail(kerr.UnknownServerError.Code, "recovering %s-%d: %v", t.TopicName, p, err)
+	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
+		for p := int32(0); p < partitions; p++ {
+			if c.partitionState(m.Name, topic, p).State == state.StateFailed {
+				if err := c.startPartition(*m, topic, p); err != nil {
+					res.fail(kerr.UnknownServerError.Code, "recovering %s-%d: %v", topic, p, err)
 				}
 			}
 		}
-		res.add(t.TopicName, 0, "")
-	}
+		res.add(topic, 0, "")
+	})
+	resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics
 	return resp
 }
 
