@@ -4,7 +4,7 @@ BIN       := bin/kmirror
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Packages with concurrency worth racing: the hot path, its stores, the
 # network layer and the broker, and the end-to-end tests.
-CORE_PKGS := ./batch/... ./storage/... ./internal/... ./netio/... ./state/... ./broker/... ./group/... ./fetch/... ./metrics/... ./tests/...
+CORE_PKGS := ./batch/... ./storage/... ./internal/... ./netio/... ./state/... ./broker/... ./group/... ./fetch/... ./metrics/... ./tests/... ./control/... ./sync/...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 1

@@ -32,6 +32,9 @@ type Config struct {
 	RetryMaxAttempts int32
 	// SourceTimeout bounds each call to a source cluster (30 s).
 	SourceTimeout time.Duration
+	// RefreshInterval is mirror.metadata.refresh.interval.ms (60 s): how
+	// often each mirror's metadata sync runs.
+	RefreshInterval time.Duration
 }
 
 // Controller is the node's mirror control plane.
@@ -67,6 +70,7 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 	def(&cfg.RetryInitial, time.Second)
 	def(&cfg.RetryMax, time.Minute)
 	def(&cfg.SourceTimeout, 30*time.Second)
+	def(&cfg.RefreshInterval, time.Minute)
 	if cfg.RetryMaxAttempts <= 0 {
 		cfg.RetryMaxAttempts = 20
 	}
@@ -91,8 +95,9 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 			c.resume(m, ps)
 		}
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.watchFailures()
+	go c.syncLoop()
 	return c, nil
 }
 

@@ -1,0 +1,77 @@
+package control
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/mirrorapi"
+)
+
+// A group's offsets committed at the source appear here after a sync
+// cycle, clamped to what the mirror holds, so its consumers fail over
+// without translating offsets.
+func TestSyncCopiesGroupOffsets(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	sc, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	for range 5 {
+		if err := sc.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sadm := kadm.NewClient(sc)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 3, LeaderEpoch: 0, Metadata: "app"})
+	if _, err := sadm.CommitOffsets(ctx, "orders-app", offs); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	n := openTestNode(t, cfg, nil)
+	defer n.close()
+	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
+	create.MirrorName = "m"
+	boot := src.ListenAddrs()[0]
+	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
+	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
+	start.MirrorName = "m"
+	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}
+	for _, req := range []kmsg.Request{create, start} {
+		if _, err := n.cl.Request(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool {
+		st, err := n.ctl.fm.Status("m", "t", 0)
+		return err == nil && st.LogEndOffset == 5
+	})
+	n.ctl.SyncOnce()
+	got, err := kadm.NewClient(n.cl).FetchOffsets(ctx, "orders-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := got.Lookup("t", 0)
+	if !ok || o.At != 3 || o.Metadata != "app" {
+		t.Fatalf("synced offset %+v (found %v), want 3 with its metadata", o, ok)
+	}
+}
