@@ -92,6 +92,9 @@ func (c *Controller) SyncOnce() {
 		return
 	}
 	for _, j := range jobs {
+		if !c.clusterIDGuard(j.m, j.src) {
+			continue
+		}
 		f, err := groupFilter(j.m)
 		if err != nil {
 			c.log.Warn("metadata sync: bad group filter", "mirror", j.m.Name, "err", err)
@@ -106,4 +109,43 @@ func (c *Controller) SyncOnce() {
 		c.log.Debug("metadata sync: group offsets", "mirror", j.m.Name, "groups", res.Groups,
 			"offsets", res.Offsets, "clamped", res.Clamped, "skipped_active", res.SkippedActive)
 	}
+}
+
+// clusterIDGuard checks that the source is still the cluster the mirror
+// was created against (SPEC.md section 6). A changed cluster id (the
+// bootstrap servers now reach another cluster) stops every partition of
+// the mirror in FAILED, non-retryable, until an operator recovers it. It
+// reports whether the sync may go on.
+func (c *Controller) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+	meta, err := describeCluster(ctx, src)
+	cancel()
+	if err != nil {
+		c.log.Warn("metadata sync: source unreachable", "mirror", m.Name, "err", err)
+		return false
+	}
+	if meta.clusterID == m.SourceClusterID {
+		return true
+	}
+	msg := "the source cluster id changed from " + m.SourceClusterID + " to " + meta.clusterID +
+		": the bootstrap servers reach another cluster; mirroring stopped"
+	c.log.Error("metadata sync: source cluster id changed", "mirror", m.Name,
+		"want", m.SourceClusterID, "got", meta.clusterID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	states, err := c.store.MirrorPartitionStates(m.Name)
+	if err != nil {
+		return false
+	}
+	for _, ps := range states {
+		if ps.State == state.StateStopped || ps.State == state.StateFailed && ps.RetryAttempt < 0 {
+			continue
+		}
+		_ = c.fm.StopPartition(m.Name, ps.Topic, ps.Partition)
+		ps.RetryAttempt = -1
+		if err := c.setState(ps, state.StateFailed, msg); err != nil {
+			c.log.Warn("marking a partition failed", "mirror", m.Name, "topic", ps.Topic, "err", err)
+		}
+	}
+	return false
 }

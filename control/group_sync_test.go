@@ -75,3 +75,54 @@ func TestSyncCopiesGroupOffsets(t *testing.T) {
 		t.Fatalf("synced offset %+v (found %v), want 3 with its metadata", o, ok)
 	}
 }
+
+// A source whose cluster id changed (the bootstrap servers now reach
+// another cluster) stops the mirror: every partition FAILED, not retried.
+func TestClusterIDGuard(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"), kfake.ClusterID("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"), kfake.ClusterID("second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	n := openTestNode(t, cfg, nil)
+	defer n.close()
+	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
+	create.MirrorName = "m"
+	boot := first.ListenAddrs()[0]
+	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
+	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
+	start.MirrorName = "m"
+	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}
+	for _, req := range []kmsg.Request{create, start} {
+		if _, err := n.cl.Request(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.ctl.SyncOnce()
+	if ps, _ := n.b.Store().MirrorPartitionState("m", "t", 0); ps.State.String() != "MIRRORING" {
+		t.Fatalf("same cluster: state %v", ps.State)
+	}
+	if err := n.ctl.SetMirrorConfigs("m", map[string]string{"bootstrap.servers": second.ListenAddrs()[0]}); err != nil {
+		t.Fatal(err)
+	}
+	n.ctl.SyncOnce()
+	ps, err := n.b.Store().MirrorPartitionState("m", "t", 0)
+	if err != nil || ps.State.String() != "FAILED" || ps.RetryAttempt != -1 {
+		t.Fatalf("after the cluster id changed: %+v %v", ps, err)
+	}
+	if _, err := n.ctl.fm.Status("m", "t", 0); err == nil {
+		t.Fatal("the partition is still fetching")
+	}
+}
