@@ -611,13 +611,17 @@ func TestMirrorE2EDivergingEpoch(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("the mirror sent no fetch after the diverging epoch: %+v", env.status(topic, 0))
 	}
-	// The next fetch went out after the response was applied.
-	if got := env.localEnds(topic)[0]; got != want {
-		t.Fatalf("after a divergence at %d: local log end %d, want %d (the base of the batch holding it)", divergeAt, got, want)
-	}
-	if st := env.status(topic, 0); st.LogEndOffset != want || st.State != fetch.StateFetching {
-		t.Fatalf("after a divergence: %+v, want fetching at %d", st, want)
-	}
+	// The fetcher sends its next fetch while it applies the previous
+	// response (they overlap), so wait for the truncation to land.
+	mirrorWait(t, ctx, mirrorCatchUp, fmt.Sprintf("truncation to %d after a divergence at %d", want, divergeAt), func() error {
+		if got := env.localEnds(topic)[0]; got != want {
+			return fmt.Errorf("local log end %d, want %d (the base of the batch holding it)", got, want)
+		}
+		if st := env.status(topic, 0); st.LogEndOffset != want || st.State != fetch.StateFetching {
+			return fmt.Errorf("status %+v, want fetching at %d", st, want)
+		}
+		return nil
+	})
 	prefix := readRaw(t, ctx, env.locCl, -1, topic, 0, 0, want)
 	if !bytes.Equal(prefix, src[:len(prefix)]) || len(prefix) == 0 {
 		t.Fatalf("the kept prefix differs from the source's: %s", diffRaw(src, prefix))
