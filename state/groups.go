@@ -1,7 +1,6 @@
 package state
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -91,42 +90,8 @@ func (s *Store) GroupOffsets(group string) ([]GroupOffset, error) {
 	if err := checkGroupName(group); err != nil {
 		return nil, fmt.Errorf("state: group offsets: %v", err)
 	}
-	prefix := groupOffsetPrefix(group)
-	var offs []GroupOffset
-	err := s.view(func(txn *badger.Txn) error {
-		offs = offs[:0]
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-			item := it.Item()
-			key := item.Key()
-			topic, partition, err := decodeGroupOffsetKeyTail(key[len(prefix):])
-			if err != nil {
-				return fmt.Errorf("state: key %q: %w", key, err)
-			}
-			var o GroupOffset
-			if err := item.Value(func(v []byte) error {
-				var err error
-				o, err = decodeGroupOffset(v)
-				return err
-			}); err != nil {
-				return fmt.Errorf("state: key %q: %w", key, err)
-			}
-			o.Topic, o.Partition = topic, partition
-			offs = append(offs, o)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Keys order topics by length first (the uvarint), so sort here.
-	slices.SortFunc(offs, func(a, b GroupOffset) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
-	return offs, nil
+	return scanTopicPartitions(s, groupOffsetPrefix(group), "group offset key", decodeGroupOffset,
+		func(o *GroupOffset, topic string, partition int32) { o.Topic, o.Partition = topic, partition })
 }
 
 // DeleteOffsets deletes group's committed offsets of the given partitions

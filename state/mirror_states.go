@@ -2,12 +2,10 @@ package state
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -200,42 +198,10 @@ func (s *Store) MirrorPartitionStates(mirror string) ([]MirrorPartitionState, er
 	if err := checkMirrorName(mirror); err != nil {
 		return nil, fmt.Errorf("state: mirror partition states: %v", err)
 	}
-	prefix := mirrorPartitionPrefix(mirror)
-	var ps []MirrorPartitionState
-	err := s.view(func(txn *badger.Txn) error {
-		ps = ps[:0]
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-			item := it.Item()
-			key := item.Key()
-			topic, partition, err := decodeMirrorPartitionKeyTail(key[len(prefix):])
-			if err != nil {
-				return fmt.Errorf("state: key %q: %w", key, err)
-			}
-			var p MirrorPartitionState
-			if err := item.Value(func(v []byte) error {
-				var err error
-				p, err = decodeMirrorPartitionState(v)
-				return err
-			}); err != nil {
-				return fmt.Errorf("state: key %q: %w", key, err)
-			}
+	return scanTopicPartitions(s, mirrorPartitionPrefix(mirror), "mirror partition key", decodeMirrorPartitionState,
+		func(p *MirrorPartitionState, topic string, partition int32) {
 			p.Mirror, p.Topic, p.Partition = mirror, topic, partition
-			ps = append(ps, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Keys order topics by length first (the uvarint), so sort here.
-	slices.SortFunc(ps, func(a, b MirrorPartitionState) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
-	return ps, nil
+		})
 }
 
 // MirrorPartitionState returns the stored state of one partition, or an
@@ -364,29 +330,11 @@ func decodeMirrorPartitionKey(key []byte) (mirrorPartitionKey, error) {
 	if err := checkMirrorName(mirror); err != nil {
 		return mirrorPartitionKey{}, fmt.Errorf("%w: mirror partition key: %v", ErrCorrupt, err)
 	}
-	topic, partition, err := decodeMirrorPartitionKeyTail(r.b[i+1:])
+	topic, partition, err := decodeTopicPartitionKeyTail(r.b[i+1:], "mirror partition key")
 	if err != nil {
 		return mirrorPartitionKey{}, err
 	}
 	return mirrorPartitionKey{mirror, topic, partition}, nil
-}
-
-// decodeMirrorPartitionKeyTail decodes what follows the mirror field and
-// its '/' in a partition state key. Errors wrap ErrCorrupt.
-func decodeMirrorPartitionKeyTail(b []byte) (topic string, partition int32, err error) {
-	r := reader{b: b, what: "mirror partition key"}
-	topic = r.name()
-	partition = int32(r.u32())
-	if err := r.complete(); err != nil {
-		return "", 0, err
-	}
-	if err := checkTopicName(topic); err != nil {
-		return "", 0, fmt.Errorf("%w: mirror partition key: %v", ErrCorrupt, err)
-	}
-	if partition < 0 {
-		return "", 0, fmt.Errorf("%w: mirror partition key: topic %q partition %d", ErrCorrupt, topic, partition)
-	}
-	return topic, partition, nil
 }
 
 // checkMirrorPartitionValue holds the rules of a partition state's value

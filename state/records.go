@@ -416,27 +416,28 @@ func decodeGroupOffsetKey(key []byte) (groupOffsetKey, error) {
 	if err := checkGroupName(group); err != nil {
 		return groupOffsetKey{}, fmt.Errorf("%w: group offset key: %v", ErrCorrupt, err)
 	}
-	topic, partition, err := decodeGroupOffsetKeyTail(r.b)
+	topic, partition, err := decodeTopicPartitionKeyTail(r.b, "group offset key")
 	if err != nil {
 		return groupOffsetKey{}, err
 	}
 	return groupOffsetKey{group, topic, partition}, nil
 }
 
-// decodeGroupOffsetKeyTail decodes what follows the group field in a
-// committed offset key. Errors wrap ErrCorrupt.
-func decodeGroupOffsetKeyTail(b []byte) (topic string, partition int32, err error) {
-	r := reader{b: b, what: "group offset key"}
+// decodeTopicPartitionKeyTail decodes the tail that group-offset and
+// mirror-partition keys share: a topic name field and a be32 partition.
+// what names the key family in errors, which wrap ErrCorrupt.
+func decodeTopicPartitionKeyTail(b []byte, what string) (topic string, partition int32, err error) {
+	r := reader{b: b, what: what}
 	topic = r.name()
 	partition = int32(r.u32())
 	if err := r.complete(); err != nil {
 		return "", 0, err
 	}
 	if err := checkTopicName(topic); err != nil {
-		return "", 0, fmt.Errorf("%w: group offset key: %v", ErrCorrupt, err)
+		return "", 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, what, err)
 	}
 	if partition < 0 {
-		return "", 0, fmt.Errorf("%w: group offset key: topic %q partition %d", ErrCorrupt, topic, partition)
+		return "", 0, fmt.Errorf("%w: %s: topic %q partition %d", ErrCorrupt, what, topic, partition)
 	}
 	return topic, partition, nil
 }

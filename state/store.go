@@ -1,12 +1,14 @@
 package state
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -342,3 +344,53 @@ func (badgerLogger) Debugf(string, ...any) {}
 
 // isCorrupt reports whether err marks a corrupt record.
 func isCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// scanTopicPartitions reads every record under prefix whose key ends in a
+// topic partition tail, decodes its value, lets place fill the key fields
+// in, and returns the records sorted by topic, then partition (keys order
+// topics by the length uvarint first, so the scan order is not that).
+func scanTopicPartitions[T any](s *Store, prefix []byte, what string,
+	decode func([]byte) (T, error), place func(v *T, topic string, partition int32)) ([]T, error) {
+	type entry struct {
+		topic     string
+		partition int32
+		v         T
+	}
+	var es []entry
+	err := s.view(func(txn *badger.Txn) error {
+		es = es[:0]
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+			item := it.Item()
+			key := item.Key()
+			topic, partition, err := decodeTopicPartitionKeyTail(key[len(prefix):], what)
+			if err != nil {
+				return fmt.Errorf("state: key %q: %w", key, err)
+			}
+			var v T
+			if err := item.Value(func(b []byte) (err error) {
+				v, err = decode(b)
+				return err
+			}); err != nil {
+				return fmt.Errorf("state: key %q: %w", key, err)
+			}
+			place(&v, topic, partition)
+			es = append(es, entry{topic, partition, v})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		return cmp.Or(strings.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+	})
+	out := make([]T, len(es))
+	for i := range es {
+		out[i] = es[i].v
+	}
+	return out, nil
+}
