@@ -249,18 +249,7 @@ func appendMirror(dst []byte, m Mirror) []byte {
 	dst = append(dst, formatV1)
 	dst = appendString(dst, m.Name)
 	dst = appendString(dst, m.SourceClusterID)
-	// Sorted keys make the encoding canonical and let the decoder reject
-	// duplicates with one comparison per pair.
-	keys := make([]string, 0, len(m.Configs))
-	for k := range m.Configs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(keys)))
-	for _, k := range keys {
-		dst = appendString(dst, k)
-		dst = appendString(dst, m.Configs[k])
-	}
+	dst = appendConfigs(dst, m.Configs)
 	for _, patterns := range [][]string{m.Include, m.Exclude} {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(patterns)))
 		for _, p := range patterns {
@@ -293,27 +282,13 @@ func decodeMirror(b []byte) (Mirror, error) {
 	// Every count is checked against the bytes left before it sizes
 	// anything: a config pair takes at least 8 bytes, a pattern 5 (it is
 	// not empty) and a topic entry 6 (a name of 1 byte and a state).
-	n := r.count(8)
-	m.Configs = make(map[string]string, min(n, 64))
-	prev := ""
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		k, v := r.str(), r.str()
-		if r.err != nil {
-			break
-		}
-		if i > 0 && k <= prev {
-			r.fail("config %q after %q: keys not strictly ascending", k, prev)
-			break
-		}
-		m.Configs[k] = v
-		prev = k
-	}
+	m.Configs = r.configs()
 	m.Include = r.patterns()
 	m.Exclude = r.patterns()
 
-	n = r.count(6)
+	n := r.count(6)
 	m.Topics = make(map[string]PartitionState, min(n, 64))
-	prev = ""
+	prev := ""
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		t, st := r.str(), PartitionState(r.i8())
 		if r.err != nil {

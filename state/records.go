@@ -95,17 +95,22 @@ func appendTopic(dst []byte, t Topic) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(t.Partitions))
 	dst = appendString(dst, t.Name)
 	dst = appendString(dst, t.Mirror)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(t.Configs)))
-	keys := make([]string, 0, len(t.Configs))
-	for k := range t.Configs {
+	return appendConfigs(dst, t.Configs)
+}
+
+// appendConfigs appends a config map: a u32 count, then (key, value)
+// strings in ascending key order. Sorted keys make the encoding canonical
+// and let the decoder reject duplicates with one comparison per pair.
+func appendConfigs(dst []byte, configs map[string]string) []byte {
+	keys := make([]string, 0, len(configs))
+	for k := range configs {
 		keys = append(keys, k)
 	}
-	// Sorted keys make the encoding canonical and let the decoder reject
-	// duplicates with one comparison per pair.
 	slices.Sort(keys)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(keys)))
 	for _, k := range keys {
 		dst = appendString(dst, k)
-		dst = appendString(dst, t.Configs[k])
+		dst = appendString(dst, configs[k])
 	}
 	return dst
 }
@@ -120,26 +125,7 @@ func decodeTopic(b []byte) (Topic, error) {
 	t.Partitions = int32(r.u32())
 	t.Name = r.str()
 	t.Mirror = r.str()
-	n := r.u32()
-	// Each pair takes at least 8 bytes: refuse a count the value cannot
-	// hold before sizing the map by it.
-	if r.err == nil && uint64(n) > uint64(len(r.b))/8 {
-		r.fail("%d configs in %d bytes", n, len(r.b))
-	}
-	t.Configs = make(map[string]string, min(n, 64))
-	prev := ""
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		k, v := r.str(), r.str()
-		if r.err != nil {
-			break
-		}
-		if i > 0 && k <= prev {
-			r.fail("config %q after %q: keys not strictly ascending", k, prev)
-			break
-		}
-		t.Configs[k] = v
-		prev = k
-	}
+	t.Configs = r.configs()
 	if err := r.complete(); err != nil {
 		return Topic{}, err
 	}
@@ -294,6 +280,28 @@ func (r *reader) str() string {
 		return ""
 	}
 	return string(r.bytes(int(n)))
+}
+
+// configs reads what appendConfigs wrote. A pair takes at least 8 bytes,
+// so a count the bytes left cannot hold is refused before it sizes the map.
+// The map is never nil.
+func (r *reader) configs() map[string]string {
+	n := r.count(8)
+	configs := make(map[string]string, min(n, 64))
+	prev := ""
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		k, v := r.str(), r.str()
+		if r.err != nil {
+			break
+		}
+		if i > 0 && k <= prev {
+			r.fail("config %q after %q: keys not strictly ascending", k, prev)
+			break
+		}
+		configs[k] = v
+		prev = k
+	}
+	return configs
 }
 
 // prefix consumes the key family prefix p.
