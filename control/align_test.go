@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -34,10 +33,7 @@ func TestRestartAfterFailoverMirrorsFromScratch(t *testing.T) {
 	if err := sp.ProduceSync(ctx, kgo.StringRecord("1"), kgo.StringRecord("2"), kgo.StringRecord("3")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
+	cfg := testConfig(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
 	send := func(req kmsg.Request) {
@@ -46,11 +42,8 @@ func TestRestartAfterFailoverMirrorsFromScratch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	create.MirrorName = "m"
 	boot := src.ListenAddrs()[0]
-	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
-	send(create)
+	n.createMirror(t, ctx, boot)
 	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
 	start.MirrorName = "m"
 	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}

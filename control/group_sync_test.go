@@ -8,10 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kmirror/kmirror/broker"
-	"github.com/kmirror/kmirror/mirrorapi"
 )
 
 // A group's offsets committed at the source appear here after a sync
@@ -43,24 +39,12 @@ func TestSyncCopiesGroupOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
+	cfg := testConfig(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
-	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	create.MirrorName = "m"
 	boot := src.ListenAddrs()[0]
-	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
-	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
-	start.MirrorName = "m"
-	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}
-	for _, req := range []kmsg.Request{create, start} {
-		if _, err := n.cl.Request(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.createMirror(t, ctx, boot)
+	n.startTopics(t, ctx, "t")
 	waitFor(t, func() bool {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return err == nil && st.LogEndOffset == 5
@@ -92,24 +76,12 @@ func TestClusterIDGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
+	cfg := testConfig(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
-	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	create.MirrorName = "m"
 	boot := first.ListenAddrs()[0]
-	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
-	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
-	start.MirrorName = "m"
-	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}
-	for _, req := range []kmsg.Request{create, start} {
-		if _, err := n.cl.Request(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.createMirror(t, ctx, boot)
+	n.startTopics(t, ctx, "t")
 	n.ctl.SyncOnce()
 	if ps, _ := n.b.Store().MirrorPartitionState("m", "t", 0); ps.State.String() != "MIRRORING" {
 		t.Fatalf("same cluster: state %v", ps.State)

@@ -7,11 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kmirror/kmirror/broker"
-	"github.com/kmirror/kmirror/mirrorapi"
 )
 
 // A mirror's configs are a CLUSTER_MIRROR (64) config resource: described,
@@ -26,38 +22,11 @@ func TestMirrorConfigResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ctl, err := New(b, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	b.SetMirrorAdmin(ctl)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-
-	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	create.MirrorName = "m"
+	n := openTestNode(t, testConfig(t), nil)
+	defer n.close()
+	cl := n.cl
 	boot := src.ListenAddrs()[0]
-	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
-	resp, err := cl.Request(ctx, create)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := resp.(*mirrorapi.CreateClusterMirrorResponse); c.ErrorCode != 0 {
-		t.Fatalf("create: %d %v", c.ErrorCode, c.ErrorMessage)
-	}
+	n.createMirror(t, ctx, boot)
 
 	alter := func(name, value string) int16 {
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()

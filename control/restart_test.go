@@ -44,6 +44,44 @@ func openTestNode(t *testing.T, cfg broker.Config, before func(*broker.Broker)) 
 	return &testNode{cfg: cfg, b: b, ctl: ctl, cl: cl}
 }
 
+// testConfig is a node on a free loopback port in a temp dir.
+func testConfig(t *testing.T) broker.Config {
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	return cfg
+}
+
+// createMirror creates mirror "m" from the source at boot; the request
+// must succeed.
+func (n *testNode) createMirror(t *testing.T, ctx context.Context, boot string) {
+	t.Helper()
+	req := mirrorapi.NewPtrCreateClusterMirrorRequest()
+	req.MirrorName = "m"
+	req.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
+	resp, err := n.cl.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.(*mirrorapi.CreateClusterMirrorResponse); c.ErrorCode != 0 {
+		t.Fatalf("create: %d %v", c.ErrorCode, c.ErrorMessage)
+	}
+}
+
+// startTopics starts mirroring topics in mirror "m".
+func (n *testNode) startTopics(t *testing.T, ctx context.Context, topics ...string) {
+	t.Helper()
+	req := mirrorapi.NewPtrStartMirrorTopicsRequest()
+	req.MirrorName = "m"
+	for _, topic := range topics {
+		req.Topics = append(req.Topics, mirrorapi.StartMirrorTopicsRequestTopic{TopicName: topic})
+	}
+	if _, err := n.cl.Request(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (n *testNode) close() {
 	n.cl.Close()
 	n.ctl.Close()
@@ -83,23 +121,11 @@ func TestRestartFinishesAStop(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
+	cfg := testConfig(t)
 	n := openTestNode(t, cfg, nil)
-	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	create.MirrorName = "m"
 	boot := src.ListenAddrs()[0]
-	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
-	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
-	start.MirrorName = "m"
-	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}
-	for _, req := range []kmsg.Request{create, start} {
-		if _, err := n.cl.Request(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.createMirror(t, ctx, boot)
+	n.startTopics(t, ctx, "t")
 	waitFor(t, func() bool {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return err == nil && st.SourceHighWatermark > 0 && st.Lag == 0

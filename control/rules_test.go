@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -25,10 +24,7 @@ func TestIncludeExcludeRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
+	cfg := testConfig(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
 	send := func(req kmsg.Request) kmsg.Response {
@@ -39,11 +35,8 @@ func TestIncludeExcludeRules(t *testing.T) {
 		}
 		return resp
 	}
-	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	create.MirrorName = "m"
 	boot := src.ListenAddrs()[0]
-	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: &boot}}
-	send(create)
+	n.createMirror(t, ctx, boot)
 
 	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
 	start.MirrorName = "m"
