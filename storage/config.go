@@ -93,32 +93,17 @@ var ErrInvalidConfig = errors.New("storage: invalid config")
 // withDefaults fills zero fields and validates.
 func (c Config) withDefaults() (Config, error) {
 	d := DefaultConfig()
-	if c.SegmentBytes == 0 {
-		c.SegmentBytes = d.SegmentBytes
-	}
-	if c.SegmentMs == 0 {
-		c.SegmentMs = d.SegmentMs
-	}
-	if c.IndexIntervalBytes == 0 {
-		c.IndexIntervalBytes = d.IndexIntervalBytes
-	}
-	if c.RetentionMs == 0 {
-		c.RetentionMs = d.RetentionMs
-	}
-	if c.RetentionBytes == 0 {
-		c.RetentionBytes = d.RetentionBytes
-	}
-	if c.FlushMessages == 0 {
-		c.FlushMessages = d.FlushMessages
-	}
-	if c.FlushMs == 0 {
-		c.FlushMs = d.FlushMs
-	}
-	if c.ProducerIDExpirationMs == 0 {
-		c.ProducerIDExpirationMs = d.ProducerIDExpirationMs
-	}
-	if c.DeleteRetentionMs == 0 {
-		c.DeleteRetentionMs = d.DeleteRetentionMs
+	// A zero field means the documented default.
+	for _, f := range []struct{ v, def *int64 }{
+		{&c.SegmentBytes, &d.SegmentBytes}, {&c.SegmentMs, &d.SegmentMs},
+		{&c.IndexIntervalBytes, &d.IndexIntervalBytes}, {&c.RetentionMs, &d.RetentionMs},
+		{&c.RetentionBytes, &d.RetentionBytes}, {&c.FlushMessages, &d.FlushMessages},
+		{&c.FlushMs, &d.FlushMs}, {&c.ProducerIDExpirationMs, &d.ProducerIDExpirationMs},
+		{&c.DeleteRetentionMs, &d.DeleteRetentionMs},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
 	}
 	if c.FS == nil {
 		c.FS = vfs.Default
