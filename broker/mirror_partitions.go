@@ -10,8 +10,8 @@ import (
 
 // The broker's side of mirroring: mirror topics are read-only topics with
 // the source's name, topic ID and partition count, written by the fetchers
-// (fetch/) through MirrorPartition. The control plane (the mirror RPCs)
-// will create and release them; until then the Go API below does.
+// (fetch/) through MirrorPartition. The control plane (control/) creates,
+// grows, configures and releases them through the Go API below.
 
 // MirrorPartition is what a mirror fetcher writes: it matches
 // fetch.Partition without the broker importing fetch.
@@ -131,3 +131,71 @@ func (m mirrorPartition) AppendControl(build func(base int64, epoch int32) []byt
 
 // Store is the node's state store, shared with the mirror control plane.
 func (b *Broker) Store() *state.Store { return b.store }
+
+// GrowMirrorTopic adds partitions to a mirror topic so it has as many as
+// its source topic (the mirror's metadata sync: partition growth at the
+// source is mirrored, never the other way round).
+func (b *Broker) GrowMirrorTopic(name string, partitions int32) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t := b.topicByName(name)
+	switch {
+	case t == nil:
+		return fmt.Errorf("broker: no topic %s", name)
+	case !t.readOnly():
+		return fmt.Errorf("broker: topic %s is not a mirror topic", name)
+	}
+	if err := b.growTopic(t, partitions); err != nil {
+		return err
+	}
+	b.log.Info("mirror topic partitions added", "topic", name, "partitions", partitions)
+	return nil
+}
+
+// TopicConfigs copies a topic's dynamic configs (those set on the topic,
+// not defaults); ok is false when the topic does not exist.
+func (b *Broker) TopicConfigs(name string) (map[string]string, bool) {
+	t := b.topicByName(name)
+	if t == nil {
+		return nil, false
+	}
+	return b.topicConfigsSnapshot(t), true
+}
+
+// MergeTopicConfigs sets configs on a topic and keeps the others (a
+// mirror's topic config sync never deletes). Each value is checked alone:
+// unknown or invalid ones are left out and returned by name, so one config
+// this node does not know never blocks the rest. The valid ones are applied
+// in one change.
+func (b *Broker) MergeTopicConfigs(name string, set map[string]string) (rejected map[string]error, err error) {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t := b.topicByName(name)
+	if t == nil {
+		return nil, fmt.Errorf("broker: no topic %s", name)
+	}
+	next := b.topicConfigsSnapshot(t)
+	if next == nil {
+		next = map[string]string{}
+	}
+	changed := false
+	for k, v := range set {
+		if err := validateTopicConfig(k, v); err != nil {
+			if rejected == nil {
+				rejected = map[string]error{}
+			}
+			rejected[k] = err
+			continue
+		}
+		if old, ok := next[k]; !ok || old != v {
+			next[k], changed = v, true
+		}
+	}
+	if !changed {
+		return rejected, nil
+	}
+	if err := b.setTopicConfigs(t, next); err != nil {
+		return rejected, fmt.Errorf("broker: setting configs of %s: %w", name, err)
+	}
+	return rejected, nil
+}

@@ -83,7 +83,7 @@ var mirrorConfigs = func() map[string]mirrorConfig {
 		add(mirrorConfig{name: n})
 	}
 	for _, n := range []string{"topics.include", "topics.exclude", "groups.include", "groups.exclude",
-		"acls.include", "topic.properties.exclude"} {
+		"acls.include", "acl.include", "topic.properties.exclude"} {
 		add(mirrorConfig{name: "mirror." + n}, n)
 	}
 	return m

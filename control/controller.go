@@ -50,6 +50,8 @@ type Controller struct {
 	mu      sync.Mutex
 	sources map[string]*kgo.Client // per mirror, for the slow calls
 
+	syncRec syncRecord // the metadata sync's stats and failing kinds
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -24,6 +24,12 @@ type testNode struct {
 
 func openTestNode(t *testing.T, cfg broker.Config, before func(*broker.Broker)) *testNode {
 	t.Helper()
+	return openTestNodeWith(t, cfg, before, Config{})
+}
+
+// openTestNodeWith is openTestNode with a controller config.
+func openTestNodeWith(t *testing.T, cfg broker.Config, before func(*broker.Broker), ctlCfg Config) *testNode {
+	t.Helper()
 	b, err := broker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +37,7 @@ func openTestNode(t *testing.T, cfg broker.Config, before func(*broker.Broker)) 
 	if before != nil {
 		before(b)
 	}
-	ctl, err := New(b, Config{})
+	ctl, err := New(b, ctlCfg)
 	if err != nil {
 		b.Close()
 		t.Fatal(err)

@@ -146,6 +146,7 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 		return resp
 	}
 	topics := r.Topics
+	var configs map[string]map[string]string
 	if len(r.IncludePatterns) > 0 || len(topics) > 0 {
 		// Names and patterns are resolved against the source: ids and
 		// partition counts come from there when the caller left them out.
@@ -155,11 +156,14 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 			return resp
 		}
 		topics = found
+		configs = c.startConfigs(m, topics)
 	}
 	// SPEC.md section 2: names and patterns join the include set; a
 	// pattern included is no longer excluded and vice versa; a topic named
-	// explicitly but excluded is refused.
-	exc, err := compilePatterns(append(append([]string{}, m.Exclude...), r.ExcludePatterns...))
+	// explicitly but excluded (by this request, the mirror's exclusions
+	// or topics.exclude) is refused.
+	m.Exclude = mergePatterns(m.Exclude, r.ExcludePatterns)
+	rules, err := mirrorTopicRules(m)
 	if err != nil {
 		res.fail(kerr.InvalidRequest.Code, "%v", err)
 		return resp
@@ -175,16 +179,15 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == p })
 	}
 	m.Include = mergePatterns(m.Include, r.IncludePatterns)
-	m.Exclude = mergePatterns(m.Exclude, r.ExcludePatterns)
 	for _, t := range topics {
-		if named[t.TopicName] && matchesAny(exc, t.TopicName) {
+		if named[t.TopicName] && rules.excluded(t.TopicName) {
 			res.add(t.TopicName, kerr.InvalidRequest.Code, "topic %s is excluded from cluster mirror %s", t.TopicName, m.Name)
 			continue
 		}
 		if named[t.TopicName] {
 			m.Include = mergePatterns(m.Include, []string{regexp.QuoteMeta(t.TopicName)})
 		}
-		code, msg := c.startTopic(&m, t)
+		code, msg := c.startTopic(&m, t, configs[t.TopicName])
 		res.add(t.TopicName, code, "%s", msg)
 	}
 	if err := c.store.PutMirror(m); err != nil {
@@ -202,9 +205,9 @@ func mergePatterns(have, add []string) []string {
 	return have
 }
 
-// startTopic associates one topic with the mirror and starts its
-// partitions. REQUIRES: c.mu held.
-func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic) (int16, string) {
+// startTopic associates one topic with the mirror, gives it the source's
+// topic configs and starts its partitions. REQUIRES: c.mu held.
+func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string) (int16, string) {
 	if t.NumPartitions <= 0 {
 		return kerr.UnknownTopicOrPartition.Code, "the source has no topic " + t.TopicName
 	}
@@ -245,6 +248,12 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 				c.setState(ps, state.StateLogAlignment, "")
 			}
 		}
+	}
+	// The configs land before the first record: a compacted or
+	// never-expiring source topic must not meet this node's default
+	// retention in between.
+	if err := c.applyTopicConfigs(t.TopicName, configs); err != nil {
+		c.log.Warn("copying source topic configs", "mirror", m.Name, "topic", t.TopicName, "err", err)
 	}
 	m.Topics[t.TopicName] = state.StateMirroring
 	for p := int32(0); p < t.NumPartitions; p++ {

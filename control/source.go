@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
@@ -27,6 +30,42 @@ func describeCluster(ctx context.Context, adm *kadm.Client) (kadmMeta, error) {
 	return kadmMeta{clusterID: meta.Cluster}, nil
 }
 
+// sourceTopic is a topic as a source's metadata describes it.
+type sourceTopic struct {
+	ID         [16]byte
+	Partitions int32
+	Err        error
+}
+
+// listSourceTopics asks the source for its topics (names nil: all of them,
+// internal ones left out), always with a fresh Metadata request. WHY not
+// kadm.ListTopics: it answers from kgo's metadata cache for up to
+// MetadataMinAge, and a sync cycle that follows a deletion or a
+// recreation within that window would act on the old topic.
+func listSourceTopics(ctx context.Context, cl *kgo.Client, names []string) (map[string]sourceTopic, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	if names != nil {
+		req.Topics = make([]kmsg.MetadataRequestTopic, 0, len(names))
+		for _, n := range names {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(n)
+			req.Topics = append(req.Topics, rt)
+		}
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]sourceTopic, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic == nil || names == nil && t.IsInternal {
+			continue
+		}
+		out[*t.Topic] = sourceTopic{ID: t.TopicID, Partitions: int32(len(t.Partitions)), Err: kerr.ErrorForCode(t.ErrorCode)}
+	}
+	return out, nil
+}
+
 // sourceTopics resolves the topics a Start names or matches at the source,
 // filling topic ids and partition counts the caller left out. Internal
 // topics (__*) match a pattern only when named explicitly.
@@ -40,13 +79,13 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 	if err != nil {
 		return nil, err
 	}
-	adm, err := c.source(m)
+	cl, err := c.sourceClient(m)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 	defer cancel()
-	details, err := adm.ListTopics(ctx)
+	details, err := listSourceTopics(ctx, cl, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +98,7 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 				t.TopicID = d.ID
 			}
 			if t.NumPartitions <= 0 {
-				t.NumPartitions = int32(len(d.Partitions))
+				t.NumPartitions = d.Partitions
 			}
 		}
 		seen[t.TopicName] = true
@@ -76,7 +115,30 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 	for _, name := range matched {
 		d := details[name]
 		out = append(out, mirrorapi.StartMirrorTopicsRequestTopic{TopicID: d.ID, TopicName: name,
-			NumPartitions: int32(len(d.Partitions))})
+			NumPartitions: d.Partitions})
 	}
 	return out, nil
+}
+
+// startConfigs reads the source configs of the topics a Start is about to
+// create. A failure is logged, not fatal: the next sync cycle copies them.
+// REQUIRES: c.mu held.
+func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirrorTopicsRequestTopic) map[string]map[string]string {
+	adm, err := c.source(m)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, t := range topics {
+		if t.NumPartitions > 0 {
+			names = append(names, t.TopicName)
+		}
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+	defer cancel()
+	configs, err := sourceTopicConfigs(ctx, adm, m, names)
+	if err != nil {
+		c.log.Warn("reading source topic configs", "mirror", m.Name, "err", err)
+	}
+	return configs
 }

@@ -124,7 +124,7 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 // startMetrics serves /metrics for Prometheus on addr.
 func startMetrics(addr string, b *broker.Broker, ctl *control.Controller, log *slog.Logger) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(b), metrics.NewFetchCollector(ctl.Fetchers(), false), collectors.NewGoCollector(),
+	reg.MustRegister(metrics.NewCollector(b), metrics.NewFetchCollector(ctl.Fetchers(), false), metrics.NewSyncCollector(ctl), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
