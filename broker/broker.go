@@ -29,8 +29,9 @@ type Broker struct {
 	advertised []Listener
 
 	// adminMu serialises the admin requests that read, check and then
-	// change topics or configs (CreateTopics, DeleteTopics,
-	// CreatePartitions, AlterConfigs, IncrementalAlterConfigs): each
+	// change topics, configs or ACLs (CreateTopics, DeleteTopics,
+	// CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+	// CreateAcls, DeleteAcls and their Go API twins): each
 	// decides from what it read, so two must not interleave. They are
 	// rare; one lock costs nothing. Lock order: adminMu, mu, dynMu, then
 	// partition locks.

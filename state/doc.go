@@ -61,6 +61,8 @@
 //	v1/mirror-partition/<mirror name>/<topic n><partition be32>
 //	                                     a mirror partition's state
 //	                                     (MirrorPartitionState)
+//	v1/acl/<type i8><name n><pattern i8><principal n><host n><op i8><perm i8>
+//	                                     one ACL binding (ACL; acls.go)
 //
 // Keys are ASCII strings but for the group families and the fields after
 // the mirror name of a partition state key. A group name is any
@@ -81,8 +83,6 @@
 // state key: the prefix scan of mirror "a" sees neither "ab" nor "a.b".
 // The topic field that follows is "x n" like the group keys', so the scan
 // of one topic's partition states never sees a longer topic's.
-//
-// Reserved for a later step (not written yet): v1/acl/.
 //
 // # Value layouts
 //
