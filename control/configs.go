@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/fetch"
+	syncacls "github.com/kmirror/kmirror/sync/acls"
 )
 
 // mirrorConfig is one mirror-level config (SPEC.md section 3). apply is nil
@@ -83,11 +84,23 @@ var mirrorConfigs = func() map[string]mirrorConfig {
 		add(mirrorConfig{name: n})
 	}
 	for _, n := range []string{"topics.include", "topics.exclude", "groups.include", "groups.exclude",
-		"acls.include", "acl.include", "topic.properties.exclude"} {
-		add(mirrorConfig{name: "mirror." + n}, n)
+		"topic.properties.exclude"} {
+		add(mirrorConfig{name: "mirror." + n, check: checkPatterns}, n)
+	}
+	for _, n := range []string{"acls.include", "acl.include"} {
+		add(mirrorConfig{name: "mirror." + n, check: func(v string) error {
+			_, err := syncacls.ParseRules(v)
+			return err
+		}}, n)
 	}
 	return m
 }()
+
+// checkPatterns checks a comma list of full-match regexes.
+func checkPatterns(v string) error {
+	_, err := compilePatterns(splitList(v))
+	return err
+}
 
 func checkBool(v string) error {
 	if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {

@@ -22,13 +22,13 @@ type testNode struct {
 	cl  *kgo.Client
 }
 
-func openTestNode(t *testing.T, cfg broker.Config, before func(*broker.Broker)) *testNode {
+func openTestNode(t testing.TB, cfg broker.Config, before func(*broker.Broker)) *testNode {
 	t.Helper()
 	return openTestNodeWith(t, cfg, before, Config{})
 }
 
 // openTestNodeWith is openTestNode with a controller config.
-func openTestNodeWith(t *testing.T, cfg broker.Config, before func(*broker.Broker), ctlCfg Config) *testNode {
+func openTestNodeWith(t testing.TB, cfg broker.Config, before func(*broker.Broker), ctlCfg Config) *testNode {
 	t.Helper()
 	b, err := broker.New(cfg)
 	if err != nil {
@@ -51,7 +51,7 @@ func openTestNodeWith(t *testing.T, cfg broker.Config, before func(*broker.Broke
 }
 
 // testConfig is a node on a free loopback port in a temp dir.
-func testConfig(t *testing.T) broker.Config {
+func testConfig(t testing.TB) broker.Config {
 	cfg := broker.DefaultConfig()
 	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
 	cfg.LogDirs = []string{t.TempDir()}
@@ -61,7 +61,7 @@ func testConfig(t *testing.T) broker.Config {
 
 // createMirror creates mirror "m" from the source at boot; the request
 // must succeed.
-func (n *testNode) createMirror(t *testing.T, ctx context.Context, boot string) {
+func (n *testNode) createMirror(t testing.TB, ctx context.Context, boot string) {
 	t.Helper()
 	req := mirrorapi.NewPtrCreateClusterMirrorRequest()
 	req.MirrorName = "m"
@@ -76,7 +76,7 @@ func (n *testNode) createMirror(t *testing.T, ctx context.Context, boot string) 
 }
 
 // startTopics starts mirroring topics in mirror "m".
-func (n *testNode) startTopics(t *testing.T, ctx context.Context, topics ...string) {
+func (n *testNode) startTopics(t testing.TB, ctx context.Context, topics ...string) {
 	t.Helper()
 	req := mirrorapi.NewPtrStartMirrorTopicsRequest()
 	req.MirrorName = "m"
@@ -209,7 +209,7 @@ func TestRestartFinishesAStop(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

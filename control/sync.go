@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/state"
+	syncacls "github.com/kmirror/kmirror/sync/acls"
 	syncgroups "github.com/kmirror/kmirror/sync/groups"
 )
 
@@ -18,7 +19,8 @@ import (
 // mirror.metadata.refresh.interval.ms each mirror's source is read with
 // kadm, on this loop (never on a network event loop), and this node is
 // brought in step: the cluster-id guard first, then topics (deletion,
-// growth, discovery), topic configs, group offsets and ACLs. Each part's
+// growth, discovery), topic configs, group offsets and ACLs (each in its
+// own file here or package under sync/). Each part's
 // errors are counted by kind and logged once until that part succeeds
 // again; none stops the loop or the other parts.
 
@@ -176,6 +178,18 @@ func (c *Controller) syncMirror(m state.Mirror, cl *kgo.Client) {
 			"offsets", res.Offsets, "clamped", res.Clamped, "skipped_active", res.SkippedActive)
 	}
 	c.syncResult(m.Name, SyncGroupOffsets, err)
+
+	rules, err := aclRules(m)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+		var res syncacls.Result
+		res, err = syncacls.Sync(ctx, src, c.b, rules)
+		cancel()
+		if res.Added+res.Removed > 0 {
+			c.log.Info("metadata sync: ACLs", "mirror", m.Name, "added", res.Added, "removed", res.Removed)
+		}
+	}
+	c.syncResult(m.Name, SyncACLs, err)
 }
 
 // clusterIDGuard checks that the source is still the cluster the mirror

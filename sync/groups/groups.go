@@ -122,19 +122,37 @@ func Sync(ctx context.Context, src *kadm.Client, dst Dest, f Filter) (Result, er
 		}
 	}
 	sort.Strings(names)
-	var errs []error
+	var fetch []string
 	for _, group := range names {
 		if dst.GroupActive(group) {
 			res.SkippedActive++
 			continue
 		}
-		fetched, err := src.FetchOffsets(ctx, group)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("fetching offsets of %s: %w", group, err))
+		fetch = append(fetch, group)
+	}
+	// One OffsetFetch for all groups (v8+, per coordinator; kadm splits
+	// per group for older sources): a cycle over 100 groups is one round
+	// trip, not 100.
+	all := src.FetchManyOffsets(ctx, fetch...)
+	var errs []error
+	for _, group := range fetch {
+		fetched, ok := all[group]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("fetching offsets of %s: no answer", group))
+			continue
+		case fetched.Err != nil:
+			errs = append(errs, fmt.Errorf("fetching offsets of %s: %w", group, fetched.Err))
+			continue
+		}
+		// Checked again just before the commit: a consumer may have
+		// joined here while the offsets were fetched.
+		if dst.GroupActive(group) {
+			res.SkippedActive++
 			continue
 		}
 		var offs []Offset
-		fetched.Each(func(o kadm.OffsetResponse) {
+		fetched.Fetched.Each(func(o kadm.OffsetResponse) {
 			if o.Err != nil || o.At < 0 {
 				return
 			}
