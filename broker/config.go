@@ -61,9 +61,27 @@ type Config struct {
 	// listener (metrics.listener, kmirror's own; default 127.0.0.1:9308,
 	// empty disables it).
 	MetricsListener string
+	// Mirror holds the broker-level mirror settings (SPEC.md section 3).
+	// The broker does not use them; the control plane does (control.Config).
+	Mirror MirrorSettings
 
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// MirrorSettings are the node-wide mirror settings of server.properties.
+type MirrorSettings struct {
+	// MetadataRefresh is mirror.metadata.refresh.interval.ms (60 s): how
+	// often each mirror's metadata sync runs; 0 turns the periodic sync off.
+	MetadataRefresh time.Duration
+	// RetryInitialBackoff and RetryMaxBackoff are
+	// mirror.failed.retry.initial.backoff.ms (1 s) and
+	// mirror.failed.retry.max.backoff.ms (60 s): a FAILED partition is
+	// retried after initial x 2^(attempt-1), capped, with 20% jitter.
+	RetryInitialBackoff, RetryMaxBackoff time.Duration
+	// RetryMaxAttempts is mirror.failed.retry.max.attempts (20; 0 never
+	// retries; at most 32767, the width of the persisted attempt count).
+	RetryMaxAttempts int32
 }
 
 // Listener is one listener: a name (also the security protocol, until
@@ -108,6 +126,9 @@ func DefaultConfig() Config {
 		GroupInitialRebalanceDelay: group.DefaultInitialRebalanceDelay,
 		GroupMinSessionTimeout:     group.DefaultMinSessionTimeout,
 		GroupMaxSessionTimeout:     group.DefaultMaxSessionTimeout,
+
+		Mirror: MirrorSettings{MetadataRefresh: time.Minute, RetryInitialBackoff: time.Second,
+			RetryMaxBackoff: time.Minute, RetryMaxAttempts: 20},
 	}
 }
 
@@ -175,6 +196,17 @@ func (c *Config) Validate() error {
 	case c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
 		return bad("group.max.session.timeout.ms", "must be >= group.min.session.timeout.ms (%v), got %v",
 			c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
+	}
+	switch m := c.Mirror; {
+	case m.MetadataRefresh < 0:
+		return bad("mirror.metadata.refresh.interval.ms", "must be >= 0, got %v", m.MetadataRefresh)
+	case m.RetryInitialBackoff <= 0:
+		return bad("mirror.failed.retry.initial.backoff.ms", "must be > 0, got %v", m.RetryInitialBackoff)
+	case m.RetryMaxBackoff < m.RetryInitialBackoff:
+		return bad("mirror.failed.retry.max.backoff.ms", "must be >= mirror.failed.retry.initial.backoff.ms (%v), got %v",
+			m.RetryInitialBackoff, m.RetryMaxBackoff)
+	case m.RetryMaxAttempts < 0 || m.RetryMaxAttempts > 32767:
+		return bad("mirror.failed.retry.max.attempts", "must be in [0, 32767], got %d", m.RetryMaxAttempts)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -26,14 +26,16 @@ type Config struct {
 	Logger *slog.Logger
 	// RetryInitial, RetryMax and RetryMaxAttempts are
 	// mirror.failed.retry.initial.backoff.ms (1 s), .max.backoff.ms (60 s)
-	// and .max.attempts (20).
+	// and .max.attempts (20; negative: FAILED partitions are never
+	// retried, they wait for a recover).
 	RetryInitial     time.Duration
 	RetryMax         time.Duration
 	RetryMaxAttempts int32
 	// SourceTimeout bounds each call to a source cluster (30 s).
 	SourceTimeout time.Duration
 	// RefreshInterval is mirror.metadata.refresh.interval.ms (60 s): how
-	// often each mirror's metadata sync runs.
+	// often each mirror's metadata sync runs; negative turns the periodic
+	// sync off (SyncOnce still runs a cycle).
 	RefreshInterval time.Duration
 }
 
@@ -72,8 +74,10 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 	def(&cfg.RetryInitial, time.Second)
 	def(&cfg.RetryMax, time.Minute)
 	def(&cfg.SourceTimeout, 30*time.Second)
-	def(&cfg.RefreshInterval, time.Minute)
-	if cfg.RetryMaxAttempts <= 0 {
+	if cfg.RefreshInterval == 0 {
+		cfg.RefreshInterval = time.Minute
+	}
+	if cfg.RetryMaxAttempts == 0 {
 		cfg.RetryMaxAttempts = 20
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -108,6 +108,9 @@ func (c *Controller) SyncStats() []SyncStat {
 // syncLoop runs SyncOnce every interval.
 func (c *Controller) syncLoop() {
 	defer c.wg.Done()
+	if c.cfg.RefreshInterval < 0 {
+		return // mirror.metadata.refresh.interval.ms=0: off
+	}
 	t := time.NewTicker(c.cfg.RefreshInterval)
 	defer t.Stop()
 	for {

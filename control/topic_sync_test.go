@@ -342,3 +342,38 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// The loop runs the sync by itself every RefreshInterval: a topic created
+// at the source is discovered without any call; a negative interval
+// turns the loop off.
+func TestSyncLoopRunsByItself(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "auto.a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	boot := src.ListenAddrs()[0]
+	on := openTestNodeWith(t, testConfig(t), nil, Config{RefreshInterval: 50 * time.Millisecond})
+	defer on.close()
+	off := openTestNodeWith(t, testConfig(t), nil, Config{RefreshInterval: -1})
+	defer off.close()
+	for _, n := range []*testNode{on, off} {
+		n.createMirror(t, ctx, boot)
+		if err := n.ctl.SetMirrorConfigs("m", map[string]string{"bootstrap.servers": boot, "topics.include": "auto\\..*"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool {
+		info, ok := on.b.Topic("auto.a")
+		return ok && info.Mirror == "m"
+	})
+	if st := off.ctl.SyncStats(); len(st) != 0 {
+		t.Fatalf("the loop ran with the interval off: %+v", st)
+	}
+	if _, ok := off.b.Topic("auto.a"); ok {
+		t.Fatal("a topic was discovered with the loop off")
+	}
+}

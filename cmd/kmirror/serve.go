@@ -81,6 +81,21 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return serve(ctx, cfg, stdout, log)
 }
 
+// controlConfig maps the node's mirror settings onto the control plane's
+// config, whose zero values mean defaults and negative ones "off".
+func controlConfig(cfg broker.Config, log *slog.Logger) control.Config {
+	cc := control.Config{Logger: log, RefreshInterval: cfg.Mirror.MetadataRefresh,
+		RetryInitial: cfg.Mirror.RetryInitialBackoff, RetryMax: cfg.Mirror.RetryMaxBackoff,
+		RetryMaxAttempts: cfg.Mirror.RetryMaxAttempts}
+	if cc.RefreshInterval == 0 {
+		cc.RefreshInterval = -1
+	}
+	if cc.RetryMaxAttempts == 0 {
+		cc.RetryMaxAttempts = -1
+	}
+	return cc
+}
+
 // serve runs a configured node until ctx ends.
 func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.Logger) int {
 	b, err := broker.New(cfg)
@@ -88,7 +103,7 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 		log.Error("starting the broker", "err", err)
 		return 1
 	}
-	ctl, err := control.New(b, control.Config{Logger: log})
+	ctl, err := control.New(b, controlConfig(cfg, log))
 	if err != nil {
 		log.Error("starting the mirror control plane", "err", err)
 		b.Close()

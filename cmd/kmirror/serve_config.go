@@ -185,6 +185,32 @@ var settings = []setting{
 			c.GroupMaxSessionTimeout = time.Duration(n) * time.Millisecond
 			return err
 		}},
+
+	// Cluster mirroring (SPEC.md section 3, broker level).
+	{name: "mirror.metadata.refresh.interval.ms", help: "each mirror's metadata sync (topics, configs, group offsets, ACLs) runs this often, an integer >= 0, 0 off (default 60000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int64At(v, 0)
+			c.Mirror.MetadataRefresh = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{name: "mirror.failed.retry.initial.backoff.ms", help: "first wait before a FAILED mirror partition is retried, an integer >= 1 (default 1000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int64At(v, 1)
+			c.Mirror.RetryInitialBackoff = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{name: "mirror.failed.retry.max.backoff.ms", help: "longest wait between retries of a FAILED mirror partition, an integer >= 1 (default 60000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int64At(v, 1)
+			c.Mirror.RetryMaxBackoff = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{name: "mirror.failed.retry.max.attempts", help: "retries of a FAILED mirror partition before it waits for --recover, an integer in [0, 32767], 0 never (default 20)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := parseInt(v, 0, 32767)
+			c.Mirror.RetryMaxAttempts = int32(n)
+			return err
+		}},
 }
 
 const (

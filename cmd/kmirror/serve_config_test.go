@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/storage"
@@ -158,6 +159,11 @@ func TestLoadServeConfig(t *testing.T) {
 			edit: func(c *broker.Config) { c.MetricsListener = ":9999" }},
 		{name: "ignored keys", contents: "process.roles=broker,controller\ncontroller.quorum.voters=1@localhost:9093\n" +
 			"num.network.threads=abc\ndefault.replication.factor=3\n"},
+		{name: "mirror settings", overrides: []string{"mirror.metadata.refresh.interval.ms=0", "mirror.failed.retry.initial.backoff.ms=100",
+			"mirror.failed.retry.max.backoff.ms=300000", "mirror.failed.retry.max.attempts=0"},
+			edit: func(c *broker.Config) {
+				c.Mirror = broker.MirrorSettings{RetryInitialBackoff: 100 * time.Millisecond, RetryMaxBackoff: 5 * time.Minute}
+			}},
 		{name: "comments and escapes", contents: "# c\n! c\nlog.dirs = /data/a\\,b,\\\n   /data/c\n",
 			edit: func(c *broker.Config) { c.LogDirs = []string{"/data/a", "b", "/data/c"} }},
 	}
@@ -244,6 +250,10 @@ func TestLoadServeConfigErrors(t *testing.T) {
 			`listener.security.protocol.map: want NAME:PLAINTEXT only, kmirror has no TLS or SASL yet (got "SSL:SSL") (line 2 of {file})`},
 		{"protocol map malformed", "listener.security.protocol.map=PLAINTEXT", nil, `listener.security.protocol.map: want a comma-separated list of NAME:PLAINTEXT (got "PLAINTEXT")`},
 		{"metrics listener", "metrics.listener=localhost", nil, `metrics.listener: want host:port or nothing, IPv6 hosts in brackets (got "localhost") (line 1 of {file})`},
+		{"mirror refresh negative", "mirror.metadata.refresh.interval.ms=-1", nil, `mirror.metadata.refresh.interval.ms: want an integer >= 0 (got "-1")`},
+		{"mirror attempts too many", "", []string{"mirror.failed.retry.max.attempts=32768"}, `mirror.failed.retry.max.attempts: want an integer <= 32767`},
+		{"mirror backoff max below initial", "mirror.failed.retry.initial.backoff.ms=5000\nmirror.failed.retry.max.backoff.ms=1000\n", nil,
+			`mirror.failed.retry.max.backoff.ms: must be >= mirror.failed.retry.initial.backoff.ms`},
 		{"controller drops every listener", "listeners=CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n", nil, `listeners: at least one listener is required`},
 	}
 	for _, tt := range tests {
@@ -321,5 +331,21 @@ func TestServeConfigHelpDefaults(t *testing.T) {
 	if d.Log.SegmentBytes != storage.DefaultSegmentBytes || d.Log.RetentionMs != storage.DefaultRetentionMs ||
 		d.NumPartitions != broker.DefaultNumPartitions || d.MetricsListener != broker.DefaultMetricsListener {
 		t.Fatalf("DefaultConfig no longer uses the constants the help quotes: %+v", d)
+	}
+}
+
+// The node's mirror settings reach the control plane, 0 meaning "off"
+// where the control plane's 0 would mean "default".
+func TestControlConfig(t *testing.T) {
+	t.Parallel()
+	cfg := broker.DefaultConfig()
+	cc := controlConfig(cfg, nil)
+	if cc.RefreshInterval != time.Minute || cc.RetryInitial != time.Second || cc.RetryMax != time.Minute || cc.RetryMaxAttempts != 20 {
+		t.Fatalf("defaults: %+v", cc)
+	}
+	cfg.Mirror.MetadataRefresh, cfg.Mirror.RetryMaxAttempts = 0, 0
+	cc = controlConfig(cfg, nil)
+	if cc.RefreshInterval >= 0 || cc.RetryMaxAttempts >= 0 {
+		t.Fatalf("off: %+v", cc)
 	}
 }
