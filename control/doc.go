@@ -25,6 +25,14 @@
 // the markers are written for the transactions still open, so none is
 // written twice for one transaction.
 //
+// The metadata sync (sync.go, topic_sync.go, group_sync.go, acl_sync.go)
+// runs on its own loop every mirror.metadata.refresh.interval.ms. Group
+// offsets and ACLs are computed by the sync/ packages, which know nothing
+// of the state machine; the topic part (discovery, growth, deleted and
+// recreated source topics, excluded topics, configs) lives here because
+// each of its actions is a transition this package owns: start, stop,
+// FAILED.
+//
 // Failback needs no special path: when the old source mirrors from the new
 // primary, the fetcher's OffsetForLeaderEpoch at start truncates the old
 // source to where the new primary's own epoch began (the stop raised it),
