@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/clientauth"
 )
 
 // DescribeConfigs: v1-4
@@ -220,6 +222,12 @@ func (b *Broker) describeMirrorConfigs(name string, opts *describeOpts) ([]kmsg.
 		v := configs[k]
 		c.Name, c.Value, c.Source = k, &v, kmsg.ConfigSourceDynamicTopicConfig
 		c.ConfigType = kmsg.ConfigTypeString
+		if clientauth.Sensitive(k) {
+			// A source credential: as Kafka does for passwords, the
+			// value is never sent back (null, IsSensitive).
+			c.Value, c.IsSensitive = nil, true
+			c.ConfigType = kmsg.ConfigTypePassword
+		}
 		out = append(out, c)
 	}
 	return out, nil

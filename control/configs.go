@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/internal/clientauth"
 	syncacls "github.com/kmirror/kmirror/sync/acls"
 )
 
@@ -73,12 +74,18 @@ var mirrorConfigs = func() map[string]mirrorConfig {
 		apply: func(c *fetch.MirrorConfig, v string) { c.ProducerIDRewrite = strings.EqualFold(v, "true") }})
 	add(mirrorConfig{name: "bootstrap.servers", check: checkBootstrap,
 		apply: func(c *fetch.MirrorConfig, v string) { c.Bootstrap = splitList(v) }})
-	add(mirrorConfig{name: "security.protocol", check: func(v string) error {
-		if !strings.EqualFold(v, "PLAINTEXT") {
-			return fmt.Errorf("only PLAINTEXT is supported until TLS and SASL exist, got %q", v)
+	// Security settings are checked together (clientauth.Parse) when the
+	// mirror's configs are validated as a whole; alone, only their shape.
+	for _, n := range clientauth.Keys {
+		add(mirrorConfig{name: n})
+	}
+	m["security.protocol"] = mirrorConfig{name: "security.protocol", check: func(v string) error {
+		switch strings.ToUpper(strings.TrimSpace(v)) {
+		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+			return nil
 		}
-		return nil
-	}})
+		return fmt.Errorf("want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got %q", v)
+	}}
 	for _, n := range []string{"mirror.source.cluster.id", "socket.connection.setup.timeout.max.ms",
 		"connections.max.idle.ms", "mirror.socket.timeout.ms"} {
 		add(mirrorConfig{name: n})
@@ -138,7 +145,7 @@ func validateMirrorConfigs(configs map[string]string) error {
 		mc, ok := mirrorConfigs[k]
 		if !ok {
 			if strings.HasPrefix(k, "sasl.") || strings.HasPrefix(k, "ssl.") {
-				return fmt.Errorf("%s: TLS and SASL to the source are not supported yet", k)
+				return fmt.Errorf("%s: not supported (kmirror reads %s)", k, strings.Join(clientauth.Keys, ", "))
 			}
 			return fmt.Errorf("unknown mirror config %q", k)
 		}
@@ -151,16 +158,24 @@ func validateMirrorConfigs(configs map[string]string) error {
 	if _, ok := configs["bootstrap.servers"]; !ok {
 		return fmt.Errorf("bootstrap.servers is required")
 	}
-	return nil
+	_, err := clientauth.Parse(configs)
+	return err
 }
 
-// fetchConfig turns a mirror's configs into the fetchers' settings.
-func fetchConfig(name string, configs map[string]string) fetch.MirrorConfig {
+// fetchConfig turns a mirror's configs into the fetchers' settings. The
+// configs were validated when stored; a security setting that no longer
+// parses (a PEM file removed since) is returned as an error.
+func fetchConfig(name string, configs map[string]string) (fetch.MirrorConfig, error) {
 	fc := fetch.MirrorConfig{Name: name}
 	for k, v := range configs {
 		if mc, ok := mirrorConfigs[k]; ok && mc.apply != nil {
 			mc.apply(&fc, v)
 		}
 	}
-	return fc
+	sec, err := clientauth.Parse(configs)
+	if err != nil {
+		return fc, fmt.Errorf("mirror %s: %w", name, err)
+	}
+	fc.TLS, fc.SASL = sec.TLS, sec.SASL
+	return fc, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 
+	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/internal/retry"
 )
 
@@ -90,8 +91,12 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range mirrors {
-		if err := c.fm.AddMirror(fetchConfig(m.Name, m.Configs)); err != nil {
-			return nil, fmt.Errorf("mirror %s: %w", m.Name, err)
+		if err := c.addFetchers(m); err != nil {
+			// One mirror whose settings no longer work (a PEM file
+			// removed) must not keep the node and the other mirrors
+			// down: its partitions wait for a config fix.
+			c.log.Error("mirror not started", "mirror", m.Name, "err", err)
+			continue
 		}
 		states, err := c.store.MirrorPartitionStates(m.Name)
 		if err != nil {
@@ -332,16 +337,29 @@ func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
 	return kadm.NewClient(cl), nil
 }
 
+// addFetchers registers a mirror with the fetch manager. REQUIRES: c.mu.
+func (c *Controller) addFetchers(m state.Mirror) error {
+	fc, err := fetchConfig(m.Name, m.Configs)
+	if err != nil {
+		return err
+	}
+	return c.fm.AddMirror(fc)
+}
+
 // sourceClient is source's kgo client; it may send the mirror RPCs to a
 // source that is itself a kmirror node (the loop check).
 // REQUIRES: c.mu held.
 func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
 	cl := c.sources[m.Name]
 	if cl == nil {
-		var err error
-		cl, err = kgo.NewClient(kgo.SeedBrokers(splitList(m.Configs["bootstrap.servers"])...),
-			kgo.ClientID("kmirror-mirror-"+m.Name+"-admin"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+		sec, err := clientauth.Parse(m.Configs)
 		if err != nil {
+			return nil, err
+		}
+		opts := append([]kgo.Opt{kgo.SeedBrokers(splitList(m.Configs["bootstrap.servers"])...),
+			kgo.ClientID("kmirror-mirror-" + m.Name + "-admin"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))},
+			sec.KgoOpts()...)
+		if cl, err = kgo.NewClient(opts...); err != nil {
 			return nil, err
 		}
 		c.sources[m.Name] = cl

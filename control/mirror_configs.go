@@ -66,7 +66,7 @@ func (c *Controller) SetMirrorConfigs(name string, configs map[string]string) er
 	}
 	_ = c.fm.RemoveMirror(name)
 	c.dropSource(name)
-	if err := c.fm.AddMirror(fetchConfig(name, m.Configs)); err != nil {
+	if err := c.addFetchers(m); err != nil {
 		return err
 	}
 	states, err := c.store.MirrorPartitionStates(name)

@@ -84,7 +84,7 @@ func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Respon
 		}
 		if err != nil {
 			c.dropSource(m.Name)
-			return fail(kerr.InvalidConfig.Code, "bootstrap.servers: %v: %v", errSourceUnreachable, err)
+			return fail(kerr.InvalidConfig.Code, "bootstrap.servers: %v: %v", errSourceUnreachable, c.explainSource(m, err))
 		}
 	}
 	if m.SourceClusterID == c.b.ClusterID() {
@@ -94,7 +94,7 @@ func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Respon
 	if err := c.store.PutMirror(m); err != nil {
 		return fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
 	}
-	if err := c.fm.AddMirror(fetchConfig(m.Name, m.Configs)); err != nil {
+	if err := c.addFetchers(m); err != nil {
 		return fail(kerr.UnknownServerError.Code, "starting the mirror: %v", err)
 	}
 	c.log.Info("cluster mirror created", "mirror", m.Name, "source_cluster_id", m.SourceClusterID)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -141,4 +142,21 @@ func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirror
 		c.log.Warn("reading source topic configs", "mirror", m.Name, "err", err)
 	}
 	return configs
+}
+
+// explainSource turns a failed source call into the reason an operator
+// can act on: kgo often reports a refused SASL login or TLS handshake as
+// a closed connection, so the source is probed the fetchers' way, which
+// names the step and the source's own error. REQUIRES: c.mu held.
+func (c *Controller) explainSource(m state.Mirror, err error) error {
+	fc, ferr := fetchConfig(m.Name, m.Configs)
+	if ferr != nil {
+		return ferr
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+	defer cancel()
+	if perr := fetch.Probe(ctx, fc); perr != nil {
+		return perr
+	}
+	return err
 }

@@ -209,7 +209,7 @@ func (f *fetcher) fetchOnce() error {
 		cfg := f.mr.cfg
 		conn, err := dialSource(f.ctx, f.addr, sourceConnConfig{ClientID: "kmirror-mirror-" + cfg.Name,
 			DialTimeout: cfg.DialTimeout, RequestTimeout: cfg.RequestTimeout,
-			ReceiveBuffer: cfg.ReceiveBuffer, Dialer: cfg.Dialer})
+			ReceiveBuffer: cfg.ReceiveBuffer, Dialer: cfg.Dialer, TLS: cfg.TLS, SASL: cfg.SASL})
 		if err != nil {
 			return err
 		}

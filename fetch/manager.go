@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/kmirror/kmirror/storage"
 )
@@ -61,6 +63,10 @@ type MirrorConfig struct {
 	ProducerIDRewrite bool
 	// Dialer replaces net.Dialer (tests inject faults).
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS and SASL secure every connection to this mirror's source
+	// (security.protocol and the sasl.* and ssl.* configs); nil: none.
+	TLS  *tls.Config
+	SASL sasl.Mechanism
 }
 
 func (c MirrorConfig) withDefaults() MirrorConfig {
@@ -153,6 +159,15 @@ func (m *Manager) AddMirror(cfg MirrorConfig) error {
 		kgo.RequestTimeoutOverhead(cfg.RequestTimeout), kgo.RetryTimeout(cfg.RequestTimeout)}
 	if cfg.Dialer != nil {
 		opts = append(opts, kgo.Dialer(cfg.Dialer))
+	}
+	if cfg.TLS != nil {
+		if cfg.Dialer != nil {
+			return fmt.Errorf("fetch: mirror %s: a custom Dialer and TLS cannot be combined", cfg.Name)
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg.TLS.Clone()))
+	}
+	if cfg.SASL != nil {
+		opts = append(opts, kgo.SASL(cfg.SASL))
 	}
 	admin, err := kgo.NewClient(opts...)
 	if err != nil {

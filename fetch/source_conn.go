@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // A source connection speaks the Kafka wire protocol to one source broker,
@@ -84,6 +86,10 @@ type sourceConnConfig struct {
 	MaxResponseBytes int32         // refuse a response frame larger than this (default 256 MiB)
 	// Dialer opens the socket; nil = net.Dialer. Tests inject faults.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS, when set, wraps the socket (security.protocol SSL, SASL_SSL).
+	TLS *tls.Config
+	// SASL, when set, authenticates after ApiVersions (SASL_*).
+	SASL sasl.Mechanism
 }
 
 func (cfg sourceConnConfig) withDefaults() sourceConnConfig {
@@ -159,6 +165,9 @@ func dialSource(ctx context.Context, addr string, cfg sourceConnConfig) (*source
 		}
 		err = c.negotiate(ctx, 0)
 	}
+	if err == nil && cfg.SASL != nil {
+		err = c.authenticate(ctx)
+	}
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -187,6 +196,14 @@ func openSource(ctx context.Context, addr string, cfg sourceConnConfig) (*source
 				return nil, fmt.Errorf("source %s: setting receive buffer: %w", addr, err)
 			}
 		}
+	}
+	if cfg.TLS != nil {
+		tc, err := startTLS(dctx, conn, addr, cfg.TLS)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn = tc
 	}
 	return newSourceConn(conn, addr, cfg), nil
 }
