@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/group"
+	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/state"
 )
@@ -91,7 +92,8 @@ func New(cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("log.dirs: creating %s: %w", d, err)
 		}
 	}
-	store, err := state.Open(cfg.StateDir, state.Options{Logger: cfg.Logger})
+	store, err := state.Open(cfg.StateDir, state.Options{Logger: cfg.Logger,
+		Secret: cfg.PasswordEncoderSecret, IsSecret: clientauth.Sensitive})
 	if err != nil {
 		return nil, fmt.Errorf("opening the state store: %w", err)
 	}

@@ -61,6 +61,10 @@ type Config struct {
 	// listener (metrics.listener, kmirror's own; default 127.0.0.1:9308,
 	// empty disables it).
 	MetricsListener string
+	// PasswordEncoderSecret is password.encoder.secret (Kafka's name): the
+	// secret that seals source credentials (mirror SASL and TLS secrets)
+	// in the state store. Empty: mirrors with credentials are refused.
+	PasswordEncoderSecret string
 	// Mirror holds the broker-level mirror settings (SPEC.md section 3).
 	// The broker does not use them; the control plane does (control.Config).
 	Mirror MirrorSettings

@@ -92,7 +92,11 @@ func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Respon
 		return fail(kerr.InvalidConfig.Code, "the source is this cluster (%s): a mirror of itself is a loop", m.SourceClusterID)
 	}
 	if err := c.store.PutMirror(m); err != nil {
-		return fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+		code := kerr.UnknownServerError.Code
+		if errors.Is(err, state.ErrNoSecret) {
+			code = kerr.InvalidConfig.Code
+		}
+		return fail(code, "storing the mirror: %v", err)
 	}
 	if err := c.addFetchers(m); err != nil {
 		return fail(kerr.UnknownServerError.Code, "starting the mirror: %v", err)

@@ -127,7 +127,9 @@ func TestSecuredSource(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			n := openTestNode(t, testConfig(t), nil)
+			cfg := testConfig(t)
+			cfg.PasswordEncoderSecret = "test-encoder-secret"
+			n := openTestNode(t, cfg, nil)
 			defer n.close()
 			configs["bootstrap.servers"] = src.ListenAddrs()[0]
 			createMirrorWith(t, ctx, n, configs, 0)
@@ -184,7 +186,9 @@ func TestSecuredSourceRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	n := openTestNodeWith(t, testConfig(t), nil, Config{SourceTimeout: 5 * time.Second})
+	cfg := testConfig(t)
+	cfg.PasswordEncoderSecret = "test-encoder-secret"
+	n := openTestNodeWith(t, cfg, nil, Config{SourceTimeout: 5 * time.Second})
 	defer n.close()
 	base := func(pass, trust string) map[string]string {
 		return map[string]string{"bootstrap.servers": src.ListenAddrs()[0], "security.protocol": "SASL_SSL",
@@ -230,4 +234,25 @@ func createMirrorWith(t *testing.T, ctx context.Context, n *testNode, configs ma
 		t.Fatalf("create: code %d %q", c.ErrorCode, msg)
 	}
 	return msg
+}
+
+// Without password.encoder.secret a mirror holding a credential is refused
+// at create, saying what to set: it would otherwise be stored in the clear.
+func TestCredentialsNeedEncoderSecret(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("PLAIN", "mirror", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	n := openTestNode(t, testConfig(t), nil)
+	defer n.close()
+	msg := createMirrorWith(t, ctx, n, map[string]string{"bootstrap.servers": src.ListenAddrs()[0],
+		"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+		"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="mirror" password="pw";`}, 1)
+	if !strings.Contains(msg, "password.encoder.secret") {
+		t.Fatalf("create answered %q, want it to name password.encoder.secret", msg)
+	}
 }

@@ -30,7 +30,8 @@ type Mirror struct {
 	// Configs holds the mirror-level configs under their SPEC.md section 3
 	// names (bootstrap.servers, mirror.fetch.max.bytes, ...), stored as
 	// given: only explicitly set keys, never defaults. Secrets
-	// (sasl.jaas.config, ssl.*.password) are stored in the clear for now.
+	// (sasl.jaas.config, ssl.*.password) are sealed on disk and opened
+	// when read (secrets.go): a Mirror in memory holds them in the clear.
 	// Mirrors read from the store always have a non-nil map.
 	Configs map[string]string
 	// Include holds the topics.include patterns (regular expressions that
@@ -57,6 +58,11 @@ func (s *Store) PutMirror(m Mirror) error {
 	if err := checkMirror(&m); err != nil {
 		return fmt.Errorf("state: put mirror: %v", err)
 	}
+	sealed, err := s.sealConfigs(m.Name, m.Configs)
+	if err != nil {
+		return err
+	}
+	m.Configs = sealed
 	key, val := mirrorKey(m.Name), appendMirror(nil, m)
 	return s.update(func(txn *badger.Txn) error { return txn.Set(key, val) })
 }
@@ -86,6 +92,9 @@ func (s *Store) GetMirror(name string) (Mirror, error) {
 	if err != nil {
 		return Mirror{}, err
 	}
+	if err := s.openConfigs(m.Name, m.Configs); err != nil {
+		return Mirror{}, err
+	}
 	return m, nil
 }
 
@@ -97,6 +106,9 @@ func (s *Store) Mirrors() ([]Mirror, error) {
 		// Names are the whole key suffix, so key order is name order.
 		return scanPrefix(txn, keyMirrorPrefix, func(name string, v []byte) error {
 			m, err := decodeMirrorFor(name, v)
+			if err == nil {
+				err = s.openConfigs(m.Name, m.Configs)
+			}
 			if err != nil {
 				return err
 			}

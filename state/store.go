@@ -2,6 +2,7 @@ package state
 
 import (
 	"cmp"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -36,6 +37,11 @@ type Options struct {
 	// InMemory runs Badger without files, for tests. The dir argument of
 	// Open is then ignored and nothing survives Close.
 	InMemory bool
+	// Secret is password.encoder.secret: mirror config values IsSecret
+	// names are stored sealed with a key derived from it (secrets.go).
+	// Empty: such values cannot be stored.
+	Secret   string
+	IsSecret func(configName string) bool
 }
 
 // Badger sizing. The store holds metadata (kilobytes to a few megabytes),
@@ -60,6 +66,11 @@ type Store struct {
 	db        *badger.DB
 	log       *slog.Logger
 	clusterID string
+
+	// aead seals credentials (nil without a secret); isSecret says which
+	// mirror configs are credentials. Both are set once by Open.
+	aead     cipher.AEAD
+	isSecret func(string) bool
 
 	// mu guards closed. Every operation holds it shared for its whole
 	// duration, so Close (exclusive) waits for transactions in flight and
@@ -143,6 +154,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, log: logger}
 	created, err := s.initClusterID()
+	if err == nil {
+		err = s.initSealer(opts.Secret, opts.IsSecret)
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("state: opening %s: %w", dir, err)

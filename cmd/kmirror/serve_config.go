@@ -186,6 +186,9 @@ var settings = []setting{
 			return err
 		}},
 
+	{name: "password.encoder.secret", help: "seals source credentials (mirror SASL and TLS secrets) in the state store; required to create mirrors that hold any",
+		apply: func(c *broker.Config, v string) error { c.PasswordEncoderSecret = v; return nil }},
+
 	// Cluster mirroring (SPEC.md section 3, broker level).
 	{name: "mirror.metadata.refresh.interval.ms", help: "each mirror's metadata sync (topics, configs, group offsets, ACLs) runs this often, an integer >= 0, 0 off (default 60000)",
 		apply: func(c *broker.Config, v string) error {

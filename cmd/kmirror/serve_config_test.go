@@ -164,6 +164,8 @@ func TestLoadServeConfig(t *testing.T) {
 			edit: func(c *broker.Config) {
 				c.Mirror = broker.MirrorSettings{RetryInitialBackoff: 100 * time.Millisecond, RetryMaxBackoff: 5 * time.Minute}
 			}},
+		{name: "password encoder secret", overrides: []string{"password.encoder.secret=s3cret"},
+			edit: func(c *broker.Config) { c.PasswordEncoderSecret = "s3cret" }},
 		{name: "comments and escapes", contents: "# c\n! c\nlog.dirs = /data/a\\,b,\\\n   /data/c\n",
 			edit: func(c *broker.Config) { c.LogDirs = []string{"/data/a", "b", "/data/c"} }},
 	}

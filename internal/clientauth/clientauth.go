@@ -44,16 +44,14 @@ var Keys = []string{
 	"security.protocol", "sasl.mechanism", "sasl.jaas.config",
 	"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
 	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain", "ssl.keystore.key",
-	"ssl.key.password", "ssl.keystore.password", "ssl.truststore.password",
-	"ssl.endpoint.identification.algorithm", "ssl.protocol", "ssl.enabled.protocols",
+	"ssl.key.password", "ssl.endpoint.identification.algorithm", "ssl.protocol", "ssl.enabled.protocols",
 }
 
 // Sensitive reports whether a setting holds a secret: its value is never
 // printed (DescribeConfigs answers null, logs and the CLI leave it out).
 func Sensitive(name string) bool {
 	switch name {
-	case "sasl.jaas.config", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password",
-		"ssl.keystore.key":
+	case "sasl.jaas.config", "ssl.key.password", "ssl.keystore.key":
 		return true
 	}
 	return false
@@ -124,6 +122,11 @@ func parseSASL(configs map[string]string) (sasl.Mechanism, error) {
 	if mech == "" {
 		mech = "PLAIN" // Kafka's default
 	}
+	switch mech {
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default:
+		return nil, fmt.Errorf("sasl.mechanism: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", configs["sasl.mechanism"])
+	}
 	jaas := configs["sasl.jaas.config"]
 	if strings.TrimSpace(jaas) == "" {
 		return nil, errors.New("sasl.jaas.config is required with SASL")
@@ -133,27 +136,52 @@ func parseSASL(configs map[string]string) (sasl.Mechanism, error) {
 		return nil, fmt.Errorf("sasl.jaas.config: %w", err)
 	}
 	user, pass := opts["username"], opts["password"]
-	if user == "" {
-		return nil, errors.New("sasl.jaas.config: username is required")
+	if user == "" || pass == "" {
+		return nil, errors.New("sasl.jaas.config: username and password are required")
 	}
 	short := module[strings.LastIndexByte(module, '.')+1:]
-	switch mech {
-	case "PLAIN":
+	if mech == "PLAIN" {
 		if short != "PlainLoginModule" {
 			return nil, fmt.Errorf("sasl.jaas.config: sasl.mechanism PLAIN needs PlainLoginModule, got %s", module)
 		}
 		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
-	case "SCRAM-SHA-256", "SCRAM-SHA-512":
-		if short != "ScramLoginModule" {
-			return nil, fmt.Errorf("sasl.jaas.config: sasl.mechanism %s needs ScramLoginModule, got %s", mech, module)
-		}
-		a := scram.Auth{User: user, Pass: pass, IsToken: strings.EqualFold(opts["tokenauth"], "true")}
-		if mech == "SCRAM-SHA-256" {
-			return a.AsSha256Mechanism(), nil
-		}
-		return a.AsSha512Mechanism(), nil
 	}
-	return nil, fmt.Errorf("sasl.mechanism: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", configs["sasl.mechanism"])
+	if short != "ScramLoginModule" {
+		return nil, fmt.Errorf("sasl.jaas.config: sasl.mechanism %s needs ScramLoginModule, got %s", mech, module)
+	}
+	a := scram.Auth{User: user, Pass: pass, IsToken: strings.EqualFold(opts["tokenauth"], "true")}
+	if mech == "SCRAM-SHA-256" {
+		return a.AsSha256Mechanism(), nil
+	}
+	return a.AsSha512Mechanism(), nil
+}
+
+// tlsVersions applies ssl.enabled.protocols (a list of TLSv1.2 and
+// TLSv1.3) and checks ssl.protocol (TLS, TLSv1.2 or TLSv1.3; older
+// protocols are refused, as in Kafka 3.0+ defaults).
+func tlsVersions(cfg *tls.Config, configs map[string]string) error {
+	versions := map[string]uint16{"TLSV1.2": tls.VersionTLS12, "TLSV1.3": tls.VersionTLS13}
+	if p := strings.ToUpper(strings.TrimSpace(configs["ssl.protocol"])); p != "" && p != "TLS" {
+		if _, ok := versions[p]; !ok {
+			return fmt.Errorf("ssl.protocol: want TLS, TLSv1.2 or TLSv1.3, got %q", configs["ssl.protocol"])
+		}
+	}
+	list, set := configs["ssl.enabled.protocols"]
+	if !set {
+		return nil
+	}
+	cfg.MinVersion, cfg.MaxVersion = 0, 0
+	for _, p := range strings.Split(list, ",") {
+		v, ok := versions[strings.ToUpper(strings.TrimSpace(p))]
+		if !ok {
+			return fmt.Errorf("ssl.enabled.protocols: want TLSv1.2 and/or TLSv1.3, got %q", list)
+		}
+		if cfg.MinVersion == 0 || v < cfg.MinVersion {
+			cfg.MinVersion = v
+		}
+		cfg.MaxVersion = max(cfg.MaxVersion, v)
+	}
+	return nil
 }
 
 func parseTLS(configs map[string]string) (*tls.Config, error) {
@@ -163,6 +191,9 @@ func parseTLS(configs map[string]string) (*tls.Config, error) {
 		}
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if err := tlsVersions(cfg, configs); err != nil {
+		return nil, err
+	}
 	trust, err := pemSetting(configs, "ssl.truststore.certificates", "ssl.truststore.location")
 	if err != nil {
 		return nil, err
@@ -200,7 +231,7 @@ func parseTLS(configs map[string]string) (*tls.Config, error) {
 			// Kafka's empty value: no host name check (the chain is still
 			// verified against the trust store).
 			cfg.InsecureSkipVerify = true
-			cfg.VerifyPeerCertificate = verifyChainOnly(cfg)
+			cfg.VerifyConnection = verifyChainOnly(cfg)
 		}
 	case strings.EqualFold(alg, "https"):
 	default:
@@ -210,19 +241,13 @@ func parseTLS(configs map[string]string) (*tls.Config, error) {
 }
 
 // verifyChainOnly verifies the peer's chain against cfg's roots without
-// checking the host name.
-func verifyChainOnly(cfg *tls.Config) func([][]byte, [][]*x509.Certificate) error {
-	return func(raw [][]byte, _ [][]*x509.Certificate) error {
-		if len(raw) == 0 {
+// checking the host name. It is a VerifyConnection hook, so resumed
+// sessions are checked too.
+func verifyChainOnly(cfg *tls.Config) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		certs := cs.PeerCertificates
+		if len(certs) == 0 {
 			return errors.New("tls: the source sent no certificate")
-		}
-		certs := make([]*x509.Certificate, len(raw))
-		for i, r := range raw {
-			c, err := x509.ParseCertificate(r)
-			if err != nil {
-				return fmt.Errorf("tls: source certificate: %w", err)
-			}
-			certs[i] = c
 		}
 		opts := x509.VerifyOptions{Roots: cfg.RootCAs, Intermediates: x509.NewCertPool()}
 		for _, c := range certs[1:] {

@@ -7,29 +7,34 @@ import (
 )
 
 // ParseJAAS parses a sasl.jaas.config value as Kafka does: one login
-// module, its control flag, options as key=value (values quoted with
-// double quotes, where \" and \\ escape, or bare words), and a closing
-// semicolon:
+// module, its control flag, options as key=value, and a closing semicolon:
 //
 //	org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="s3cr=t";
 //
-// Error messages never quote option values: they may hold the password.
+// Values are quoted with double or single quotes (a backslash escapes the
+// next byte) or bare words of any printable byte but ; = " ' / and
+// space, as Kafka's tokenizer reads them.
+//
+// Error messages never quote option values, nor anything that might be
+// one: a password given unquoted with a space in it must not end up in a
+// log. Options are named in errors only when they are names Kafka's login
+// modules define, else by position.
 func ParseJAAS(s string) (module string, options map[string]string, err error) {
 	p := jaasParser{s: s}
-	if module, err = p.word("login module"); err != nil {
-		return "", nil, err
+	if module, err = p.word(); err != nil {
+		return "", nil, fmt.Errorf("missing the login module: %w", err)
 	}
-	flag, err := p.word("control flag")
+	flag, err := p.word()
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("missing the control flag: %w", err)
 	}
 	switch strings.ToLower(flag) {
 	case "required", "requisite", "sufficient", "optional":
 	default:
-		return "", nil, fmt.Errorf("control flag: want required, requisite, sufficient or optional, got %q", flag)
+		return "", nil, errors.New("control flag: want required, requisite, sufficient or optional")
 	}
 	options = map[string]string{}
-	for {
+	for n := 1; ; n++ {
 		p.space()
 		if p.peek() == ';' {
 			p.i++
@@ -38,22 +43,24 @@ func ParseJAAS(s string) (module string, options map[string]string, err error) {
 		if p.done() {
 			return "", nil, errors.New("missing the closing ';'")
 		}
-		key, err := p.word("option name")
-		if err != nil {
-			return "", nil, err
+		key, err := p.word()
+		if err == nil {
+			p.space()
+			if p.peek() != '=' {
+				err = errors.New("want key=value (quote values that hold spaces)")
+			}
 		}
-		p.space()
-		if p.peek() != '=' {
-			return "", nil, fmt.Errorf("option %s: want key=value", key)
+		if err != nil {
+			return "", nil, fmt.Errorf("option %d: %w", n, err)
 		}
 		p.i++
 		p.space()
-		val, err := p.value(key)
+		val, err := p.value()
 		if err != nil {
-			return "", nil, err
+			return "", nil, fmt.Errorf("option %s: %w", optionName(key, n), err)
 		}
 		if _, dup := options[key]; dup {
-			return "", nil, fmt.Errorf("option %s given twice", key)
+			return "", nil, fmt.Errorf("option %s given twice", optionName(key, n))
 		}
 		options[key] = val
 	}
@@ -62,6 +69,16 @@ func ParseJAAS(s string) (module string, options map[string]string, err error) {
 		return "", nil, errors.New("more than one login module (or text after ';'): a client takes one")
 	}
 	return module, options, nil
+}
+
+// optionName names option n in an error: by its name if Kafka's login
+// modules define it, else by position.
+func optionName(key string, n int) string {
+	switch key {
+	case "username", "password", "tokenauth", "serviceName", "debug":
+		return key
+	}
+	return fmt.Sprint(n)
 }
 
 type jaasParser struct {
@@ -84,12 +101,14 @@ func (p *jaasParser) space() {
 	}
 }
 
+// isWordByte is a byte of a bare word: any printable byte but the quotes,
+// ';', '=' and '/' (Kafka's tokenizer reads '/' as a comment).
 func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-$/:@", c) >= 0
+	return c > ' ' && c < 0x7f && strings.IndexByte(";=\"'/", c) < 0
 }
 
-// word reads a bare word (a class name, a flag, an option name).
-func (p *jaasParser) word(what string) (string, error) {
+// word reads a bare word. Its error never quotes the input.
+func (p *jaasParser) word() (string, error) {
 	p.space()
 	start := p.i
 	for !p.done() && isWordByte(p.s[p.i]) {
@@ -97,19 +116,20 @@ func (p *jaasParser) word(what string) (string, error) {
 	}
 	if p.i == start {
 		if p.done() {
-			return "", fmt.Errorf("missing the %s", what)
+			return "", errors.New("unexpected end")
 		}
-		return "", fmt.Errorf("%s: unexpected %q at offset %d", what, p.s[p.i], p.i)
+		return "", fmt.Errorf("unexpected character at offset %d", p.i)
 	}
 	return p.s[start:p.i], nil
 }
 
 // value reads a quoted or bare option value.
-func (p *jaasParser) value(key string) (string, error) {
-	if p.peek() != '"' {
-		v, err := p.word("value of " + key)
+func (p *jaasParser) value() (string, error) {
+	quote := p.peek()
+	if quote != '"' && quote != '\'' {
+		v, err := p.word()
 		if err != nil {
-			return "", fmt.Errorf("option %s: want a value", key)
+			return "", errors.New("want a value")
 		}
 		return v, nil
 	}
@@ -117,16 +137,16 @@ func (p *jaasParser) value(key string) (string, error) {
 	var b strings.Builder
 	for {
 		if p.done() {
-			return "", fmt.Errorf("option %s: unterminated quoted value", key)
+			return "", errors.New("unterminated quoted value")
 		}
 		c := p.s[p.i]
 		p.i++
 		switch c {
-		case '"':
+		case quote:
 			return b.String(), nil
 		case '\\':
 			if p.done() {
-				return "", fmt.Errorf("option %s: unterminated quoted value", key)
+				return "", errors.New("unterminated quoted value")
 			}
 			b.WriteByte(p.s[p.i])
 			p.i++
