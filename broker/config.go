@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +66,8 @@ type Config struct {
 	// secret that seals source credentials (mirror SASL and TLS secrets)
 	// in the state store. Empty: mirrors with credentials are refused.
 	PasswordEncoderSecret string
+	// Security is listener security and authorization.
+	Security Security
 	// Mirror holds the broker-level mirror settings (SPEC.md section 3).
 	// The broker does not use them; the control plane does (control.Config).
 	Mirror MirrorSettings
@@ -88,12 +91,41 @@ type MirrorSettings struct {
 	RetryMaxAttempts int32
 }
 
-// Listener is one listener: a name (also the security protocol, until
-// listener.security.protocol.map exists) and a host:port.
+// Listener is one listener: a name, a host:port and its security protocol
+// (listener.security.protocol.map; by default the name when it is one of
+// the four protocols).
 type Listener struct {
 	Name string
 	Host string
 	Port int
+	// Protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL ("" means
+	// PLAINTEXT).
+	Protocol string
+}
+
+// Security is the node's listener security and authorization (SPEC.md
+// section 7, Kafka's names).
+type Security struct {
+	// TLS serves the SSL and SASL_SSL listeners (ssl.keystore.* for the
+	// certificate, ssl.truststore.* and ssl.client.auth for client
+	// certificates). Nil when no listener needs it.
+	TLS *tls.Config
+	// PlainUsers are the PLAIN mechanism's users and passwords (the
+	// user_<name>="<password>" options of the PlainLoginModule JAAS
+	// config); empty: PLAIN is not offered.
+	PlainUsers map[string]string
+	// SASLMechanisms are sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512); SCRAM users live in the state store
+	// (AlterUserScramCredentials).
+	SASLMechanisms []string
+	// Authorizer turns ACL checks on (authorizer.class.name set): every
+	// request is checked against the stored ACLs, deny by default.
+	Authorizer bool
+	// SuperUsers bypass ACLs (super.users: "User:admin;User:ops").
+	SuperUsers []string
+	// AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found: a resource
+	// with no matching ACL is open instead of closed.
+	AllowEveryoneIfNoACL bool
 }
 
 // Addr is host:port.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/binary"
+	"net"
 
 	"github.com/kmirror/kmirror/netio"
 )
@@ -55,13 +56,32 @@ func uvarintLen(v uint64) int {
 // of one connection (which never overlap).
 type connScratch struct {
 	fetch *fetchScratch
+	// principal is who the connection authenticated as ("User:alice";
+	// "User:ANONYMOUS" on PLAINTEXT listeners), set by SASL or from the
+	// TLS client certificate.
+	principal string
 }
 
 func connState(c *netio.Conn) *connScratch {
 	if cs, ok := c.Context.(*connScratch); ok {
 		return cs
 	}
-	cs := &connScratch{}
+	cs := &connScratch{principal: anonymousPrincipal}
 	c.Context = cs
 	return cs
+}
+
+// anonymousPrincipal is Kafka's principal of unauthenticated connections.
+const anonymousPrincipal = "User:ANONYMOUS"
+
+// principal is who sent r, as ACLs name principals.
+func (r *request) principal() string { return connState(r.conn).principal }
+
+// host is the client's address without the port, as ACLs name hosts.
+func (r *request) host() string {
+	h, _, err := net.SplitHostPort(r.conn.RemoteAddr())
+	if err != nil {
+		return r.conn.RemoteAddr()
+	}
+	return h
 }
