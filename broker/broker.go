@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,9 @@ type Broker struct {
 	// advertised is what Metadata and DescribeCluster tell clients, fixed
 	// once the listeners are bound.
 	advertised []Listener
+
+	// saslDecoyKey derives the decoy SCRAM salts of unknown users.
+	saslDecoyKey []byte
 
 	// adminMu serialises the admin requests that read, check and then
 	// change topics, configs or ACLs (CreateTopics, DeleteTopics,
@@ -97,15 +101,18 @@ func New(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the state store: %w", err)
 	}
+	decoy := make([]byte, 32)
+	rand.Read(decoy)
 	b := &Broker{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		store:      store,
-		topics:     map[string]*topic{},
-		topicsByID: map[[16]byte]*topic{},
-		sessions:   newFetchSessions(fetchSessionSlots),
-		ready:      make(chan struct{}),
-		closing:    make(chan struct{}),
+		saslDecoyKey: decoy,
+		cfg:          cfg,
+		log:          cfg.Logger,
+		store:        store,
+		topics:       map[string]*topic{},
+		topicsByID:   map[[16]byte]*topic{},
+		sessions:     newFetchSessions(fetchSessionSlots),
+		ready:        make(chan struct{}),
+		closing:      make(chan struct{}),
 	}
 	b.pids.store = store
 	if err := b.load(); err != nil {

@@ -163,9 +163,20 @@ func DefaultConfig() Config {
 		GroupMinSessionTimeout:     group.DefaultMinSessionTimeout,
 		GroupMaxSessionTimeout:     group.DefaultMaxSessionTimeout,
 
+		Security: Security{SASLMechanisms: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}},
 		Mirror: MirrorSettings{MetadataRefresh: time.Minute, RetryInitialBackoff: time.Second,
 			RetryMaxBackoff: time.Minute, RetryMaxAttempts: 20},
 	}
+}
+
+// saslUsable reports whether some enabled mechanism can authenticate.
+func (s Security) saslUsable() bool {
+	for _, m := range s.SASLMechanisms {
+		if m != "PLAIN" || len(s.PlainUsers) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrInvalidConfig marks a configuration the broker refuses to start with.
@@ -184,9 +195,26 @@ func (c *Config) Validate() error {
 		return bad("listeners", "at least one listener is required")
 	}
 	seen := map[string]bool{}
-	for _, l := range c.Listeners {
-		if l.Name != "PLAINTEXT" {
-			return bad("listeners", "listener %s: only PLAINTEXT is supported (TLS and SASL are not built yet)", l.Name)
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		if l.Protocol == "" {
+			switch l.Name {
+			case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+				l.Protocol = l.Name
+			default:
+				return bad("listener.security.protocol.map", "listener %s has no security protocol: map it (%s:PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", l.Name, l.Name)
+			}
+		}
+		switch l.Protocol {
+		case "PLAINTEXT":
+		case "SASL_PLAINTEXT":
+			if !c.Security.saslUsable() {
+				return bad("sasl.enabled.mechanisms", "listener %s is SASL_PLAINTEXT but no mechanism can authenticate anyone: enable SCRAM-SHA-256/512 or give PLAIN users", l.Name)
+			}
+		case "SSL", "SASL_SSL":
+			return bad("listeners", "listener %s: %s listeners are not served yet (TLS)", l.Name, l.Protocol)
+		default:
+			return bad("listener.security.protocol.map", "listener %s: unknown protocol %s", l.Name, l.Protocol)
 		}
 		if seen[l.Name] {
 			return bad("listeners", "listener name %s appears twice", l.Name)

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -82,6 +83,11 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 			return b.apiVersionsFallback(out), true, nil
 		}
 		return out, false, fmt.Errorf("%w: key %d (%s) v%d", errUnsupported, hdr.Key, nameForKey(hdr.Key), hdr.Version)
+	}
+	if strings.HasPrefix(b.listenerProtocol(c.Listener()), "SASL_") {
+		if err := b.saslGate(connState(c), hdr.Key, len(body)); err != nil {
+			return out, false, err
+		}
 	}
 	b.stats.Requests[hdr.Key].Add(1)
 	kreq := requestForKey(hdr.Key)

@@ -60,6 +60,7 @@ type connScratch struct {
 	// "User:ANONYMOUS" on PLAINTEXT listeners), set by SASL or from the
 	// TLS client certificate.
 	principal string
+	sasl      saslState
 }
 
 func connState(c *netio.Conn) *connScratch {

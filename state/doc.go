@@ -63,6 +63,9 @@
 //	                                     (MirrorPartitionState)
 //	v1/acl/<type i8><name n><pattern i8><principal n><host n><op i8><perm i8>
 //	                                     one ACL binding (ACL; acls.go)
+//	v1/scram/<mechanism i8><user n>      one SCRAM credential (scram.go)
+//	v1/meta/secret-salt                  salt of the credential sealing key
+//	                                     (secrets.go)
 //
 // Keys are ASCII strings but for the group families and the fields after
 // the mirror name of a partition state key. A group name is any

@@ -61,8 +61,8 @@ var settings = []setting{
 	{name: "controller.listener.names", help: "listeners with these names are dropped: kmirror serves no KRaft controller port",
 		apply: dropControllerListeners},
 	{name: "inter.broker.listener.name", help: "ignored: a single node has no inter-broker traffic"},
-	{name: "listener.security.protocol.map", help: "checked, then ignored: every entry must be NAME:PLAINTEXT (no TLS or SASL yet)",
-		apply: checkProtocolMap},
+	{name: "listener.security.protocol.map", help: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)",
+		apply: applyProtocolMap},
 	{name: "num.network.threads", help: "ignored: kmirror sizes its own event loops"},
 	{name: "num.io.threads", help: "ignored: kmirror sizes its own workers"},
 	{name: "socket.send.buffer.bytes", help: "ignored"},
@@ -258,6 +258,9 @@ func loadServeConfig(file string, overrides []string) (broker.Config, error) {
 			}
 		}
 	}
+	if err := applyServerSecurity(&cfg, vals); err != nil {
+		return broker.Config{}, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return broker.Config{}, err
 	}
@@ -286,8 +289,18 @@ func lookupSetting(name string) *setting {
 			return &settings[i]
 		}
 	}
+	if isPlainJAASKey(name) {
+		return &plainJAASSetting
+	}
 	return nil
 }
+
+// plainJAASSetting stands for every listener.name.<l>.plain.sasl.jaas.config
+// key; applyServerSecurity reads them after the table.
+var plainJAASSetting = setting{name: plainJAASPattern,
+	help: "PLAIN users of SASL listeners: a PlainLoginModule config with user_<name>=\"<password>\" options"}
+
+func init() { settings = append(settings, securitySettings...) }
 
 // set applies v, following an alias to the setting it names.
 func (s *setting) set(c *broker.Config, v settingValue, vals map[string]settingValue) error {
@@ -554,23 +567,6 @@ func dropControllerListeners(c *broker.Config, v string) error {
 		return out
 	}
 	c.Listeners, c.AdvertisedListeners = keep(c.Listeners), keep(c.AdvertisedListeners)
-	return nil
-}
-
-// checkProtocolMap accepts listener.security.protocol.map only when every
-// listener maps to PLAINTEXT: anything else asks for TLS or SASL, which
-// kmirror does not have, and ignoring it would serve plaintext where the
-// operator asked for encryption or authentication.
-func checkProtocolMap(_ *broker.Config, v string) error {
-	for _, item := range splitList(v) {
-		name, proto, ok := strings.Cut(item, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return fmt.Errorf("want a comma-separated list of NAME:PLAINTEXT (got %q)", item)
-		}
-		if !strings.EqualFold(strings.TrimSpace(proto), "PLAINTEXT") {
-			return fmt.Errorf("want NAME:PLAINTEXT only, kmirror has no TLS or SASL yet (got %q)", item)
-		}
-	}
 	return nil
 }
 

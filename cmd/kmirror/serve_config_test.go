@@ -164,6 +164,21 @@ func TestLoadServeConfig(t *testing.T) {
 			edit: func(c *broker.Config) {
 				c.Mirror = broker.MirrorSettings{RetryInitialBackoff: 100 * time.Millisecond, RetryMaxBackoff: 5 * time.Minute}
 			}},
+		{name: "SASL listener with PLAIN users and ACLs", contents: "listeners=SASL_PLAINTEXT://:9092,PLAINTEXT://:9093\n" +
+			`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="a" user_admin="a" user_alice="b";` + "\n" +
+			"sasl.enabled.mechanisms=PLAIN,scram-sha-512\nauthorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n" +
+			"super.users=User:admin; User:ops\nallow.everyone.if.no.acl.found=true\n",
+			edit: func(c *broker.Config) {
+				c.Listeners = []broker.Listener{{Name: "SASL_PLAINTEXT", Host: "0.0.0.0", Port: 9092, Protocol: "SASL_PLAINTEXT"},
+					{Name: "PLAINTEXT", Host: "0.0.0.0", Port: 9093, Protocol: "PLAINTEXT"}}
+				c.Security = broker.Security{PlainUsers: map[string]string{"admin": "a", "alice": "b"},
+					SASLMechanisms: []string{"PLAIN", "SCRAM-SHA-512"}, Authorizer: true,
+					SuperUsers: []string{"User:admin", "User:ops"}, AllowEveryoneIfNoACL: true}
+			}},
+		{name: "protocol map names a listener", contents: "listeners=INTERNAL://:9092\nlistener.security.protocol.map=INTERNAL:PLAINTEXT\n",
+			edit: func(c *broker.Config) {
+				c.Listeners = []broker.Listener{{Name: "INTERNAL", Host: "0.0.0.0", Port: 9092, Protocol: "PLAINTEXT"}}
+			}},
 		{name: "password encoder secret", overrides: []string{"password.encoder.secret=s3cret"},
 			edit: func(c *broker.Config) { c.PasswordEncoderSecret = "s3cret" }},
 		{name: "comments and escapes", contents: "# c\n! c\nlog.dirs = /data/a\\,b,\\\n   /data/c\n",
@@ -242,15 +257,25 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"listener port range", "listeners=PLAINTEXT://h:65536", nil, `listeners: want NAME://host:port, a port in 0-65535 (got "PLAINTEXT://h:65536")`},
 		{"listener port text", "listeners=PLAINTEXT://h:http", nil, `listeners: want NAME://host:port, a port in 0-65535`},
 		{"listener host", "listeners=PLAINTEXT://a/b:1", nil, `listeners: want NAME://host:port, a host of letters, digits and -%._: (got "PLAINTEXT://a/b:1")`},
-		{"listener SSL", "listeners=SSL://:9093", nil, `listeners: listener SSL: only PLAINTEXT is supported`},
+		{"listener SSL", "listeners=SSL://:9093", nil, `listeners: listener SSL: SSL listeners are not served yet`},
 		{"advertised meta-address", "advertised.listeners=PLAINTEXT://0.0.0.0:9092", nil, `advertised.listeners: want a host clients can reach, not "0.0.0.0" (got "PLAINTEXT://0.0.0.0:9092") (line 1 of {file})`},
 		{"advertised empty host", "advertised.listeners=PLAINTEXT://:9092", nil, `advertised.listeners: want a host clients can reach, not ""`},
 		{"advertised IPv6 meta-address", "", []string{"advertised.listeners=PLAINTEXT://[::]:9092"}, `advertised.listeners: want a host clients can reach, not "::"`},
 		{"advertised port zero", "advertised.listeners=PLAINTEXT://h:0", nil, `advertised.listeners: want a port in 1-65535 (got "PLAINTEXT://h:0")`},
 		{"advertised unknown listener", "advertised.listeners=EXTERNAL://h:1", nil, `advertised.listeners: listener EXTERNAL is not in listeners`},
-		{"protocol map SSL", "\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,SSL:SSL\n", nil,
-			`listener.security.protocol.map: want NAME:PLAINTEXT only, kmirror has no TLS or SASL yet (got "SSL:SSL") (line 2 of {file})`},
-		{"protocol map malformed", "listener.security.protocol.map=PLAINTEXT", nil, `listener.security.protocol.map: want a comma-separated list of NAME:PLAINTEXT (got "PLAINTEXT")`},
+		{"protocol map unknown protocol", "\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:KERBEROS\n", nil,
+			`listener.security.protocol.map: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL as protocol (got "PLAINTEXT:KERBEROS") (line 2 of {file})`},
+		{"protocol map malformed", "listener.security.protocol.map=PLAINTEXT", nil, `listener.security.protocol.map: want a comma-separated list of NAME:PROTOCOL (got "PLAINTEXT")`},
+		{"listener without protocol", "listeners=EXTERNAL://:9092", nil, `listener EXTERNAL has no security protocol: map it`},
+		{"SASL listener without users", "listeners=SASL_PLAINTEXT://:9092\nsasl.enabled.mechanisms=PLAIN\n", nil,
+			`listener SASL_PLAINTEXT is SASL_PLAINTEXT but no mechanism can authenticate anyone`},
+		{"GSSAPI", "sasl.enabled.mechanisms=GSSAPI", nil, `sasl.enabled.mechanisms: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got "GSSAPI"`},
+		{"authorizer class", "authorizer.class.name=com.example.Custom", nil, `authorizer.class.name: want org.apache.kafka.metadata.authorizer.StandardAuthorizer`},
+		{"super user without type", "super.users=admin", nil, `super.users: want principals of the form Type:name, got "admin"`},
+		{"PLAIN JAAS without users", `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";`, nil,
+			`listener.name.sasl_plaintext.plain.sasl.jaas.config: no user_<name>="<password>" option`},
+		{"ssl client auth", "ssl.client.auth=maybe", nil, `ssl.client.auth: want none, requested or required (got "maybe")`},
+		{"TLS without a keystore", "ssl.truststore.certificates=x", nil, `ssl.truststore`},
 		{"metrics listener", "metrics.listener=localhost", nil, `metrics.listener: want host:port or nothing, IPv6 hosts in brackets (got "localhost") (line 1 of {file})`},
 		{"mirror refresh negative", "mirror.metadata.refresh.interval.ms=-1", nil, `mirror.metadata.refresh.interval.ms: want an integer >= 0 (got "-1")`},
 		{"mirror attempts too many", "", []string{"mirror.failed.retry.max.attempts=32768"}, `mirror.failed.retry.max.attempts: want an integer <= 32767`},

@@ -1,0 +1,44 @@
+package broker
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SaslHandshake: v1
+//
+// Behavior:
+// On a SASL_PLAINTEXT or SASL_SSL listener, names the mechanism the
+// SaslAuthenticate requests that follow will use: PLAIN (when the
+// PlainLoginModule JAAS config lists users), SCRAM-SHA-256 or
+// SCRAM-SHA-512, as sasl.enabled.mechanisms allows. Another mechanism is
+// UNSUPPORTED_SASL_MECHANISM with the enabled ones listed; a second
+// handshake, or one on a listener without SASL, is ILLEGAL_SASL_STATE.
+//
+// Version notes:
+// v0 (the raw SASL tokens that follow without Kafka framing, before
+// KIP-152) is not served: the connection closes, as for any unknown
+// version. Every client since Kafka 1.0 uses v1.
+func init() { regKey(saslHandshakeKey, 1, 1, (*Broker).handleSASLHandshake) }
+
+func (b *Broker) handleSASLHandshake(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.SASLHandshakeRequest)
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	for _, m := range b.cfg.Security.SASLMechanisms {
+		if b.mechanismEnabled(m) {
+			resp.SupportedMechanisms = append(resp.SupportedMechanisms, m)
+		}
+	}
+	cs := connState(r.conn)
+	switch {
+	case !strings.HasPrefix(b.listenerProtocol(r.conn.Listener()), "SASL_"), cs.sasl.mechanism != "":
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+	case !b.mechanismEnabled(req.Mechanism):
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+	default:
+		cs.sasl.mechanism = req.Mechanism
+	}
+	return resp, nil
+}
