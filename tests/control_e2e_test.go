@@ -619,9 +619,9 @@ func TestControlE2EErrors(t *testing.T) {
 	if msg := n.expect(ctx, createReq("m2", ""), "", kerr.InvalidConfig.Code); !strings.Contains(msg, "bootstrap.servers") {
 		t.Fatalf("a mirror without bootstrap.servers: message %q does not name it", msg)
 	}
-	msg := n.expect(ctx, createReq("m2", src.ListenAddrs()[0], "security.protocol", "SSL"), "", kerr.InvalidConfig.Code)
-	if !strings.Contains(msg, "security.protocol") || !strings.Contains(msg, "SSL") || !strings.Contains(msg, "PLAINTEXT") {
-		t.Fatalf("security.protocol=SSL: message %q should name the config, the value and what is supported", msg)
+	msg := n.expect(ctx, createReq("m2", src.ListenAddrs()[0], "security.protocol", "KERBEROS"), "", kerr.InvalidConfig.Code)
+	if !strings.Contains(msg, "security.protocol") || !strings.Contains(msg, "KERBEROS") || !strings.Contains(msg, "SASL_SSL") {
+		t.Fatalf("security.protocol=KERBEROS: message %q should name the config, the value and what is supported", msg)
 	}
 	if msg := n.expect(ctx, createReq("m2", unusedAddr(t)), "", kerr.InvalidConfig.Code); !strings.Contains(msg, "unreachable") {
 		t.Fatalf("an unreachable source: message %q", msg)
