@@ -141,7 +141,7 @@ func decodeTxn(suffix string, v []byte) (Txn, error) {
 	for n := r.count(4); n > 0 && r.err == nil; n-- {
 		t.Groups = append(t.Groups, r.str())
 	}
-	for n := r.count(32); n > 0 && r.err == nil; n-- {
+	for n := r.count(28); n > 0 && r.err == nil; n-- {
 		t.Offsets = append(t.Offsets, TxnOffset{Group: r.str(), Topic: r.str(), Partition: int32(r.u32()),
 			Offset: int64(r.u64()), LeaderEpoch: int32(r.u32()), Metadata: r.str()})
 	}

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -234,9 +235,14 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, reqPID int64, r
 		if err := c.abort(t, true); err != nil {
 			return -1, -1, err
 		}
+		if State(t.State) != CompleteAbort {
+			// The markers did not all go out: the checker retries
+			// them, and the client retries this init (Kafka's answer).
+			return -1, -1, kerr.ConcurrentTransactions
+		}
 	}
 	old := snapshot(t)
-	c.bumpEpoch(t)
+	c.nextEpoch(t, reqPID >= 0)
 	t.State, t.TimeoutMs = int8(Empty), timeoutMs
 	t.Partitions, t.Groups, t.Offsets = nil, nil, nil
 	if err := c.persist(t, old); err != nil {
@@ -245,10 +251,17 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, reqPID int64, r
 	return t.ProducerID, t.Epoch, nil
 }
 
-// bumpEpoch moves t to the next epoch, or to a new producer id when the
-// epoch is exhausted; the previous pair is kept for KIP-360 retries.
-func (c *Coordinator) bumpEpoch(t *state.Txn) {
-	t.LastProducerID, t.LastEpoch = t.ProducerID, t.Epoch
+// nextEpoch gives the producer its next epoch at InitProducerId, or a new
+// producer id when the epoch is exhausted. A KIP-360 bump (the client gave
+// its current pair) keeps that pair as the previous one, so a retry of the
+// same init gets the same answer; a new instance's init clears it, so a
+// zombie holding the old pair cannot pass for a retry (as Kafka's
+// prepareIncrementProducerEpoch does).
+func (c *Coordinator) nextEpoch(t *state.Txn, kip360 bool) {
+	t.LastProducerID, t.LastEpoch = -1, -1
+	if kip360 {
+		t.LastProducerID, t.LastEpoch = t.ProducerID, t.Epoch
+	}
 	if t.Epoch >= math.MaxInt16-1 {
 		if pid, err := c.node.AllocateProducerID(); err == nil {
 			t.ProducerID, t.Epoch = pid, 0
@@ -256,6 +269,17 @@ func (c *Coordinator) bumpEpoch(t *state.Txn) {
 		}
 	}
 	t.Epoch++
+}
+
+// fenceEpoch bumps the epoch for an abort the coordinator decides (a
+// timeout, a new instance). The producer id stays, even at the last epoch
+// (32767): the abort markers must carry the transaction's own producer id
+// to close it at every partition; a new id comes at the next init.
+func fenceEpoch(t *state.Txn) {
+	t.LastProducerID, t.LastEpoch = -1, -1
+	if t.Epoch < math.MaxInt16 {
+		t.Epoch++
+	}
 }
 
 // check finds id's transaction and checks the producer's pair.
@@ -392,7 +416,7 @@ func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool) *ke
 func (c *Coordinator) abort(t *state.Txn, fence bool) *kerr.Error {
 	if fence {
 		old := snapshot(t)
-		c.bumpEpoch(t)
+		fenceEpoch(t)
 		if err := c.persist(t, old); err != nil {
 			return err
 		}
@@ -492,7 +516,32 @@ func (c *Coordinator) CheckNow() {
 	}
 }
 
-// Describe returns copies of the records of ids (ok false for unknown).
+// PendingOffsets lists the partitions of group that an undecided
+// transaction has offsets for (OffsetFetch with RequireStable answers them
+// UNSTABLE_OFFSET_COMMIT, KIP-447).
+func (c *Coordinator) PendingOffsets(group string) map[state.TxnPartition]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out map[state.TxnPartition]bool
+	for _, t := range c.txns {
+		switch State(t.State) {
+		case Ongoing, PrepareCommit, PrepareAbort:
+		default:
+			continue
+		}
+		for _, o := range t.Offsets {
+			if o.Group == group {
+				if out == nil {
+					out = map[state.TxnPartition]bool{}
+				}
+				out[state.TxnPartition{Topic: o.Topic, Partition: o.Partition}] = true
+			}
+		}
+	}
+	return out
+}
+
+// Describe returns a copy of id's record (ok false for an unknown id).
 func (c *Coordinator) Describe(id string) (state.Txn, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -511,14 +560,6 @@ func (c *Coordinator) List() []state.Txn {
 	for _, t := range c.txns {
 		out = append(out, snapshot(t))
 	}
-	slices.SortFunc(out, func(a, b state.Txn) int {
-		if a.ID < b.ID {
-			return -1
-		}
-		if a.ID > b.ID {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b state.Txn) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
