@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"crypto/tls"
 	"fmt"
 	"sync"
 
@@ -14,20 +15,68 @@ import (
 // it by append when a response is larger (Fetch asks for what it needs).
 const responseStartCap = 4096
 
-// Conn is one client connection. Its requests are framed on the event loop,
-// copied into pooled buffers and queued; a worker goroutine, started when
-// the queue becomes non-empty and gone when it drains, serves them in order.
-// No goroutine idles per connection, and the event loop never blocks.
+// Conn is one client connection as the handler sees it. It is the same for
+// both transports; each embeds it and hands the handler a pointer to it:
+//
+//   - gnetConn (this file, writer.go): plaintext listeners. Frames are cut
+//     on a gnet event loop and queued; a worker goroutine serves them and
+//     writes responses to a dup of the socket, splices with sendfile(2).
+//   - tlsConn (tls.go): TLS listeners. One goroutine per connection reads a
+//     frame from a crypto/tls conn, serves it and writes the response,
+//     splices copied through a pooled buffer.
+//
+// Whatever the transport, Serve calls of one connection never overlap and
+// come in request order, and each response is written completely before
+// the next request is served.
 type Conn struct {
 	srv      *Server
-	gc       gnet.Conn
 	listener string
 	remote   string
 	// Context is the handler's per-connection state. Only Serve touches it,
 	// and Serve calls of one connection never overlap.
 	Context any
-	// hdr is reused for every request: one worker at a time reads it.
+	// hdr is reused for every request: one goroutine at a time reads it.
 	hdr Header
+	// splices are the file ranges of the response being built, reused
+	// across responses (AddSplice).
+	splices []Splice
+	// tlsState is the TLS session, set once before the first request on
+	// TLS listeners; nil on plaintext ones.
+	tlsState *tls.ConnectionState
+	// out is the transport that embeds this Conn.
+	out responseWriter
+}
+
+// responseWriter is the transport-specific half of serving a request.
+type responseWriter interface {
+	// writeResponse sends msg (header included) with the connection's
+	// splices, whose At positions are shifted by shift (the bytes cut off
+	// the front of the handler's buffer). It returns when every byte has
+	// been handed to the kernel, or with the error that closes the
+	// connection.
+	writeResponse(msg []byte, shift int) error
+}
+
+// Listener is the name of the listener the connection came in on.
+func (c *Conn) Listener() string { return c.listener }
+
+// RemoteAddr is the client's address, host:port.
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// TLS is the connection's TLS state (version, cipher suite, the client's
+// verified certificate chain), or nil on a plaintext listener. The
+// handshake is complete before the first request is served, so it is set
+// for every Serve call on a TLS listener. The caller must not modify it.
+func (c *Conn) TLS() *tls.ConnectionState { return c.tlsState }
+
+// gnetConn is a plaintext connection on a gnet event loop. Its requests are
+// framed on the event loop, copied into pooled buffers and queued; a worker
+// goroutine, started when the queue becomes non-empty and gone when it
+// drains, serves them in order. No goroutine idles per connection, and the
+// event loop never blocks.
+type gnetConn struct {
+	Conn
+	gc gnet.Conn
 
 	mu sync.Mutex
 	// queue holds request frames (pooled, owned by the queue until the
@@ -42,36 +91,30 @@ type Conn struct {
 	// worker or by OnClose, whichever sees the connection closed last.
 	wfd       int
 	wfdClosed bool
-	// splices and pollFds are the worker's, reused across responses.
-	splices []Splice
+	// pollFds is the worker's, reused across responses.
 	pollFds [1]unix.PollFd
 
 	workFn func() // c.work bound once: no closure per worker start
 }
 
-func newConn(srv *Server, listener string, gc gnet.Conn) (*Conn, error) {
+func newGnetConn(srv *Server, listener string, gc gnet.Conn) (*gnetConn, error) {
 	wfd, err := gc.Dup()
 	if err != nil {
 		return nil, fmt.Errorf("netio: duplicating the socket: %w", err)
 	}
-	c := &Conn{srv: srv, gc: gc, listener: listener, wfd: wfd}
+	c := &gnetConn{Conn: Conn{srv: srv, listener: listener}, gc: gc, wfd: wfd}
 	if a := gc.RemoteAddr(); a != nil {
 		c.remote = a.String()
 	}
+	c.out = c
 	c.workFn = c.work
 	return c, nil
 }
 
-// Listener is the name of the listener the connection came in on.
-func (c *Conn) Listener() string { return c.listener }
-
-// RemoteAddr is the client's address, host:port.
-func (c *Conn) RemoteAddr() string { return c.remote }
-
 // readFrames runs on the event loop: it moves every complete frame out of
 // gnet's buffer into the queue. Partial frames stay in gnet's buffer until
 // more bytes arrive (STYLE.md item 8).
-func (c *Conn) readFrames(in inbound) error {
+func (c *gnetConn) readFrames(in inbound) error {
 	maxQueued := c.srv.cfg.MaxQueuedRequests
 	for {
 		c.mu.Lock()
@@ -112,7 +155,7 @@ func (c *Conn) readFrames(in inbound) error {
 	return nil
 }
 
-func (c *Conn) enqueue(frame []byte) {
+func (c *gnetConn) enqueue(frame []byte) {
 	c.mu.Lock()
 	c.queue = append(c.queue, frame)
 	start := !c.running
@@ -124,7 +167,7 @@ func (c *Conn) enqueue(frame []byte) {
 }
 
 // work serves queued requests in order until the queue is empty.
-func (c *Conn) work() {
+func (c *gnetConn) work() {
 	for {
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.isClosed {
@@ -147,20 +190,25 @@ func (c *Conn) work() {
 			// ask the event loop to run OnTraffic again.
 			_ = c.gc.Wake(nil)
 		}
-		c.serve(frame)
+		ok := c.serve(frame)
 		bufpool.Put(frame)
+		if !ok {
+			c.fail()
+		}
 	}
 }
 
-// serve handles one request frame on the worker goroutine.
-func (c *Conn) serve(frame []byte) {
+// serve handles one request frame on the connection's goroutine (the gnet
+// worker or the TLS connection's goroutine) and writes the response. It
+// returns false when the connection must close: a malformed header, a
+// handler error or a failed write, already logged.
+func (c *Conn) serve(frame []byte) bool {
 	srv := c.srv
 	hdr, body, err := ParseHeader(frame, srv.handler.Flexible)
 	if err != nil {
 		srv.stats.FramingErrors.Add(1)
 		srv.log.Warn("closing connection", "listener", c.listener, "remote", c.remote, "err", err)
-		c.fail()
-		return
+		return false
 	}
 	c.hdr = hdr
 	srv.stats.Requests.Add(1)
@@ -171,28 +219,28 @@ func (c *Conn) serve(frame []byte) {
 	if err != nil {
 		srv.log.Warn("closing connection", "listener", c.listener, "remote", c.remote,
 			"api_key", hdr.Key, "api_version", hdr.Version, "err", err)
-		c.fail()
-		return
+		return false
 	}
 	if !send {
-		return
+		return true
 	}
 	var spliced int64
 	for _, s := range c.splices {
 		spliced += s.Len
 	}
 	msg := finishResponse(out, hdr.CorrelationID, hdr.ResponseFlexible(), spliced)
-	if err := c.writeResponse(msg, len(out)-len(msg)); err != nil {
+	if err := c.out.writeResponse(msg, len(out)-len(msg)); err != nil {
 		srv.log.Debug("writing a response failed; closing", "listener", c.listener, "remote", c.remote, "err", err)
-		c.fail()
+		return false
 	}
+	return true
 }
 
 // fail closes the connection after a bad request. isClosed is set at once,
 // not when gnet's OnClose runs later on the event loop, so the requests
 // pipelined behind the bad one are never served: a Produce behind a failed
 // request must not be written.
-func (c *Conn) fail() {
+func (c *gnetConn) fail() {
 	c.mu.Lock()
 	c.isClosed = true
 	c.mu.Unlock()
@@ -201,7 +249,7 @@ func (c *Conn) fail() {
 
 // closeWFDLocked closes the worker's socket duplicate once.
 // REQUIRES: c.mu held.
-func (c *Conn) closeWFDLocked() {
+func (c *gnetConn) closeWFDLocked() {
 	if !c.wfdClosed {
 		c.wfdClosed = true
 		_ = unix.Close(c.wfd)
@@ -210,7 +258,7 @@ func (c *Conn) closeWFDLocked() {
 
 // closed runs on the event loop when the connection closes: queued frames
 // go back to the pool; a running worker stops after its current request.
-func (c *Conn) closed(err error) {
+func (c *gnetConn) closed(err error) {
 	c.mu.Lock()
 	c.isClosed = true
 	for i, f := range c.queue {

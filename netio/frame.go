@@ -34,14 +34,22 @@ func frameSize(in inbound, maxSize int32) (size int, ok bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
+	size, err = checkFrameSize(p, maxSize)
+	return size, err == nil, err
+}
+
+// checkFrameSize decodes a 4-byte size prefix and rejects sizes over
+// maxSize or below the smallest request header, before anything is
+// allocated for the frame (STYLE.md item 10). Both transports use it.
+func checkFrameSize(p []byte, maxSize int32) (int, error) {
 	n := int32(binary.BigEndian.Uint32(p))
 	switch {
 	case n > maxSize:
-		return 0, false, fmt.Errorf("%w: %d > %d bytes", ErrFrameTooLarge, n, maxSize)
+		return 0, fmt.Errorf("%w: %d > %d bytes", ErrFrameTooLarge, n, maxSize)
 	case n < minFrame:
-		return 0, false, fmt.Errorf("%w: size %d is below the %d-byte minimum header", ErrFrameInvalid, n, minFrame)
+		return 0, fmt.Errorf("%w: size %d is below the %d-byte minimum header", ErrFrameInvalid, n, minFrame)
 	}
-	return int(n), true, nil
+	return int(n), nil
 }
 
 // Header is a parsed request header (v1 or v2; v0 is only ControlledShutdown

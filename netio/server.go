@@ -1,7 +1,18 @@
+// Package netio serves the Kafka wire protocol to clients: listeners,
+// request framing, per-connection in-order dispatch to a Handler, and
+// response writing with pooled buffers.
+//
+// Plaintext listeners run on gnet event loops (conn.go, writer.go): frames
+// are cut on the loop, served on a per-connection worker goroutine, and
+// responses written by the worker to a dup of the socket, file ranges with
+// sendfile(2). TLS listeners, which gnet cannot serve, run on crypto/tls
+// with a goroutine per connection (tls.go). The Handler sees the same
+// *Conn on both.
 package netio
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -38,18 +50,33 @@ type Config struct {
 	MaxRequestBytes int32
 	// MaxQueuedRequests bounds the requests read from one connection and
 	// not yet answered (default 64). Past it, OnTraffic stops framing and
-	// leaves bytes in gnet's buffer until the worker catches up.
+	// leaves bytes in gnet's buffer until the worker catches up. TLS
+	// connections read one request at a time and do not queue (tls.go).
 	MaxQueuedRequests int
-	// EventLoops is the number of gnet event loops (default GOMAXPROCS).
+	// EventLoops is the number of gnet event loops (default GOMAXPROCS),
+	// shared by the plaintext listeners.
 	EventLoops int
 	// Logger receives connection errors; nil discards them.
 	Logger *slog.Logger
+
+	// handshakeTimeout bounds a TLS handshake (default 10 s), and
+	// tlsWriteTimeout each write on a TLS connection (default
+	// writeTimeoutMs, as the gnet path's constant); tests shorten them.
+	handshakeTimeout time.Duration
+	tlsWriteTimeout  time.Duration
 }
 
 // Listener is a name (Kafka's listener name) and a host:port to bind.
 type Listener struct {
 	Name string
 	Addr string
+	// TLS, when set, makes this a TLS listener (Kafka's SSL and SASL_SSL
+	// protocols), served by crypto/tls with a goroutine per connection
+	// (tls.go) because gnet cannot do TLS. It needs a certificate
+	// (Certificates, GetCertificate or GetConfigForClient); set ClientAuth
+	// to ask for client certificates (Conn.TLS shows them). It must not be
+	// modified after Listen. Nil listeners are plaintext, on gnet.
+	TLS *tls.Config
 }
 
 // BoundListener is a listener with the address it actually bound (port 0
@@ -59,17 +86,22 @@ type BoundListener struct {
 	Addr *net.TCPAddr
 }
 
-// Server runs one gnet engine per listener.
+// Server runs one gnet engine per plaintext listener and one accept loop
+// per TLS listener.
 type Server struct {
 	cfg     Config
 	handler Handler
 	log     *slog.Logger
 	bound   []BoundListener
 	engines []*engine
+	tlsLns  []*tlsListener
 	stats   Stats
 }
 
-// Stats are the server's counters, for the metrics adapter.
+// Stats are the server's counters, for the metrics adapter. Both
+// transports count alike: a connection is opened when accepted and closed
+// when closed (also after a failed TLS handshake); bytes are those of Kafka
+// frames (size prefix included), not of TLS records.
 type Stats struct {
 	ConnectionsOpened atomic.Int64
 	ConnectionsClosed atomic.Int64
@@ -94,15 +126,38 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.handshakeTimeout <= 0 {
+		cfg.handshakeTimeout = defaultHandshakeTimeout
+	}
+	if cfg.tlsWriteTimeout <= 0 {
+		cfg.tlsWriteTimeout = writeTimeoutMs * time.Millisecond
+	}
+	for _, l := range cfg.Listeners {
+		if c := l.TLS; c != nil && len(c.Certificates) == 0 && c.GetCertificate == nil && c.GetConfigForClient == nil {
+			return nil, fmt.Errorf("netio: listener %s: TLS config without a certificate", l.Name)
+		}
+	}
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger}
 	for _, l := range cfg.Listeners {
-		e, err := s.start(l)
-		if err != nil {
-			s.Close(context.Background())
-			return nil, err
+		var addr *net.TCPAddr
+		if l.TLS != nil {
+			tl, err := s.listenTLS(l)
+			if err != nil {
+				s.Close(context.Background())
+				return nil, err
+			}
+			s.tlsLns = append(s.tlsLns, tl)
+			addr = tl.addr
+		} else {
+			e, err := s.start(l)
+			if err != nil {
+				s.Close(context.Background())
+				return nil, err
+			}
+			s.engines = append(s.engines, e)
+			addr = e.addr
 		}
-		s.engines = append(s.engines, e)
-		s.bound = append(s.bound, BoundListener{Name: l.Name, Addr: e.addr})
+		s.bound = append(s.bound, BoundListener{Name: l.Name, Addr: addr})
 	}
 	return s, nil
 }
@@ -110,13 +165,16 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 // Listeners returns the bound addresses, in Config order.
 func (s *Server) Listeners() []BoundListener { return s.bound }
 
-// Close stops every engine: listeners close, connections close, then it
-// returns. Requests being served finish on their workers; their responses
-// are dropped.
+// Close stops every listener: listeners close, connections close, then it
+// returns. On plaintext listeners, requests being served finish on their
+// workers after Close returns; their responses are dropped. On TLS
+// listeners Close also waits, until ctx is done, for every connection's
+// goroutine to return, so for requests inside Serve (the broker wakes its
+// long polls before it calls Close). Calling Close again does nothing.
 func (s *Server) Close(ctx context.Context) error {
 	// gnet's Stop polls every 500 ms for the engine to finish: stop the
 	// engines in parallel so shutdown costs one poll, not one per listener.
-	errs := make([]error, len(s.engines))
+	errs := make([]error, len(s.engines)+len(s.tlsLns))
 	var wg sync.WaitGroup
 	for i, e := range s.engines {
 		wg.Add(1)
@@ -125,8 +183,15 @@ func (s *Server) Close(ctx context.Context) error {
 			errs[i] = e.stop(ctx)
 		}()
 	}
+	for i, l := range s.tlsLns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[len(s.engines)+i] = l.close(ctx)
+		}()
+	}
 	wg.Wait()
-	s.engines = nil
+	s.engines, s.tlsLns = nil, nil
 	return errors.Join(errs...)
 }
 
@@ -210,7 +275,7 @@ func (e *engine) OnBoot(eng gnet.Engine) gnet.Action {
 
 func (e *engine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	e.srv.stats.ConnectionsOpened.Add(1)
-	c, err := newConn(e.srv, e.listener, gc)
+	c, err := newGnetConn(e.srv, e.listener, gc)
 	if err != nil {
 		e.srv.log.Warn("refusing connection", "listener", e.listener, "err", err)
 		return nil, gnet.Close
@@ -221,14 +286,14 @@ func (e *engine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 
 func (e *engine) OnClose(gc gnet.Conn, err error) gnet.Action {
 	e.srv.stats.ConnectionsClosed.Add(1)
-	if c, ok := gc.Context().(*Conn); ok {
+	if c, ok := gc.Context().(*gnetConn); ok {
 		c.closed(err)
 	}
 	return gnet.None
 }
 
 func (e *engine) OnTraffic(gc gnet.Conn) gnet.Action {
-	c, ok := gc.Context().(*Conn)
+	c, ok := gc.Context().(*gnetConn)
 	if !ok {
 		return gnet.Close
 	}

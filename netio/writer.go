@@ -7,8 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Responses are written by the connection's worker goroutine straight to a
-// duplicate of the socket descriptor, not with gnet's AsyncWrite.
+// On plaintext (gnet) listeners, responses are written by the connection's
+// worker goroutine straight to a duplicate of the socket descriptor, not
+// with gnet's AsyncWrite. (TLS listeners write through crypto/tls: tls.go.)
 //
 // Why: a Fetch response is megabytes of segment bytes. AsyncWrite hands the
 // buffer to the event loop, which writes what the socket takes and copies
@@ -56,7 +57,7 @@ const writeTimeoutMs = 120_000
 // writeResponse sends msg (header included) with the splices, whose At
 // positions are shifted by shift (the bytes cut off the front of the
 // buffer).
-func (c *Conn) writeResponse(msg []byte, shift int) error {
+func (c *gnetConn) writeResponse(msg []byte, shift int) error {
 	pos := 0
 	corked := false
 	if len(c.splices) > 0 {
@@ -83,7 +84,7 @@ func (c *Conn) writeResponse(msg []byte, shift int) error {
 }
 
 // writeAll writes b, waiting for the socket to drain when it is full.
-func (c *Conn) writeAll(b []byte) error {
+func (c *gnetConn) writeAll(b []byte) error {
 	for len(b) > 0 {
 		n, err := unix.Write(c.wfd, b)
 		if n > 0 {
@@ -98,7 +99,7 @@ func (c *Conn) writeAll(b []byte) error {
 }
 
 // sendFile sends a file range with sendfile(2): page cache to socket.
-func (c *Conn) sendFile(s Splice) error {
+func (c *gnetConn) sendFile(s Splice) error {
 	in := int(s.File.Fd())
 	off, left := s.Off, s.Len
 	for left > 0 {
@@ -118,7 +119,7 @@ func (c *Conn) sendFile(s Splice) error {
 }
 
 // afterWrite waits for writability after EAGAIN and maps other errors.
-func (c *Conn) afterWrite(err error) error {
+func (c *gnetConn) afterWrite(err error) error {
 	switch {
 	case err == nil, errors.Is(err, unix.EINTR):
 		return nil
