@@ -151,10 +151,16 @@ func (b *Broker) format() error {
 
 // randomClusterID is a Kafka cluster id: 16 random bytes, base64 URL
 // encoding without padding (what kafka-storage.sh random-uuid prints).
+// Like Kafka's Uuid.randomUuid, it never starts with '-': the format
+// command would read such an id as an option.
 func randomClusterID() string {
-	var id [16]byte
-	rand.Read(id[:])
-	return base64.RawURLEncoding.EncodeToString(id[:])
+	for {
+		var id [16]byte
+		rand.Read(id[:])
+		if s := base64.RawURLEncoding.EncodeToString(id[:]); s[0] != '-' {
+			return s
+		}
+	}
 }
 
 // java is the command running a main class on the version's classpath.
