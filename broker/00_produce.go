@@ -28,6 +28,13 @@ const errReadOnlyTopic int16 = 134
 // one node: the high watermark is the log end as soon as the append
 // returns.
 //
+// Authorization: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for
+// its partitions (after UNKNOWN_TOPIC_ID for an unknown topic ID, before
+// any other check, so a topic's existence is not revealed). Transactional
+// batches also need WRITE on the request's transactional id, else every
+// partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Idempotence is
+// checked at InitProducerId, as in Kafka since 2.8.
+//
 // Version notes:
 // v3 is the floor (record batch v2, as Kafka 4.0); v9 flexible; v13 names
 // topics by ID.
@@ -40,12 +47,15 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	b.stats.ProduceRequests.Add(1)
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
+	az := b.authz(r)
+	txnDenied := az.produceTxnDenied(req)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := b.topicByName(rt.Topic)
 		if req.Version >= 13 {
 			t = b.topicByID(rt.TopicID)
 		}
+		writeDenied := !txnDenied && az.produceTopicDenied(req.Version, rt.Topic, t)
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		for j := range rt.Partitions {
@@ -56,6 +66,10 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			// not offset 0.
 			sp.BaseOffset = -1
 			switch {
+			case txnDenied:
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			case writeDenied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case badAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case t == nil && req.Version >= 13:

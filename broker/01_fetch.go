@@ -33,6 +33,16 @@ import (
 // history returns DivergingEpoch and no records. Fetch sessions: see
 // fetch_session.go.
 //
+// Authorization: a consumer needs READ on each topic, else its partitions
+// answer TOPIC_AUTHORIZATION_FAILED (an unknown topic ID still answers
+// UNKNOWN_TOPIC_ID, and no partition's existence is revealed otherwise);
+// a follower fetch (replica id >= 0) needs CLUSTER_ACTION on the cluster,
+// else every partition answers TOPIC_AUTHORIZATION_FAILED. Partitions of
+// a session are checked again at every fetch. A refused partition does
+// not end a long poll on the others (one that refuses every partition is
+// answered at once), as in Kafka. The checks read the authorizer's
+// in-memory index: no allocation, no store access.
+//
 // Version notes:
 // v4 is the floor: record batch v2 (magic 2) only, as in Kafka 4.0.
 // v7 sessions, v9 current leader epoch, v11 rack (ignored: one node),
@@ -59,6 +69,7 @@ type fetchPart struct {
 	diverging bool
 	aborted   []storage.AbortedTxn // aliases fetchScratch.aborted, read_committed only
 	include   bool
+	denied    bool // not authorized: TOPIC_AUTHORIZATION_FAILED
 }
 
 // fetchTopic is a topic of the response, in request (or session) order.
@@ -108,6 +119,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	if sess != nil {
 		sessionID, incremental = sess.id, req.SessionEpoch > sessionEpochInitial
 	}
+	b.authorizeFetch(r, req, fs)
 
 	committed := req.IsolationLevel == 1
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -236,6 +248,7 @@ func (b *Broker) addFetchPart(fs *fetchScratch, fp fetchPart, key sessionKey) {
 func (b *Broker) planFetch(version int16, fs *fetchScratch, committed bool, maxBytes int32, incremental bool) (total int64, anyErr bool) {
 	fs.aborted = fs.aborted[:0]
 	budget := int64(maxBytes)
+	readable := false // some partition is not refused by the authorizer
 	for i := range fs.topics {
 		fs.topics[i].count = 0
 	}
@@ -245,15 +258,23 @@ func (b *Broker) planFetch(version int16, fs *fetchScratch, committed bool, maxB
 		fp.info = storage.ReadInfo{FirstOffset: -1, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 		b.readFetchPart(version, fp, fs, committed, &budget, total == 0)
 		total += fp.region.Length
-		if fp.errCode != 0 {
+		switch {
+		case fp.denied:
+			// As in Kafka, a partition refused by the authorizer does
+			// not end a long poll on the others.
+		case fp.errCode != 0:
 			anyErr = true
+			readable = true
+		default:
+			readable = true
 		}
 		fp.include = !incremental || fp.changed()
 		if fp.include {
 			fs.topics[fp.topicIdx].count++
 		}
 	}
-	return total, anyErr
+	// Every partition refused: nothing to wait for, answer at once.
+	return total, anyErr || (!readable && len(fs.parts) > 0)
 }
 
 // changed reports whether an incremental response must list the partition.
@@ -270,6 +291,9 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 	switch {
 	case fp.t == nil && version >= 13:
 		fp.errCode = kerr.UnknownTopicID.Code
+		return
+	case fp.denied:
+		fp.errCode = kerr.TopicAuthorizationFailed.Code
 		return
 	case p == nil:
 		fp.errCode = kerr.UnknownTopicOrPartition.Code

@@ -24,6 +24,9 @@ const (
 // after it (storage reads the records of the batch the time index finds).
 // CurrentLeaderEpoch is checked as in Fetch.
 //
+// Authorization: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED
+// for its partitions, before the topic is looked up.
+//
 // Version notes:
 // v1 is the floor (Kafka 4.0); v2 isolation level; v4 leader epochs; v6
 // flexible; v7 max timestamp; v8 earliest local; v9-10 change nothing we
@@ -33,9 +36,11 @@ func init() { regKey(2, 1, 10, (*Broker).handleListOffsets) }
 func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	az := b.authz(r)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := b.topicByName(rt.Topic)
+		denied := !az.topic(aclOperationDescribe, rt.Topic)
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		for j := range rt.Partitions {
@@ -43,9 +48,12 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts()) {
+			switch {
+			case denied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts()):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
+			default:
 				b.listOffset(t.parts()[rp.Partition], rp, req.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)

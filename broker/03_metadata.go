@@ -18,10 +18,18 @@ import (
 // auto.create.topics.enable is on and the request allows it (always before
 // v4), and answered at once, not with LEADER_NOT_AVAILABLE.
 //
+// Authorization: a listing of every topic silently leaves out the topics
+// without DESCRIBE; a topic asked for by name without DESCRIBE answers
+// TOPIC_AUTHORIZATION_FAILED whether it exists or not (no topic ID), one
+// asked for by ID the same with the ID and no name. Auto-creation needs
+// CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED.
+// The authorized-operations fields (v8+) are computed when asked for.
+//
 // Version notes:
 // v1 controller id and nullable topics, v2 cluster id, v4 auto-create flag,
-// v7 leader epochs, v8 authorized operations (not computed: no authorizer
-// yet), v9 flexible, v10 topic IDs, v12 topics by ID, v13 top-level error.
+// v7 leader epochs, v8 authorized operations (computed with an authorizer,
+// left at "omitted" without), v9 flexible, v10 topic IDs, v12 topics by
+// ID, v13 top-level error.
 func init() { regKey(3, 0, 13, (*Broker).handleMetadata) }
 
 func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
@@ -33,6 +41,8 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.cfg.NodeID
 
+	az := b.authz(r)
+	defer az.metadataOperations(req, resp)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		b.mu.RLock()
@@ -43,7 +53,9 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 		b.mu.RUnlock()
 		sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
 		for _, t := range ts {
-			resp.Topics = append(resp.Topics, b.metadataTopic(t))
+			if az.topicQuietly(aclOperationDescribe, t.name) {
+				resp.Topics = append(resp.Topics, b.metadataTopic(t))
+			}
 		}
 		return resp, nil
 	}
@@ -55,6 +67,10 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 			t = b.topicByID(rt.TopicID)
 		case rt.Topic != nil:
 			t = b.topicByName(*rt.Topic)
+		}
+		if mt, denied := az.metadataDenied(rt, t, autoCreate); denied {
+			resp.Topics = append(resp.Topics, mt)
+			continue
 		}
 		if t == nil && rt.Topic != nil && autoCreate {
 			t = b.autoCreate(*rt.Topic)

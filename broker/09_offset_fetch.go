@@ -1,16 +1,62 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/state"
+)
 
 // OffsetFetch: v1-9
 //
 // Behavior:
-// Committed offsets of one group (v0-7) or several (v8+); unknown groups and partitions answer offset -1. RequireStable (v7+) has nothing to wait for until transactions exist.
+// Committed offsets of one group (v0-7) or several (v8+); unknown groups and partitions answer offset -1. With RequireStable (v7+, KIP-447), a partition that an undecided transaction holds offsets for answers UNSTABLE_OFFSET_COMMIT (offset -1), so a member taking it over in a rebalance waits (the client retries) instead of starting from offsets the transaction is about to replace.
+//
+// Authorization: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED (per group from v8); then DESCRIBE on each topic asked for, else its partitions answer TOPIC_AUTHORIZATION_FAILED; a request for every offset silently leaves out the topics without DESCRIBE.
 //
 // Version notes:
 // v1 is the floor (Kafka 4.0); v5 leader epochs; v6 flexible; v8 several groups; v9 member id and epoch (KIP-848, ignored).
 func init() { regKey(9, 1, 9, (*Broker).handleOffsetFetch) }
 
 func (b *Broker) handleOffsetFetch(r *request) (kmsg.Response, error) {
-	return b.groups.OffsetFetch(r.kreq.(*kmsg.OffsetFetchRequest)), nil
+	req := r.kreq.(*kmsg.OffsetFetchRequest)
+	var resp *kmsg.OffsetFetchResponse
+	if az := b.authz(r); az.on() {
+		resp = b.offsetFetch(&az, req)
+	} else {
+		resp = b.groups.OffsetFetch(req)
+	}
+	if req.RequireStable {
+		b.markUnstableOffsets(req, resp)
+	}
+	return resp, nil
+}
+
+// markUnstableOffsets answers UNSTABLE_OFFSET_COMMIT for the partitions an
+// undecided transaction holds offsets for.
+func (b *Broker) markUnstableOffsets(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
+	if req.Version < 8 {
+		pending := b.txns.PendingOffsets(req.Group)
+		for i := range resp.Topics {
+			rt := &resp.Topics[i]
+			for j := range rt.Partitions {
+				if pending[state.TxnPartition{Topic: rt.Topic, Partition: rt.Partitions[j].Partition}] {
+					rt.Partitions[j].Offset, rt.Partitions[j].ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+				}
+			}
+		}
+		return
+	}
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		pending := b.txns.PendingOffsets(g.Group)
+		for j := range g.Topics {
+			rt := &g.Topics[j]
+			for k := range rt.Partitions {
+				if pending[state.TxnPartition{Topic: rt.Topic, Partition: rt.Partitions[k].Partition}] {
+					rt.Partitions[k].Offset, rt.Partitions[k].ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+				}
+			}
+		}
+	}
 }

@@ -20,6 +20,11 @@ const (
 // librdkafka also uses FindCoordinator v0 being advertised to decide that
 // the broker supports lz4, so this answer matters even to producers.
 //
+// Authorization: a group key needs DESCRIBE on the group, else
+// GROUP_AUTHORIZATION_FAILED; a transactional id DESCRIBE on it, else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (per key from v4), checked after
+// the key type and before the key itself.
+//
 // Version notes:
 // v1 adds the key type and error message, v3 flexible, v4 batched keys
 // (KIP-699: one result per key, no top-level fields).
@@ -29,11 +34,15 @@ func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	adv := b.advertisedFor(r.conn.Listener())
+	az := b.authz(r)
 	answer := func(key string) (code int16, msg *string) {
+		denied := az.coordinatorDenied(req.CoordinatorType, key)
 		switch {
 		case req.CoordinatorType != coordinatorGroup && req.CoordinatorType != coordinatorTransaction:
 			m := "kmirror coordinates consumer groups and transactions only"
 			return kerr.InvalidRequest.Code, &m
+		case denied != nil:
+			return authzFailure(denied)
 		case key == "":
 			m := "the coordinator key is empty"
 			return kerr.InvalidRequest.Code, &m

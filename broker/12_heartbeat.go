@@ -1,16 +1,27 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // Heartbeat: v0-4
 //
 // Behavior:
 // Keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
 //
+// Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED.
+//
 // Version notes:
 // v3 static members; v4 flexible.
 func init() { regKey(12, 0, 4, (*Broker).handleHeartbeat) }
 
 func (b *Broker) handleHeartbeat(r *request) (kmsg.Response, error) {
-	return b.groups.Heartbeat(r.kreq.(*kmsg.HeartbeatRequest)), nil
+	req := r.kreq.(*kmsg.HeartbeatRequest)
+	if az := b.authz(r); !az.group(aclOperationRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	return b.groups.Heartbeat(req), nil
 }

@@ -1,16 +1,27 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // SyncGroup: v0-5
 //
 // Behavior:
 // The leader's SyncGroup brings the assignment and makes the group Stable; other members wait for it, then get their part.
 //
+// Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED.
+//
 // Version notes:
 // v3 static members; v4 flexible; v5 protocol type and name checked.
 func init() { regKey(14, 0, 5, (*Broker).handleSyncGroup) }
 
 func (b *Broker) handleSyncGroup(r *request) (kmsg.Response, error) {
-	return b.groups.SyncGroup(r.kreq.(*kmsg.SyncGroupRequest)), nil
+	req := r.kreq.(*kmsg.SyncGroupRequest)
+	if az := b.authz(r); !az.group(aclOperationRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	return b.groups.SyncGroup(req), nil
 }

@@ -7,10 +7,16 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // Behavior:
 // State, protocol and members (with their assignment once Stable); an unknown group is Dead, with GROUP_ID_NOT_FOUND from v6 (KIP-1043), as Kafka answers.
 //
+// Authorization: DESCRIBE on each group, else an entry with only GROUP_AUTHORIZATION_FAILED; authorized operations (v3+) are the sender's.
+//
 // Version notes:
-// v3 authorized operations (all: no authorizer yet); v4 instance ids; v5 flexible; v6 error messages.
+// v3 authorized operations (all without an authorizer); v4 instance ids; v5 flexible; v6 error messages.
 func init() { regKey(15, 0, 6, (*Broker).handleDescribeGroups) }
 
 func (b *Broker) handleDescribeGroups(r *request) (kmsg.Response, error) {
-	return b.groups.DescribeGroups(r.kreq.(*kmsg.DescribeGroupsRequest)), nil
+	req := r.kreq.(*kmsg.DescribeGroupsRequest)
+	if az := b.authz(r); az.on() {
+		return b.describeGroups(&az, req), nil
+	}
+	return b.groups.DescribeGroups(req), nil
 }

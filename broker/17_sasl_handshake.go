@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// SaslHandshake: v1
+// SaslHandshake: v0-1
 //
 // Behavior:
 // On a SASL_PLAINTEXT or SASL_SSL listener, names the mechanism the
@@ -18,10 +18,11 @@ import (
 // handshake, or one on a listener without SASL, is ILLEGAL_SASL_STATE.
 //
 // Version notes:
-// v0 (the raw SASL tokens that follow without Kafka framing, before
-// KIP-152) is not served: the connection closes, as for any unknown
-// version. Every client since Kafka 1.0 uses v1.
-func init() { regKey(saslHandshakeKey, 1, 1, (*Broker).handleSASLHandshake) }
+// v0 is answered like v1, because librdkafka decides that a broker speaks
+// SASL at all from v0 being listed; the raw, unframed SASL tokens a true
+// v0 client (before KIP-152, Kafka 1.0) would send next are not served:
+// they do not parse as a request and the connection closes.
+func init() { regKey(saslHandshakeKey, 0, 1, (*Broker).handleSASLHandshake) }
 
 func (b *Broker) handleSASLHandshake(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.SASLHandshakeRequest)

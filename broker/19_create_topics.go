@@ -33,6 +33,14 @@ import (
 // validate-only answer carries a zero topic ID where Kafka invents a
 // random one that is never used.
 //
+// Authorization: CREATE on the cluster allows every topic; otherwise each
+// topic needs CREATE on itself, else TOPIC_AUTHORIZATION_FAILED
+// ("Authorization failed.") right after the duplicate and
+// __cluster_metadata checks, so nothing about the topic is revealed. The
+// v5+ answer carries the partition count, replication factor and configs
+// only with DESCRIBE_CONFIGS on the topic; without it they are left out
+// and ConfigErrorCode (TopicConfigErrorCode) is TOPIC_AUTHORIZATION_FAILED.
+//
 // Version notes:
 // v2 is the floor (Kafka 4.0); v5 flexible, with the partition count,
 // replication factor and configs of the new topic (every topic config with
@@ -73,6 +81,8 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 	for i := range req.Topics {
 		uses[req.Topics[i].Topic]++
 	}
+	az := b.authz(r)
+	createAll := az.clusterQuietly(aclOperationCreate)
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	// Check everything first: the record bound applies to the request as a
@@ -84,7 +94,10 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 		if uses[rt.Topic] == 0 {
 			continue // a duplicate already answered
 		}
-		c := b.checkTopicCreation(rt, uses[rt.Topic] > 1)
+		c, denied := az.createTopicDenied(rt, uses[rt.Topic] > 1, createAll)
+		if !denied {
+			c = b.checkTopicCreation(rt, uses[rt.Topic] > 1)
+		}
 		uses[rt.Topic] = 0
 		if c.err == nil {
 			records += 1 + len(c.configs) + int(c.partitions)
@@ -119,7 +132,11 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		if req.Version >= 5 {
+		switch {
+		case req.Version < 5:
+		case !az.topicQuietly(aclOperationDescribeConfigs, c.name):
+			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		default:
 			st.NumPartitions = c.partitions
 			st.ReplicationFactor = 1
 			st.Configs = b.createdTopicConfigs(c.configs)

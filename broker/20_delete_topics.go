@@ -19,6 +19,13 @@ import (
 // ID and empty logs. Mirror topics may be deleted (SPEC.md: only appends
 // are refused).
 //
+// Authorization: DELETE on the cluster allows every topic; otherwise each
+// topic needs DELETE on itself, else TOPIC_AUTHORIZATION_FAILED, checked
+// before anything but the form of the entry: a name the sender may not
+// DESCRIBE answers TOPIC_AUTHORIZATION_FAILED whether the topic exists or
+// not (and without its topic ID), and a refused entry given by ID carries
+// the topic's name only if the sender may DESCRIBE it.
+//
 // One node differs from Kafka: deletion is synchronous, so TimeoutMillis
 // is ignored; answers keep the request's order where Kafka shuffles them.
 //
@@ -31,6 +38,7 @@ func init() { regKey(20, 1, 6, (*Broker).handleDeleteTopics) }
 type topicDeletion struct {
 	name *string
 	id   [16]byte
+	byID bool // the entry named the topic by ID
 	t    *topic
 	err  *kerr.Error
 	msg  string
@@ -48,9 +56,11 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 		}
 	}
 
+	az := b.authz(r)
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	dels := b.resolveTopicDeletions(refs)
+	az.deleteTopicsDenied(dels)
 	for i := range dels {
 		d := &dels[i]
 		if d.err == nil {
@@ -89,7 +99,7 @@ func (b *Broker) resolveTopicDeletions(refs []kmsg.DeleteTopicsRequestTopic) []t
 	out := make([]topicDeletion, 0, len(refs))
 	targets := make(map[*topic]int, len(refs)) // entries per topic
 	for _, ref := range refs {
-		d := topicDeletion{name: ref.Topic, id: ref.TopicID}
+		d := topicDeletion{name: ref.Topic, id: ref.TopicID, byID: ref.Topic == nil}
 		switch {
 		case ref.Topic == nil && ref.TopicID == zero:
 			d.err, d.msg = kerr.InvalidRequest, "Neither topic name nor id were specified."

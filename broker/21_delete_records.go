@@ -32,6 +32,9 @@ const deleteRecordsHighWatermark = -1
 // One node differs from Kafka: there are no followers to wait for, so the
 // low watermark is this log's start and TimeoutMillis is ignored.
 //
+// Authorization: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for
+// its partitions, before the topic is looked up.
+//
 // Version notes:
 // v0-1 are the same; v2 flexible.
 func init() { regKey(21, 0, 2, (*Broker).handleDeleteRecords) }
@@ -39,9 +42,11 @@ func init() { regKey(21, 0, 2, (*Broker).handleDeleteRecords) }
 func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	az := b.authz(r)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := b.topicByName(rt.Topic)
+		denied := !az.topic(aclOperationDelete, rt.Topic)
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		var parts []*partition
@@ -57,6 +62,8 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
 			switch {
+			case denied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case !deletable:

@@ -11,10 +11,17 @@ import (
 // An idempotent producer (no transactional id) gets a fresh producer id at
 // epoch 0, as Kafka's coordinator does for a null transactional id, also
 // when it asks to bump an existing id (KIP-360): a new id is always safe.
-// Transactional ids need the transaction coordinator, which kmirror does
-// not have yet. They get UNSUPPORTED_VERSION, which clients treat as fatal;
-// a retriable code such as COORDINATOR_NOT_AVAILABLE would make them retry
-// forever.
+// A transactional id goes to the transaction coordinator (txn/): its
+// producer id, at a new epoch that fences older producers of the id (an
+// open transaction of theirs is aborted first); a transaction.timeout.ms
+// above transaction.max.timeout.ms (15 min) is INVALID_TRANSACTION_TIMEOUT;
+// a v3+ producer's own pair must be the id's current or previous one
+// (KIP-360), else PRODUCER_FENCED.
+//
+// Authorization (as Kafka since 2.8, KIP-679): a transactional id needs
+// WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; an idempotent
+// producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+// (Kafka's authorizeByResourceType), else CLUSTER_AUTHORIZATION_FAILED.
 //
 // Version notes:
 // v2 flexible, v3 producer id and epoch for KIP-360 bumps, v5 KIP-890.
@@ -24,8 +31,20 @@ func (b *Broker) handleInitProducerID(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if az := b.authz(r); az.on() {
+		if resp.ErrorCode = az.initProducerIDDenied(req); resp.ErrorCode != 0 {
+			return resp, nil
+		}
+	}
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		pid, epoch := int64(-1), int16(-1)
+		if req.Version >= 3 {
+			pid, epoch = req.ProducerID, req.ProducerEpoch
+		}
+		var err *kerr.Error
+		resp.ProducerID, resp.ProducerEpoch, err = b.txns.InitProducerID(*req.TransactionalID,
+			req.TransactionTimeoutMillis, pid, epoch)
+		resp.ErrorCode = errCode(err)
 		return resp, nil
 	}
 	id, err := b.pids.allocate()

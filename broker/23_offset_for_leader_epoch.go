@@ -22,6 +22,10 @@ import (
 // entry; it answers its current epoch with the log end, as Kafka's cache
 // does from the entry its leader election writes.
 //
+// Authorization: CLUSTER_ACTION on the cluster (a follower) allows every
+// topic; otherwise each topic needs DESCRIBE (KIP-320 consumers), else
+// its partitions answer TOPIC_AUTHORIZATION_FAILED.
+//
 // Version notes:
 // v2 is the floor (Kafka 4.0); v3 replica ID; v4 flexible.
 func init() { regKey(23, 2, 4, (*Broker).handleOffsetForLeaderEpoch) }
@@ -29,9 +33,12 @@ func init() { regKey(23, 2, 4, (*Broker).handleOffsetForLeaderEpoch) }
 func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	az := b.authz(r)
+	replica := az.clusterQuietly(aclOperationClusterAction)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := b.topicByName(rt.Topic)
+		denied := !replica && !az.topic(aclOperationDescribe, rt.Topic)
 		var parts []*partition
 		if t != nil {
 			b.mu.RLock() // CreatePartitions appends to t.parts() under mu
@@ -45,9 +52,12 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			if rp.Partition < 0 || int(rp.Partition) >= len(parts) {
+			switch {
+			case denied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
+			default:
 				endOffsetForEpoch(parts[rp.Partition], rp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)

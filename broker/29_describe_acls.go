@@ -22,10 +22,10 @@ import (
 // permission (UNKNOWN or a code Kafka does not define) is INVALID_REQUEST
 // on the response; Kafka refuses such a request while parsing it.
 //
-// ACLs are stored and listed but not enforced: kmirror has no authorizer
-// yet, so no request is ever refused by an ACL, and this request itself
-// needs no DESCRIBE on the cluster. Kafka without an authorizer answers
-// SECURITY_DISABLED; kmirror answers as Kafka with one does.
+// Authorization: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+// for the whole request, before the filter is looked at. Without an
+// authorizer nothing is checked; Kafka then answers SECURITY_DISABLED,
+// kmirror answers as Kafka with one does.
 //
 // Version notes:
 // v0 has no pattern type: kmsg decodes the filter's as LITERAL (the
@@ -38,6 +38,10 @@ func (b *Broker) handleDescribeACLs(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 
+	if az := b.authz(r); !az.cluster(aclOperationDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = clusterAuthorizationFailed()
+		return resp, nil
+	}
 	f := aclFilter{
 		resourceType: int8(req.ResourceType),
 		name:         req.ResourceName,

@@ -23,9 +23,10 @@ import (
 // record bound), and a failed write a KAFKA_STORAGE_ERROR for all of
 // them.
 //
-// ACLs are stored but not enforced (see DescribeAcls): this request needs
-// no ALTER on the cluster, and Kafka without an authorizer would answer
-// SECURITY_DISABLED.
+// Authorization: ALTER on the cluster, else every creation answers
+// CLUSTER_AUTHORIZATION_FAILED and nothing is checked or stored. Without an
+// authorizer nothing is checked (Kafka would answer SECURITY_DISABLED).
+// The new bindings apply from the next request on.
 //
 // Version notes:
 // v0 has no pattern type: kmsg decodes it as LITERAL, the only pattern
@@ -38,6 +39,13 @@ func (b *Broker) handleCreateACLs(r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
+	if az := b.authz(r); !az.cluster(aclOperationAlter) {
+		for i := range resp.Results {
+			resp.Results[i].Default()
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = clusterAuthorizationFailed()
+		}
+		return resp, nil
+	}
 	var valid []state.ACL
 	var at []int // index in Results of each valid binding
 	for i := range req.Creations {
@@ -75,6 +83,7 @@ func (b *Broker) handleCreateACLs(r *request) (kmsg.Response, error) {
 	}
 	b.adminMu.Lock()
 	err := b.store.PutACLs(valid)
+	b.aclsChanged()
 	b.adminMu.Unlock()
 	if err != nil {
 		b.log.Warn("creating acls failed", "count", len(valid), "err", err)

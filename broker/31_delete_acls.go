@@ -21,9 +21,10 @@ import (
 // for every filter, and then nothing is deleted and no result lists a
 // binding.
 //
-// ACLs are stored but not enforced (see DescribeAcls): this request needs
-// no ALTER on the cluster, and Kafka without an authorizer would answer
-// SECURITY_DISABLED.
+// Authorization: ALTER on the cluster, else every filter answers
+// CLUSTER_AUTHORIZATION_FAILED and nothing is deleted. Without an
+// authorizer nothing is checked (Kafka would answer SECURITY_DISABLED).
+// The deletions apply from the next request on.
 //
 // Version notes:
 // v0 has no pattern type: kmsg decodes the filters' as LITERAL, as Kafka
@@ -37,6 +38,12 @@ func (b *Broker) handleDeleteACLs(r *request) (kmsg.Response, error) {
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
 	for i := range resp.Results {
 		resp.Results[i].Default()
+	}
+	if az := b.authz(r); !az.cluster(aclOperationAlter) {
+		for i := range resp.Results {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = clusterAuthorizationFailed()
+		}
+		return resp, nil
 	}
 
 	// adminMu keeps the read, the match and the delete one step: a
@@ -91,7 +98,9 @@ func (b *Broker) handleDeleteACLs(r *request) (kmsg.Response, error) {
 		failAll(kerr.PolicyViolation, errBatchTooLargeMsg)
 		return resp, nil
 	}
-	if err := b.store.DeleteACLs(order); err != nil {
+	err = b.store.DeleteACLs(order)
+	b.aclsChanged()
+	if err != nil {
 		b.log.Warn("deleting acls failed", "count", len(order), "err", err)
 		failAll(aclStoreError(err))
 		return resp, nil

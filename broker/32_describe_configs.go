@@ -27,6 +27,12 @@ import (
 // INVALID_REQUEST. BROKER_LOGGER, CLUSTER_MIRROR and the other types are
 // INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
 //
+// Authorization: DESCRIBE_CONFIGS on the resource, checked first: a TOPIC
+// on the topic (else TOPIC_AUTHORIZATION_FAILED), a BROKER or
+// BROKER_LOGGER on the cluster (CLUSTER_AUTHORIZATION_FAILED), a
+// CLUSTER_MIRROR on the mirror (CLUSTER_MIRROR_AUTHORIZATION_FAILED), as
+// Kafka's ConfigHelper.
+//
 // Version notes:
 // v0 (removed by Kafka 4.0) is not served. v1 synonyms and the source
 // enum, v2 same as v1, v3 documentation and config types, v4 flexible.
@@ -47,6 +53,7 @@ type configSynonym = kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	az := b.authz(r)
 	for i := range req.Resources {
 		rr := &req.Resources[i]
 		res := kmsg.NewDescribeConfigsResponseResource()
@@ -58,13 +65,14 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				opts.names[n] = true
 			}
 		}
-		var cerr *configError
-		switch rr.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
+		cerr := az.configDenied(aclOperationDescribeConfigs, rr.ResourceType, rr.ResourceName)
+		switch {
+		case cerr != nil:
+		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 			res.Configs, cerr = b.describeTopicConfigs(rr.ResourceName, &opts)
-		case kmsg.ConfigResourceTypeBroker:
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
 			res.Configs, cerr = b.describeBrokerConfigs(rr.ResourceName, &opts)
-		case configResourceClusterMirror:
+		case rr.ResourceType == configResourceClusterMirror:
 			res.Configs, cerr = b.describeMirrorConfigs(rr.ResourceName, &opts)
 		default:
 			cerr = unsupportedResource(rr.ResourceType)

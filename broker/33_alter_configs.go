@@ -18,6 +18,11 @@ import (
 // invalid value and a read-only broker config are INVALID_CONFIG.
 // ValidateOnly checks and answers without changing anything.
 //
+// Authorization: ALTER_CONFIGS on the resource, checked after the
+// duplicate check and before anything else: a TOPIC on the topic (else
+// TOPIC_AUTHORIZATION_FAILED), a BROKER or BROKER_LOGGER on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED), as Kafka's controller.
+//
 // Version notes:
 // v1 same as v0, v2 flexible.
 func init() { regKey(33, 0, 2, (*Broker).handleAlterConfigs) }
@@ -28,13 +33,16 @@ func (b *Broker) handleAlterConfigs(r *request) (kmsg.Response, error) {
 	counts := countResources(len(req.Resources), func(i int) resourceKey {
 		return resourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
 	})
+	az := b.authz(r)
 	for i := range req.Resources {
 		rr := &req.Resources[i]
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		cerr := errDuplicateResource
 		if counts[resourceKey{rr.ResourceType, rr.ResourceName}] == 1 {
-			cerr = b.replaceConfigs(rr, req.ValidateOnly)
+			if cerr = az.configDenied(aclOperationAlterConfigs, rr.ResourceType, rr.ResourceName); cerr == nil {
+				cerr = b.replaceConfigs(rr, req.ValidateOnly)
+			}
 		}
 		if cerr != nil {
 			cerr.set(&res.ErrorCode, &res.ErrorMessage)

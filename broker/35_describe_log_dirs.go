@@ -23,6 +23,9 @@ import (
 // One node differs from Kafka: nothing moves between directories
 // (AlterReplicaLogDirs), so OffsetLag is 0 and IsFuture false.
 //
+// Authorization: DESCRIBE on the cluster, else no directory is listed and
+// (v3+) the top-level error is CLUSTER_AUTHORIZATION_FAILED.
+//
 // Version notes:
 // v1 is the floor (Kafka 4.0); v2 flexible; v3 top-level error code; v4
 // total and usable bytes of each directory's file system.
@@ -31,6 +34,10 @@ func init() { regKey(35, 1, 4, (*Broker).handleDescribeLogDirs) }
 func (b *Broker) handleDescribeLogDirs(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if az := b.authz(r); !az.cluster(aclOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 
 	var want map[string]map[int32]bool // nil: every partition
 	if req.Topics != nil {

@@ -27,6 +27,9 @@ import (
 // One node differs from Kafka: growth is synchronous, so TimeoutMillis is
 // ignored.
 //
+// Authorization: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED,
+// checked after the duplicate check and before the topic is looked up.
+//
 // Version notes:
 // v0-1 are the same; v2 flexible; v3 changes nothing we answer.
 func init() { regKey(37, 0, 3, (*Broker).handleCreatePartitions) }
@@ -39,6 +42,7 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 	for i := range req.Topics {
 		uses[req.Topics[i].Topic]++
 	}
+	az := b.authz(r)
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	added := 0 // partitions added (or validated) so far in this request
@@ -52,7 +56,11 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		code, msg := kerr.InvalidRequest.Code, "Duplicate topic name."
-		if n == 1 {
+		switch {
+		case n > 1:
+		case !az.topic(aclOperationAlter, rt.Topic):
+			code, msg = kerr.TopicAuthorizationFailed.Code, ""
+		default:
 			code, msg = b.growPartitions(rt, req.ValidateOnly, &added)
 		}
 		st.ErrorCode = code

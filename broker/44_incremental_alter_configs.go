@@ -29,6 +29,12 @@ import (
 // mirror's sync overwrites them later. ValidateOnly checks and answers
 // without changing anything.
 //
+// Authorization: ALTER_CONFIGS on the resource, checked after the
+// duplicate check and before anything else: a TOPIC on the topic (else
+// TOPIC_AUTHORIZATION_FAILED), a BROKER or BROKER_LOGGER on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED), a CLUSTER_MIRROR on the mirror
+// (CLUSTER_MIRROR_AUTHORIZATION_FAILED), as Kafka's controller.
+//
 // Version notes:
 // v1 is flexible.
 func init() { regKey(44, 0, 1, (*Broker).handleIncrementalAlterConfigs) }
@@ -39,13 +45,16 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 	counts := countResources(len(req.Resources), func(i int) resourceKey {
 		return resourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
 	})
+	az := b.authz(r)
 	for i := range req.Resources {
 		rr := &req.Resources[i]
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		cerr := errDuplicateResource
 		if counts[resourceKey{rr.ResourceType, rr.ResourceName}] == 1 {
-			cerr = b.incrementalAlter(rr, req.ValidateOnly)
+			if cerr = az.configDenied(aclOperationAlterConfigs, rr.ResourceType, rr.ResourceName); cerr == nil {
+				cerr = b.incrementalAlter(rr, req.ValidateOnly)
+			}
 		}
 		if cerr != nil {
 			cerr.set(&res.ErrorCode, &res.ErrorMessage)

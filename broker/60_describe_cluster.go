@@ -37,6 +37,11 @@ const clusterOperations = 1<<5 | // CREATE
 // asked for; then, as Kafka without an authorizer, every operation that
 // applies to a cluster.
 //
+// Authorization: as in Kafka, the request itself needs nothing (clients
+// use it to find the brokers, as they use Metadata). With an authorizer,
+// ClusterAuthorizedOperations, when asked for, holds the operations the
+// sender may perform on the cluster if it may DESCRIBE it, else 0.
+//
 // One node differs from Kafka: the node is both broker and controller, so
 // ControllerID is its own id where a Kafka broker names a random live
 // broker; no broker is ever fenced.
@@ -79,6 +84,9 @@ func (b *Broker) handleDescribeCluster(r *request) (kmsg.Response, error) {
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = clusterOperations
+		if az := b.authz(r); az.on() {
+			resp.ClusterAuthorizedOperations = az.clusterOperations()
+		}
 	}
 	return resp, nil
 }

@@ -15,16 +15,16 @@ import (
 // ACLs: what DescribeAcls, CreateAcls and DeleteAcls share, and the Go API
 // the mirror sync (sync/acls) uses.
 //
-// The bindings live in state/ only: every request reads them from the
-// store, so there is nothing to load at start and no cache to keep in step
-// with the store. ACL requests are rare admin calls; an authorizer, when
-// one comes, will want an index of its own anyway.
+// The bindings live in state/: the ACL requests, rare admin calls, read
+// them from the store. The authorizer (authorizer.go) keeps its own index
+// of them, so every write here ends with aclsChanged, which makes the next
+// check rebuild that index.
 //
-// No ACL is enforced yet: kmirror has no authorizer, and every request is
-// allowed whatever the ACLs say. The three APIs still answer as a Kafka
-// broker with an authorizer does (Kafka without one answers
-// SECURITY_DISABLED), so ACLs can be managed and mirrored from a source
-// before enforcement lands.
+// ACLs are enforced only with Security.Authorizer (authorizer.class.name);
+// without it every request is allowed whatever the ACLs say. The three
+// APIs answer as a Kafka broker with an authorizer does either way (Kafka
+// without one answers SECURITY_DISABLED), so ACLs can be managed and
+// mirrored from a source before enforcement is turned on.
 
 // ErrInvalidACL marks an ACL that CreateACLs refuses; the error names it.
 var ErrInvalidACL = errors.New("broker: invalid ACL")
@@ -216,6 +216,7 @@ func (b *Broker) CreateACLs(acls []state.ACL) error {
 	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
+	defer b.aclsChanged()
 	if err := b.store.PutACLs(acls); err != nil {
 		return fmt.Errorf("storing ACLs: %w", err)
 	}
@@ -229,6 +230,7 @@ func (b *Broker) CreateACLs(acls []state.ACL) error {
 func (b *Broker) DeleteACLs(acls []state.ACL) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
+	defer b.aclsChanged()
 	if err := b.store.DeleteACLs(acls); err != nil {
 		return fmt.Errorf("deleting ACLs: %w", err)
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/txn"
 )
 
 // Broker is one kmirror node's Kafka API.
@@ -32,6 +34,15 @@ type Broker struct {
 
 	// saslDecoyKey derives the decoy SCRAM salts of unknown users.
 	saslDecoyKey []byte
+	// authzState is the ACL authorizer (authorizer.go): its cached ACL
+	// index and the denials already logged.
+	authzState atomic.Pointer[authorizer]
+
+	// txns is the transaction coordinator (txn/). orphans remembers when
+	// maintenance first saw each open transaction no id owns (repairTxns);
+	// only the maintenance goroutine touches it.
+	txns    *txn.Coordinator
+	orphans map[orphanKey]time.Time
 
 	// adminMu serialises the admin requests that read, check and then
 	// change topics, configs or ACLs (CreateTopics, DeleteTopics,
@@ -115,6 +126,7 @@ func New(cfg Config) (*Broker, error) {
 		closing:      make(chan struct{}),
 	}
 	b.pids.store = store
+	b.authzState.Store(newAuthorizer(cfg.Security))
 	if err := b.load(); err != nil {
 		b.closeLogs()
 		store.Close()
@@ -136,13 +148,24 @@ func New(cfg Config) (*Broker, error) {
 		store.Close()
 		return nil, fmt.Errorf("loading consumer groups: %w", err)
 	}
+	b.orphans = map[orphanKey]time.Time{}
+	b.txns, err = txn.New(txn.Config{Logger: cfg.Logger, MaxTimeout: cfg.Transactions.MaxTimeout,
+		IDExpiration: cfg.Transactions.IDExpiration, CheckInterval: cfg.Transactions.AbortCheckInterval}, store, txnNode{b})
+	if err != nil {
+		b.groups.Close()
+		b.closeLogs()
+		store.Close()
+		return nil, err
+	}
 	ntopics := len(b.topics)
 	srv, err := netio.Listen(netio.Config{
-		Listeners:       netioListeners(cfg.Listeners),
+		Listeners:       netioListeners(cfg.Listeners, cfg.Security.TLS),
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 		Logger:          cfg.Logger,
 	}, b)
 	if err != nil {
+		b.txns.Close()
+		b.groups.Close()
 		b.closeLogs()
 		store.Close()
 		return nil, err
@@ -157,10 +180,15 @@ func New(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-func netioListeners(ls []Listener) []netio.Listener {
+// netioListeners binds each listener; SSL and SASL_SSL ones get the
+// node's TLS config (netio serves them on crypto/tls).
+func netioListeners(ls []Listener, tlsCfg *tls.Config) []netio.Listener {
 	out := make([]netio.Listener, len(ls))
 	for i, l := range ls {
 		out[i] = netio.Listener{Name: l.Name, Addr: l.Addr()}
+		if l.Protocol == "SSL" || l.Protocol == "SASL_SSL" {
+			out[i].TLS = tlsCfg
+		}
 	}
 	return out
 }
@@ -245,6 +273,7 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.closing)
 		b.groups.Close() // wakes joins and syncs parked on workers
+		b.txns.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := b.srv.Close(ctx); err != nil {
@@ -305,6 +334,7 @@ func (b *Broker) maintainOnce(now time.Time) {
 	}
 	b.sessions.expire(now)
 	b.reapDeletedLogs(now, false)
+	b.repairTxns(now)
 }
 
 func (b *Broker) allPartitions() []*partition {

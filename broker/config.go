@@ -68,6 +68,8 @@ type Config struct {
 	PasswordEncoderSecret string
 	// Security is listener security and authorization.
 	Security Security
+	// Transactions configures the transaction coordinator.
+	Transactions TxnSettings
 	// Mirror holds the broker-level mirror settings (SPEC.md section 3).
 	// The broker does not use them; the control plane does (control.Config).
 	Mirror MirrorSettings
@@ -89,6 +91,20 @@ type MirrorSettings struct {
 	// RetryMaxAttempts is mirror.failed.retry.max.attempts (20; 0 never
 	// retries; at most 32767, the width of the persisted attempt count).
 	RetryMaxAttempts int32
+}
+
+// TxnSettings are the transaction coordinator's settings (Kafka's names).
+type TxnSettings struct {
+	// MaxTimeout is transaction.max.timeout.ms (15 min): the longest
+	// transaction.timeout.ms a producer may ask for, and how long an
+	// orphaned open transaction is kept before it is aborted.
+	MaxTimeout time.Duration
+	// IDExpiration is transactional.id.expiration.ms (7 days).
+	IDExpiration time.Duration
+	// AbortCheckInterval is transaction.abort.timed.out.transaction.
+	// cleanup.interval.ms (10 s): how often timed-out transactions are
+	// aborted.
+	AbortCheckInterval time.Duration
 }
 
 // Listener is one listener: a name, a host:port and its security protocol
@@ -164,6 +180,8 @@ func DefaultConfig() Config {
 		GroupMaxSessionTimeout:     group.DefaultMaxSessionTimeout,
 
 		Security: Security{SASLMechanisms: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}},
+		Transactions: TxnSettings{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour,
+			AbortCheckInterval: 10 * time.Second},
 		Mirror: MirrorSettings{MetadataRefresh: time.Minute, RetryInitialBackoff: time.Second,
 			RetryMaxBackoff: time.Minute, RetryMaxAttempts: 20},
 	}
@@ -212,7 +230,12 @@ func (c *Config) Validate() error {
 				return bad("sasl.enabled.mechanisms", "listener %s is SASL_PLAINTEXT but no mechanism can authenticate anyone: enable SCRAM-SHA-256/512 or give PLAIN users", l.Name)
 			}
 		case "SSL", "SASL_SSL":
-			return bad("listeners", "listener %s: %s listeners are not served yet (TLS)", l.Name, l.Protocol)
+			if c.Security.TLS == nil || len(c.Security.TLS.Certificates) == 0 {
+				return bad("ssl.keystore.location", "listener %s is %s: it needs this node's certificate (ssl.keystore.location, PEM)", l.Name, l.Protocol)
+			}
+			if l.Protocol == "SASL_SSL" && !c.Security.saslUsable() {
+				return bad("sasl.enabled.mechanisms", "listener %s is SASL_SSL but no mechanism can authenticate anyone: enable SCRAM-SHA-256/512 or give PLAIN users", l.Name)
+			}
 		default:
 			return bad("listener.security.protocol.map", "listener %s: unknown protocol %s", l.Name, l.Protocol)
 		}

@@ -44,12 +44,24 @@ func (b *Broker) SetMirrorAdmin(a MirrorAdmin) {
 
 var errNoMirrorAdmin = errors.New("broker: mirror RPCs are not served (no control plane)")
 
+// handleMirrorRPC serves every mirror RPC. Authorization (SPEC.md section
+// 7) is the broker's: a refused request never reaches the control plane,
+// and listings are filtered on their way back (mirrorRPCDenied,
+// mirrorRPCFilter).
 func (b *Broker) handleMirrorRPC(r *request) (kmsg.Response, error) {
 	a := b.admin()
 	if a == nil {
 		return nil, errNoMirrorAdmin
 	}
-	return a.Handle(r.kreq)
+	az := b.authz(r)
+	if resp := az.mirrorRPCDenied(r.kreq); resp != nil {
+		return resp, nil
+	}
+	resp, err := a.Handle(r.kreq)
+	if err == nil {
+		az.mirrorRPCFilter(r.kreq, resp)
+	}
+	return resp, err
 }
 
 // requestForKey returns a fresh request of key: mirrorapi's for the mirror

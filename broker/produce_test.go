@@ -373,18 +373,32 @@ func TestProduceRejects(t *testing.T) {
 	}
 }
 
+// A transactional id keeps its producer id across InitProducerId calls at
+// every version, each call bumping the epoch (fencing the previous
+// instance); a timeout above transaction.max.timeout.ms is refused.
 func TestProduceTransactionalInitProducerID(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	rc := dialRaw(t, b)
-	for _, v := range []int16{0, 2, 4, 5} {
+	pid := int64(-1)
+	for i, v := range []int16{0, 2, 4, 5} {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.Version = v
 		id := "txn-a"
 		req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
 		resp := rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
-		if resp.ErrorCode != kerr.UnsupportedVersion.Code || resp.ProducerID != -1 {
-			t.Fatalf("v%d: error %d id %d, want UNSUPPORTED_VERSION and -1", v, resp.ErrorCode, resp.ProducerID)
+		if pid < 0 {
+			pid = resp.ProducerID
 		}
+		if resp.ErrorCode != 0 || resp.ProducerID != pid || resp.ProducerEpoch != int16(i) {
+			t.Fatalf("v%d: error %d id %d epoch %d, want id %d at epoch %d", v, resp.ErrorCode, resp.ProducerID,
+				resp.ProducerEpoch, pid, i)
+		}
+	}
+	req := kmsg.NewPtrInitProducerIDRequest()
+	id := "txn-b"
+	req.TransactionalID, req.TransactionTimeoutMillis = &id, int32(16*time.Minute/time.Millisecond)
+	if resp := rc.roundTrip(req).(*kmsg.InitProducerIDResponse); resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("a 16 min timeout: error %d, want INVALID_TRANSACTION_TIMEOUT", resp.ErrorCode)
 	}
 }

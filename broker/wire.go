@@ -68,6 +68,12 @@ func connState(c *netio.Conn) *connScratch {
 		return cs
 	}
 	cs := &connScratch{principal: anonymousPrincipal}
+	if st := c.TLS(); st != nil && len(st.PeerCertificates) > 0 {
+		// Kafka's default principal builder on SSL listeners: the client
+		// certificate's distinguished name. SASL_SSL replaces it with
+		// the SASL user once authenticated.
+		cs.principal = "User:" + st.PeerCertificates[0].Subject.String()
+	}
 	c.Context = cs
 	return cs
 }

@@ -10,11 +10,9 @@ import (
 	"github.com/kmirror/kmirror/control"
 )
 
-// The Java clients of Apache Kafka reading what only a mirror can put on
-// kmirror today: transactional data. kmirror does not take transactional
-// produces yet (InitProducerId with a transactional id answers
-// UNSUPPORTED_VERSION until issue 11), but a mirror topic holds the
-// source's transactional batches and markers as they are, and the Java
+// The Java clients of Apache Kafka reading mirrored transactional data: a
+// mirror topic holds the source's transactional batches and markers as
+// they are, and the Java
 // consumer must see exactly the committed records under read_committed
 // (Fetch's last stable offset and aborted transaction lists) and all of
 // them under read_uncommitted. The consumer is kafka-console-consumer's,

@@ -158,6 +158,10 @@ func New(cfg Config, store Store, node Node) (*Coordinator, error) {
 		}
 	}
 	c.mu.Unlock()
+	// Transactions that timed out while the node was down are aborted
+	// now, not a check interval later: a node restarted more often than
+	// that would otherwise never abort them.
+	c.checkPass(false)
 	c.wg.Add(1)
 	go c.checkLoop()
 	return c, nil
@@ -488,7 +492,11 @@ func (c *Coordinator) checkLoop() {
 }
 
 // CheckNow runs one pass of the checker (tests call it with a fake clock).
-func (c *Coordinator) CheckNow() {
+func (c *Coordinator) CheckNow() { c.checkPass(true) }
+
+// checkPass aborts timed-out transactions, retries unfinished ones and,
+// if expire, forgets idle ids.
+func (c *Coordinator) checkPass(expire bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.nowMs()
@@ -507,13 +515,61 @@ func (c *Coordinator) CheckNow() {
 				c.log.Warn("finishing a transaction; will retry", "transactional_id", id, "err", err)
 			}
 		case Empty, CompleteCommit, CompleteAbort:
-			if now-t.UpdateMs > c.cfg.IDExpiration.Milliseconds() {
+			if expire && now-t.UpdateMs > c.cfg.IDExpiration.Milliseconds() {
 				if err := c.store.DeleteTxn(id); err == nil {
 					delete(c.txns, id)
 				}
 			}
 		}
 	}
+}
+
+// Resolution says what should become of a transaction a partition still
+// holds open (Resolve).
+type Resolution int8
+
+const (
+	// Keep: the coordinator is running it and will write its markers.
+	Keep Resolution = iota
+	// Commit, Abort: the coordinator decided it (or fenced it) but the
+	// partition has no marker: one was lost (an OS crash after the
+	// decision was fsynced and before the marker reached the disk).
+	Commit
+	Abort
+	// Unknown: no transactional id has this producer id; the transaction
+	// is orphaned (its record expired, or it was written without a
+	// coordinator).
+	Unknown
+)
+
+// Resolve answers for a transaction that partition p holds open for
+// producer pid at epoch, so that read_committed consumers never wait on a
+// transaction the coordinator is not going to end.
+func (c *Coordinator) Resolve(p state.TxnPartition, pid int64, epoch int16) Resolution {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.txns {
+		switch {
+		case t.ProducerID == pid && epoch == t.Epoch:
+			switch State(t.State) {
+			case Ongoing, PrepareCommit, PrepareAbort:
+				if slices.Contains(t.Partitions, p) {
+					return Keep
+				}
+				return Abort
+			case CompleteCommit:
+				return Commit
+			}
+			return Abort
+		case t.ProducerID == pid && epoch < t.Epoch, t.LastProducerID == pid:
+			// An older epoch of the id: every transaction of it was
+			// ended before the epoch moved on.
+			return Abort
+		case t.ProducerID == pid:
+			return Unknown
+		}
+	}
+	return Unknown
 }
 
 // PendingOffsets lists the partitions of group that an undecided

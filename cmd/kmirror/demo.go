@@ -74,7 +74,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Usage: kmirror demo [--records N] [--verbose]\n\n"+
 			"Starts node A (the source) and node B on free loopback ports with temporary dirs, produces\n"+
 			"lz4 data to A, mirrors it to B, checks the copy is byte for byte, fails over to B, produces\n"+
-			"there, fails back to A and prints a summary.")
+			"there (also a committed and an aborted transaction, read back read_committed), fails back to\n"+
+			"A and prints a summary.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -123,7 +124,7 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 	}
 	fmt.Fprintf(out, "node A (source) %s, node B (mirror) %s\n\n", a.b.Addr(), bn.b.Addr())
 
-	// 1. Data on A: lz4 batches, committed and aborted transactions.
+	// 1. Data on A: lz4 batches from an idempotent producer.
 	if _, err := kadm.NewClient(a.cl).CreateTopic(ctx, 3, 1, nil, demoTopic); err != nil {
 		return fmt.Errorf("creating %s on A: %w", demoTopic, err)
 	}
@@ -155,6 +156,23 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 	}
 	step("produce 1000 records on B", "ok")
 
+	// 3b. Transactions on the new primary, through B's own transaction
+	// coordinator: one aborted, then one committed. A read_committed
+	// consumer of that range must see the committed records only.
+	txnStart, err := endOffsets(ctx, bn)
+	if err != nil {
+		return err
+	}
+	if err := produceDemoTxns(ctx, bn.b.Addr(), demoTxnRecords); err != nil {
+		return fmt.Errorf("transactions on B: %w", err)
+	}
+	step(fmt.Sprintf("transactions on B: abort %d records, commit %d", demoTxnRecords, demoTxnRecords), "ok")
+	seen, err := readDemoTxns(ctx, bn.b.Addr(), txnStart)
+	if err != nil {
+		return fmt.Errorf("reading the transactions on B: %w", err)
+	}
+	step("read_committed on B: committed records only", seen)
+
 	// 4. Failback: A mirrors B's delta, then stops.
 	if err := mirrorTo(ctx, a, "back", bn.b.Addr()); err != nil {
 		return err
@@ -166,6 +184,12 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 		return err
 	}
 	step("failback: A mirrored B's delta; identical", "yes")
+	// A's log is B's byte for byte, offsets included, so the same range
+	// holds the mirrored transactions, their markers and aborted index.
+	if seen, err = readDemoTxns(ctx, a.b.Addr(), txnStart); err != nil {
+		return fmt.Errorf("reading the mirrored transactions on A: %w", err)
+	}
+	step("read_committed on A (mirrored): committed only", seen)
 	if err := mirrorRPC(ctx, a.cl, stopReq("back")); err != nil {
 		return err
 	}
@@ -187,8 +211,7 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 }
 
 // produceDemo writes n records, lz4-compressed, with an idempotent
-// producer. (Transactional data needs the transaction coordinator, which
-// kmirror nodes do not have yet; the mirror tests use kfake for it.)
+// producer.
 func produceDemo(ctx context.Context, addr string, n int, tag string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(demoTopic),
 		kgo.ProducerBatchCompression(kgo.Lz4Compression()))
@@ -200,6 +223,104 @@ func produceDemo(ctx context.Context, addr string, n int, tag string) error {
 		cl.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i % 97)), Value: []byte(fmt.Sprintf(`{"from":%q,"n":%d}`, tag, i))}, nil)
 	}
 	return cl.Flush(ctx)
+}
+
+// demoTxnRecords is the size of each demo transaction.
+const demoTxnRecords = 30
+
+// produceDemoTxns runs two transactions of n records each (spread over the
+// 3 partitions) with a transactional producer: the first is aborted, the
+// second committed. Aborting first means that in every partition the
+// aborted records come before the committed ones, so a read_committed
+// reader that got all the committed records has passed every aborted one.
+func produceDemoTxns(ctx context.Context, addr string, n int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(demoTopic),
+		kgo.TransactionalID("demo-orders"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for _, commit := range []bool{false, true} {
+		tag := "aborted"
+		if commit {
+			tag = "committed"
+		}
+		if err := cl.BeginTransaction(); err != nil {
+			return err
+		}
+		recs := make([]*kgo.Record, n)
+		for i := range recs {
+			recs[i] = &kgo.Record{Partition: int32(i % 3), Key: []byte(fmt.Sprint(i % 97)),
+				Value: []byte(fmt.Sprintf(`{"from":"b","txn":%q,"n":%d}`, tag, i))}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("producing the %s transaction: %w", tag, err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			return fmt.Errorf("ending the %s transaction: %w", tag, err)
+		}
+	}
+	return nil
+}
+
+// endOffsets are n's log end offsets of the demo topic, by partition.
+func endOffsets(ctx context.Context, n *demoNode) (map[int32]kgo.Offset, error) {
+	ends, err := kadm.NewClient(n.cl).ListEndOffsets(ctx, demoTopic)
+	if err != nil {
+		return nil, err
+	}
+	if err := ends.Error(); err != nil {
+		return nil, err
+	}
+	out := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = kgo.NewOffset().At(o.Offset) })
+	return out, nil
+}
+
+// readDemoTxns reads the two demo transactions from the offsets at which
+// they began, read_uncommitted (all 2*demoTxnRecords records must be in
+// the log) then read_committed (demoTxnRecords records, every one from the
+// committed transaction), and describes what the read_committed consumer
+// saw.
+func readDemoTxns(ctx context.Context, addr string, from map[int32]kgo.Offset) (string, error) {
+	count := func(level kgo.IsolationLevel, want int) (committed, aborted int, err error) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.FetchIsolationLevel(level),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{demoTopic: from}))
+		if err != nil {
+			return 0, 0, err
+		}
+		defer cl.Close()
+		for committed+aborted < want {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				return committed, aborted, err
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				switch {
+				case strings.Contains(string(r.Value), `"txn":"committed"`):
+					committed++
+				case strings.Contains(string(r.Value), `"txn":"aborted"`):
+					aborted++
+				}
+			})
+		}
+		return committed, aborted, nil
+	}
+	c, a, err := count(kgo.ReadUncommitted(), 2*demoTxnRecords)
+	if err != nil {
+		return "", fmt.Errorf("read_uncommitted: %w", err)
+	}
+	if c != demoTxnRecords || a != demoTxnRecords {
+		return "", fmt.Errorf("read_uncommitted saw %d committed and %d aborted records, want %d of each", c, a, demoTxnRecords)
+	}
+	if c, a, err = count(kgo.ReadCommitted(), demoTxnRecords); err != nil {
+		return "", fmt.Errorf("read_committed: %w", err)
+	}
+	if c != demoTxnRecords || a != 0 {
+		return "", fmt.Errorf("read_committed saw %d committed and %d aborted records, want %d and 0", c, a, demoTxnRecords)
+	}
+	return fmt.Sprintf("%d committed, 0 aborted (%d in the log)", c, 2*demoTxnRecords), nil
 }
 
 func stopReq(mirror string) kmsg.Request {

@@ -6,8 +6,9 @@ import (
 )
 
 // The demo runs the product's main job end to end: mirror, byte-for-byte
-// check, failover, produce, failback, check again. It fails if any step
-// does.
+// check, failover, produce (idempotent, then an aborted and a committed
+// transaction through the new primary's coordinator, read back
+// read_committed), failback, check again. It fails if any step does.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	var out, errOut strings.Builder
@@ -17,11 +18,23 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"B caught up; offsets and bytes identical",
 		"failover: stop mirroring on B (writable)",
+		"transactions on B: abort 30 records, commit 30",
 		"failback: A mirrored B's delta; identical",
 		"demo done in",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// The read_committed consumers, on the new primary and on A after it
+	// mirrored B's transactions back, see the committed records only.
+	for _, step := range []string{"read_committed on B: committed records only", "read_committed on A (mirrored): committed only"} {
+		found := false
+		for _, line := range strings.Split(out.String(), "\n") {
+			found = found || strings.HasPrefix(line, step) && strings.Contains(line, "30 committed, 0 aborted (60 in the log)")
+		}
+		if !found {
+			t.Errorf("demo output lacks %q with 30 committed, 0 aborted (60 in the log):\n%s", step, out.String())
 		}
 	}
 }

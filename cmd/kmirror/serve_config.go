@@ -186,6 +186,25 @@ var settings = []setting{
 			return err
 		}},
 
+	// Transaction coordinator.
+	{name: "transaction.max.timeout.ms", help: "the longest transaction.timeout.ms producers may use; also how long an orphaned open transaction is kept, an integer >= 1 (default 900000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.Transactions.MaxTimeout = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{name: "transactional.id.expiration.ms", help: "forget a transactional id idle this long, an integer >= 1 (default 604800000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.Transactions.IDExpiration = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", help: "how often timed-out transactions are aborted, an integer >= 1 (default 10000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.Transactions.AbortCheckInterval = time.Duration(n) * time.Millisecond
+			return err
+		}},
 	{name: "password.encoder.secret", help: "seals source credentials (mirror SASL and TLS secrets) in the state store; required to create mirrors that hold any",
 		apply: func(c *broker.Config, v string) error { c.PasswordEncoderSecret = v; return nil }},
 

@@ -179,6 +179,11 @@ func TestLoadServeConfig(t *testing.T) {
 			edit: func(c *broker.Config) {
 				c.Listeners = []broker.Listener{{Name: "INTERNAL", Host: "0.0.0.0", Port: 9092, Protocol: "PLAINTEXT"}}
 			}},
+		{name: "transaction settings", overrides: []string{"transaction.max.timeout.ms=60000", "transactional.id.expiration.ms=3600000",
+			"transaction.abort.timed.out.transaction.cleanup.interval.ms=500"},
+			edit: func(c *broker.Config) {
+				c.Transactions = broker.TxnSettings{MaxTimeout: time.Minute, IDExpiration: time.Hour, AbortCheckInterval: 500 * time.Millisecond}
+			}},
 		{name: "password encoder secret", overrides: []string{"password.encoder.secret=s3cret"},
 			edit: func(c *broker.Config) { c.PasswordEncoderSecret = "s3cret" }},
 		{name: "comments and escapes", contents: "# c\n! c\nlog.dirs = /data/a\\,b,\\\n   /data/c\n",
@@ -257,7 +262,7 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"listener port range", "listeners=PLAINTEXT://h:65536", nil, `listeners: want NAME://host:port, a port in 0-65535 (got "PLAINTEXT://h:65536")`},
 		{"listener port text", "listeners=PLAINTEXT://h:http", nil, `listeners: want NAME://host:port, a port in 0-65535`},
 		{"listener host", "listeners=PLAINTEXT://a/b:1", nil, `listeners: want NAME://host:port, a host of letters, digits and -%._: (got "PLAINTEXT://a/b:1")`},
-		{"listener SSL", "listeners=SSL://:9093", nil, `listeners: listener SSL: SSL listeners are not served yet`},
+		{"listener SSL without a keystore", "listeners=SSL://:9093", nil, `ssl.keystore.location: listener SSL is SSL: it needs this node's certificate`},
 		{"advertised meta-address", "advertised.listeners=PLAINTEXT://0.0.0.0:9092", nil, `advertised.listeners: want a host clients can reach, not "0.0.0.0" (got "PLAINTEXT://0.0.0.0:9092") (line 1 of {file})`},
 		{"advertised empty host", "advertised.listeners=PLAINTEXT://:9092", nil, `advertised.listeners: want a host clients can reach, not ""`},
 		{"advertised IPv6 meta-address", "", []string{"advertised.listeners=PLAINTEXT://[::]:9092"}, `advertised.listeners: want a host clients can reach, not "::"`},

@@ -89,7 +89,11 @@ func (ca *CA) issue(subject pkix.Name, usage x509.ExtKeyUsage) Cert {
 	if err != nil {
 		ca.t.Fatal(err)
 	}
-	return Cert{TLS: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	return Cert{TLS: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
 		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})}
 }

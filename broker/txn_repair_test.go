@@ -1,0 +1,101 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// transactionalBatch builds a one-record transactional RecordBatch of
+// producer pid at epoch (sequence 0), as a client without a coordinator
+// behind it could send.
+func transactionalBatch(pid int64, epoch int16) []byte {
+	rec := kmsg.NewRecord()
+	rec.Value = []byte("orphan")
+	var recs []byte
+	recs = rec.AppendTo(recs)
+	b := kmsg.NewRecordBatch()
+	b.Magic, b.Attributes = 2, 0x10 // transactional
+	b.ProducerID, b.ProducerEpoch, b.FirstSequence = pid, epoch, 0
+	b.NumRecords, b.LastOffsetDelta = 1, 0
+	now := time.Now().UnixMilli()
+	b.FirstTimestamp, b.MaxTimestamp = now, now
+	b.Records = recs
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12)) // batch length after the length field
+	// CRC-32C over everything after the CRC field (offset 21).
+	crc := crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli))
+	raw[17], raw[18], raw[19], raw[20] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+	return raw
+}
+
+// A transaction no transactional id owns (written without a coordinator,
+// or whose id expired) holds read_committed consumers back only until it
+// has been open longer than transaction.max.timeout.ms: then maintenance
+// aborts it and the last stable offset reaches the log end.
+func TestOrphanedTransactionAborted(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, func(c *Config) { c.Transactions.MaxTimeout = 200 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl := newTestClient(t, b, kgo.DefaultProduceTopic("orphan"), kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("before")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	id := "no-coordinator"
+	req.TransactionID = &id
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = "orphan", b.topicByName("orphan").id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = transactionalBatch(987654, 0)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("producing the orphan: %v %+v", err, resp)
+	}
+	p := b.topicByName("orphan").parts()[0]
+	if p.log.LastStableOffset() != 1 {
+		t.Fatalf("last stable offset %d with the orphan open, want 1", p.log.LastStableOffset())
+	}
+	now := time.Now()
+	b.repairTxns(now) // first sighting
+	if p.log.LastStableOffset() != 1 {
+		t.Fatal("the orphan was aborted at its first sighting")
+	}
+	b.repairTxns(now.Add(300 * time.Millisecond))
+	if lso, hw := p.log.LastStableOffset(), p.log.HighWatermark(); lso != hw || hw != 3 {
+		t.Fatalf("after transaction.max.timeout.ms: last stable offset %d, high watermark %d; want both 3 (marker written)", lso, hw)
+	}
+}
+
+// A transaction the coordinator runs is left alone by maintenance.
+func TestRunningTransactionKept(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, func(c *Config) { c.Transactions.MaxTimeout = time.Minute })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p := newTestClient(t, b, kgo.TransactionalID("kept"), kgo.DefaultProduceTopic("kept"), kgo.AllowAutoTopicCreation())
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, kgo.StringRecord("open")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	part := b.topicByName("kept").parts()[0]
+	b.repairTxns(time.Now())
+	b.repairTxns(time.Now().Add(2 * time.Minute))
+	if part.log.LastStableOffset() != 0 {
+		t.Fatalf("maintenance ended a running transaction: last stable offset %d", part.log.LastStableOffset())
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("committing after maintenance: %v", err)
+	}
+}
