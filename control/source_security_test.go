@@ -2,15 +2,7 @@ package control
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -23,43 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kmirror/kmirror/internal/clientauth"
+	"github.com/kmirror/kmirror/internal/testcerts"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
-
-// testCA is a throwaway CA and a server certificate for 127.0.0.1.
-type testCA struct {
-	caPEM  string
-	server tls.Certificate
-}
-
-func newTestCA(t testing.TB) testCA {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kmirror test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "source"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testCA{caPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})),
-		server: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}}
-}
 
 // A mirror reaches a secured source with its own settings: data is
 // mirrored and group offsets synced over SASL (PLAIN, SCRAM-SHA-256,
@@ -67,7 +25,8 @@ func newTestCA(t testing.TB) testCA {
 // described back.
 func TestSecuredSource(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t)
+	ca := testcerts.NewCA(t)
+	server := ca.Server()
 	for _, tc := range []struct {
 		protocol, mechanism, module string
 		tls                         bool
@@ -99,12 +58,10 @@ func TestSecuredSource(t *testing.T) {
 				}
 			}
 			if tc.tls {
-				opts = append(opts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{ca.server}}))
+				opts = append(opts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{server.TLS}}))
 				configs["ssl.truststore.type"] = "PEM"
-				configs["ssl.truststore.certificates"] = ca.caPEM
-				pool := x509.NewCertPool()
-				pool.AppendCertsFromPEM([]byte(ca.caPEM))
-				clientOpts = append(clientOpts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool}))
+				configs["ssl.truststore.certificates"] = string(ca.PEM)
+				clientOpts = append(clientOpts, kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool}))
 			}
 			src, err := kfake.NewCluster(opts...)
 			if err != nil {
@@ -178,10 +135,10 @@ func TestSecuredSourceRefused(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ca, other := newTestCA(t), newTestCA(t)
+	ca, other := testcerts.NewCA(t), testcerts.NewCA(t)
 	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-256", "mirror", "right"),
-		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{ca.server}}))
+		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{ca.Server().TLS}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +157,8 @@ func TestSecuredSourceRefused(t *testing.T) {
 		configs map[string]string
 		want    string
 	}{
-		{"wrong password", base("wr0ng-pass", ca.caPEM), "SASL"},
-		{"untrusted certificate", base("right", other.caPEM), "certificate"},
+		{"wrong password", base("wr0ng-pass", string(ca.PEM)), "SASL"},
+		{"untrusted certificate", base("right", string(other.PEM)), "certificate"},
 		{"bad jaas", map[string]string{"bootstrap.servers": src.ListenAddrs()[0], "security.protocol": "SASL_SSL",
 			"sasl.jaas.config": `PlainLoginModule required username="mirror" password="wr0ng-pass"`}, "sasl.jaas.config"},
 	} {
