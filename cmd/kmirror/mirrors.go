@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/internal/props"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
@@ -50,7 +51,7 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var f mirrorsFlags
 	fs.StringVar(&f.bootstrap, "bootstrap-server", "", "the kmirror node to manage, `host:port` (required)")
-	fs.StringVar(&f.commandConfig, "command-config", "", "client properties `file` (PLAINTEXT only today)")
+	fs.StringVar(&f.commandConfig, "command-config", "", "client properties `file`: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.* (PEM)")
 	fs.StringVar(&f.mirror, "mirror", "", "the mirror `name`")
 	fs.StringVar(&f.mirrorConfig, "mirror-config", "", "mirror configs properties `file` (--create)")
 	fs.StringVar(&f.topics, "topics", "", "comma list of topic names or regexes")
@@ -130,19 +131,29 @@ func splitTopics(s string) []string {
 
 var topicNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
+// client connects to the destination. --command-config takes Kafka's
+// client security settings (security.protocol, sasl.*, PEM ssl.*), as
+// kafka-cluster-mirrors.sh does; other client settings are ignored.
 func (f *mirrorsFlags) client() (*kgo.Client, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(f.bootstrap), kgo.ClientID("kmirror-mirrors"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))}
 	if f.commandConfig != "" {
 		ps, err := readProps(f.commandConfig)
 		if err != nil {
 			return nil, err
 		}
+		sec := map[string]string{}
 		for _, p := range ps {
-			if p.Key == "security.protocol" && !strings.EqualFold(p.Value, "PLAINTEXT") {
-				return nil, fmt.Errorf("%s: security.protocol=%s is not supported yet (PLAINTEXT only)", f.commandConfig, p.Value)
+			if clientauth.IsKey(p.Key) {
+				sec[p.Key] = p.Value
 			}
 		}
+		parsed, err := clientauth.Parse(sec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.commandConfig, err)
+		}
+		opts = append(opts, parsed.KgoOpts()...)
 	}
-	return kgo.NewClient(kgo.SeedBrokers(f.bootstrap), kgo.ClientID("kmirror-mirrors"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+	return kgo.NewClient(opts...)
 }
 
 func readProps(file string) ([]props.Property, error) {

@@ -318,10 +318,10 @@ func TestMirrorsLifecycle(t *testing.T) {
 // exit 1 with one line, and do so within --timeout.
 func TestMirrorsConnectionErrors(t *testing.T) {
 	t.Parallel()
-	t.Run("command-config SSL", func(t *testing.T) {
+	t.Run("command-config bad protocol", func(t *testing.T) {
 		t.Parallel()
-		cc := writeTestFile(t, "client.properties", "security.protocol=SSL\n")
-		failMirrors(t, 1, []string{cc, "security.protocol=SSL is not supported", "PLAINTEXT"},
+		cc := writeTestFile(t, "client.properties", "security.protocol=KERBEROS\n")
+		failMirrors(t, 1, []string{cc, "security.protocol", "SASL_SSL"},
 			"--list", "--bootstrap-server", "127.0.0.1:1", "--command-config", cc)
 	})
 	t.Run("command-config missing", func(t *testing.T) {
