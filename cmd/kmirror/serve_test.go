@@ -151,7 +151,7 @@ func TestServeRefusesBadSettings(t *testing.T) {
 	}{
 		{"unknown", []string{"--override", "no.such.setting=1"}, "no.such.setting"},
 		{"invalid", []string{"--override", "num.partitions=zero"}, "num.partitions"},
-		{"tls listener", []string{"--override", "listeners=SSL://127.0.0.1:0"}, "listeners"},
+		{"tls listener without a certificate", []string{"--override", "listeners=SSL://127.0.0.1:0"}, "ssl.keystore.location"},
 		{"missing file", []string{"--config", "/nonexistent/server.properties"}, "/nonexistent/server.properties"},
 		{"bad override", []string{"--override", "novalue"}, "key=value"},
 	}
