@@ -18,9 +18,12 @@ BENCHCOUNT ?= 1
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/kmirror
 
+# -parallel: the JVM-backed tests hold a parallel slot for tens of seconds
+# while mostly waiting on Kafka; with the default (GOMAXPROCS, 2 here) the
+# short tests queue behind them until their own deadlines pass.
 test: lint
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(CORE_PKGS)
+	$(GO) test -count=1 -parallel 8 ./...
+	$(GO) test -count=1 -parallel 4 -race -skip '$(RACE_SKIP)' $(CORE_PKGS)
 
 # Two nodes on loopback: mirror, fail over, fail back (kmirror demo).
 demo: build
