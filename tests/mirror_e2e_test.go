@@ -115,6 +115,14 @@ func rawFetchVersions() *kversion.Versions {
 // seeds are the source's addresses, for producers and consumers.
 func (e *mirrorEnv) seeds() []string { return e.src.ListenAddrs() }
 
+// in returns the env bound to subtest t: a failure inside a subtest must
+// fail that subtest on its own goroutine, not the parent.
+func (e *mirrorEnv) in(t *testing.T) *mirrorEnv {
+	c := *e
+	c.t = t
+	return &c
+}
+
 // createSourceTopic creates topic at the source.
 func (e *mirrorEnv) createSourceTopic(topic string, partitions int32, configs map[string]*string) {
 	e.t.Helper()
@@ -630,6 +638,7 @@ func TestMirrorE2ECodecsAndTransactions(t *testing.T) {
 	for _, c := range codecs {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			env := env.in(t)
 			topic := "codec-" + c.name
 			env.createSourceTopic(topic, 3, nil)
 			// Half the data is there before mirroring starts, half is
