@@ -23,7 +23,7 @@ import (
 // with its control plane, then reads the mirror topic with the Java
 // consumer at both isolation levels.
 func TestJavaReadCommittedMirrored(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: see jvmTestsFirst.
 	ctx := testCtx(t, 3*time.Minute)
 	src, srcCl := startSource(t)
 	srcAdm := kadm.NewClient(srcCl)

@@ -195,3 +195,10 @@ func settledEnds(t *testing.T, ctx context.Context, adm *kadm.Client, topic stri
 	})
 	return ends
 }
+
+// jvmTestsFirst: the tests that run Apache Kafka (the JVM broker and its
+// tools) do not call t.Parallel at the top level, so go test runs them
+// one after another before the parallel tests start (their own subtests
+// are parallel). Each holds a JVM for tens of seconds; run alongside the
+// short in-process tests they filled the parallel slots while the short
+// tests' deadlines ran out waiting for one.

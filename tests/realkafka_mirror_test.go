@@ -28,7 +28,7 @@ import (
 
 // TestRealKafkaMirror mirrors from a real Kafka broker of each version.
 func TestRealKafkaMirror(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: see jvmTestsFirst.
 	for _, version := range []string{realkafka.Newest, realkafka.Previous} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()

@@ -233,7 +233,7 @@ func checkTopicDescribe(t *testing.T, out, topic string, td kadm.TopicDetail, wa
 // TestKafkaToolsTopics creates, describes, grows, lists and deletes a
 // topic with kafka-topics, checking each step with kadm.
 func TestKafkaToolsTopics(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: see jvmTestsFirst.
 	forEachJava(t, func(t *testing.T, k javaKafka) {
 		n := startNode(t)
 		ctx := testCtx(t, 3*time.Minute)
@@ -338,7 +338,7 @@ func topicConfig(t *testing.T, ctx context.Context, adm *kadm.Client, topic, nam
 // kafka-configs (add and delete retention.ms), checking each change with
 // kadm, and describes the broker's configs.
 func TestKafkaToolsConfigs(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: see jvmTestsFirst.
 	forEachJava(t, func(t *testing.T, k javaKafka) {
 		n := startNode(t)
 		ctx := testCtx(t, 3*time.Minute)
@@ -458,7 +458,7 @@ func (k javaKafka) consoleConsume(t *testing.T, ctx context.Context, addr, topic
 // from an offset of one partition (an assignment), checking both against
 // what kgo reads.
 func TestKafkaToolsConsole(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: see jvmTestsFirst.
 	forEachJava(t, func(t *testing.T, k javaKafka) {
 		n := startNode(t, noRebalanceDelay)
 		ctx := testCtx(t, 3*time.Minute)
@@ -552,7 +552,7 @@ func listedGroups(t *testing.T, ctx context.Context, adm *kadm.Client) []string 
 // then lists, describes, resets (to the earliest offsets, checked with
 // kadm FetchOffsets) and deletes the group with kafka-consumer-groups.
 func TestKafkaToolsConsumerGroups(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: see jvmTestsFirst.
 	forEachJava(t, func(t *testing.T, k javaKafka) {
 		n := startNode(t, noRebalanceDelay)
 		ctx := testCtx(t, 3*time.Minute)
@@ -624,7 +624,7 @@ func TestKafkaToolsConsumerGroups(t *testing.T) {
 // report every record, as kmirror's offsets and the perf consumer's
 // group commits confirm.
 func TestKafkaToolsPerf(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: see jvmTestsFirst.
 	forEachJava(t, func(t *testing.T, k javaKafka) {
 		n := startNode(t, noRebalanceDelay)
 		ctx := testCtx(t, 3*time.Minute)
