@@ -63,6 +63,18 @@ func (s *Store) PutTxn(t Txn) error {
 	return s.update(func(txn *badger.Txn) error { return txn.Set(key, val) })
 }
 
+// PutTxnLazy stores a transaction record without an fsync of its own: it
+// reaches the disk with the next fsynced write (every later PutTxn flushes
+// the log up to itself) or at Close. The coordinator uses it only for
+// writes whose loss a restart repairs (see txn/coordinator.go).
+func (s *Store) PutTxnLazy(t Txn) error {
+	if t.ID == "" {
+		return fmt.Errorf("state: put txn: empty transactional id")
+	}
+	key, val := txnKey(t.ID), appendTxn(nil, t)
+	return s.updateNoSync(func(txn *badger.Txn) error { return txn.Set(key, val) })
+}
+
 // DeleteTxn removes a transactional id's record (expiration).
 func (s *Store) DeleteTxn(id string) error {
 	key := txnKey(id)

@@ -13,6 +13,9 @@
 // the transaction, then persists CompleteCommit or CompleteAbort. A crash
 // anywhere in between leaves a Prepare record that New finishes at the
 // next start, so no transaction is left hanging and none is decided twice.
+// The writes nothing outside the coordinator depends on (the completion,
+// groups and offsets of an undecided transaction) skip their own fsync: the
+// next fsynced write carries them (persistLazy says why each is safe).
 //
 // Producer ids come from the node's allocator (the same as idempotent
 // producers'), which never reaches the ids of mirrored batches (DESIGN.md
@@ -73,8 +76,11 @@ func ParseState(name string) (State, bool) {
 var ErrNoPartition = errors.New("txn: no such partition")
 
 // Store persists transaction records (state.Store implements it).
+// PutTxn returns once the record is on disk; PutTxnLazy once it is written,
+// to reach the disk with the next PutTxn (or the store's close).
 type Store interface {
 	PutTxn(state.Txn) error
+	PutTxnLazy(state.Txn) error
 	DeleteTxn(id string) error
 	Txns() ([]state.Txn, error)
 }
@@ -175,11 +181,28 @@ func (c *Coordinator) Close() {
 
 func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
 
-// persist stores t; on failure the in-memory record is restored from old,
-// so memory never runs ahead of what a restart would see.
+// persist stores t, fsynced; on failure the in-memory record is restored
+// from old, so memory never runs ahead of what a restart would see.
 func (c *Coordinator) persist(t *state.Txn, old state.Txn) *kerr.Error {
+	return c.write(t, old, c.store.PutTxn)
+}
+
+// persistLazy stores t without waiting for the disk. Only for records
+// whose loss in a power failure is harmless because a restart redoes or
+// drops them: the completion of a decided transaction (the Prepare record
+// is fsynced, and finishing it again writes markers and offsets that are
+// already there), and a group added or offsets committed in a transaction
+// not yet decided (the decision's fsync flushes them first; without a
+// decision the transaction is aborted at its timeout, and with it its
+// offsets). The partitions of a transaction are always fsynced: records
+// are produced to them as soon as the answer leaves.
+func (c *Coordinator) persistLazy(t *state.Txn, old state.Txn) *kerr.Error {
+	return c.write(t, old, c.store.PutTxnLazy)
+}
+
+func (c *Coordinator) write(t *state.Txn, old state.Txn, put func(state.Txn) error) *kerr.Error {
 	t.UpdateMs = c.nowMs()
-	if err := c.store.PutTxn(*t); err != nil {
+	if err := put(*t); err != nil {
 		c.log.Error("persisting a transaction", "transactional_id", t.ID, "err", err)
 		*t = old
 		return kerr.CoordinatorNotAvailable
@@ -348,7 +371,7 @@ func (c *Coordinator) AddOffsets(id string, pid int64, epoch int16, group string
 	old := snapshot(t)
 	c.begin(t)
 	t.Groups = append(t.Groups, group)
-	return c.persist(t, old)
+	return c.persistLazy(t, old)
 }
 
 // CommitOffsets records offsets committed inside id's transaction; the
@@ -377,7 +400,7 @@ func (c *Coordinator) CommitOffsets(id string, pid int64, epoch int16, group str
 			t.Offsets = append(t.Offsets, o)
 		}
 	}
-	return c.persist(t, old)
+	return c.persistLazy(t, old)
 }
 
 // EndTxn commits or aborts id's transaction. Once the decision is
@@ -469,7 +492,7 @@ func (c *Coordinator) complete(t *state.Txn) error {
 		t.State = int8(CompleteCommit)
 	}
 	t.Partitions, t.Groups, t.Offsets = nil, nil, nil
-	if err := c.persist(t, old); err != nil {
+	if err := c.persistLazy(t, old); err != nil {
 		return errors.New("persisting the completion")
 	}
 	return nil
