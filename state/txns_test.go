@@ -156,3 +156,30 @@ func TestTxnCorrupt(t *testing.T) {
 		t.Fatalf("Txns with a corrupt record: %v, want ErrCorrupt naming the key", err)
 	}
 }
+
+// A lazily written record is there after a clean close and reopen (Close
+// flushes what no fsync carried yet).
+func TestPutTxnLazy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Txn{ID: "lazy", ProducerID: 5, Epoch: 2, LastProducerID: -1, LastEpoch: -1, TimeoutMs: 1000, State: 4}
+	if err := s.PutTxnLazy(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutTxnLazy(Txn{}); err == nil {
+		t.Fatal("a record without an id was stored")
+	}
+	s.Close()
+	if s, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Txns()
+	if err != nil || len(got) != 1 || got[0].ID != "lazy" || got[0].Epoch != 2 || got[0].State != 4 {
+		t.Fatalf("after a reopen: %+v %v", got, err)
+	}
+}
