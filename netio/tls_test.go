@@ -675,7 +675,8 @@ func TestTLSWriteResponseNoAllocs(t *testing.T) {
 	sc := recv(t, accepted)
 	defer sc.Close()
 	srv := &Server{cfg: Config{tlsWriteTimeout: ioTimeout}}
-	c := &tlsConn{Conn: Conn{srv: srv}, nc: sc, tc: tls.Server(sc, serverTLS(tls.NoClientCert))}
+	cc := &coalescingConn{Conn: sc}
+	c := &tlsConn{Conn: Conn{srv: srv}, nc: sc, tc: tls.Server(cc, serverTLS(tls.NoClientCert)), cc: cc}
 	c.out = c
 	shook := make(chan error, 1)
 	go func() { shook <- c.tc.Handshake() }()
