@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,6 +68,23 @@ func listSourceTopics(ctx context.Context, cl *kgo.Client, names []string) (map[
 	return out, nil
 }
 
+// How long Start looks again for a named source topic (see sourceTopics).
+const (
+	startLookupRetries = 10
+	startLookupBackoff = 200 * time.Millisecond
+)
+
+// missingNamed reports whether a topic named in a Start is not (or not yet)
+// in the source's listing.
+func missingNamed(details map[string]sourceTopic, named []mirrorapi.StartMirrorTopicsRequestTopic) bool {
+	for _, t := range named {
+		if d, ok := details[t.TopicName]; !ok || d.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // sourceTopics resolves the topics a Start names or matches at the source,
 // filling topic ids and partition counts the caller left out. Internal
 // topics (__*) match a pattern only when named explicitly.
@@ -87,6 +105,23 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 	defer cancel()
 	details, err := listSourceTopics(ctx, cl, nil)
+	// A topic created at the source just before the Start may not be in
+	// every broker's metadata yet (KRaft brokers catch up with the
+	// controller asynchronously): a named topic missing from the listing
+	// is looked for again, briefly, before it is answered as unknown.
+	for try := 0; err == nil && try < startLookupRetries && missingNamed(details, named); try++ {
+		// Within half the source timeout: the answer that the topic is
+		// unknown must still arrive well before the caller gives up.
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < c.cfg.SourceTimeout/2 {
+			break
+		}
+		time.Sleep(startLookupBackoff)
+		again, lerr := listSourceTopics(ctx, cl, nil)
+		if lerr != nil {
+			break // keep the listing we have
+		}
+		details = again
+	}
 	if err != nil {
 		return nil, err
 	}

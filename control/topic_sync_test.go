@@ -377,3 +377,23 @@ func TestSyncLoopRunsByItself(t *testing.T) {
 		t.Fatal("a topic was discovered with the loop off")
 	}
 }
+
+// A Start that names a topic the source created a moment ago (not yet in
+// every broker's metadata) looks for it again before answering unknown.
+func TestStartFindsAJustCreatedTopic(t *testing.T) {
+	t.Parallel()
+	f := newSyncFixture(t)
+	created := make(chan error, 1)
+	go func() {
+		time.Sleep(400 * time.Millisecond) // the Start's first listing misses it
+		_, err := f.sadm.CreateTopic(f.ctx, 2, 1, nil, "late")
+		created <- err
+	}()
+	f.n.startTopics(t, f.ctx, "late")
+	if err := <-created; err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := f.n.b.Topic("late"); !ok || info.Mirror != "m" || info.Partitions != 2 {
+		t.Fatalf("the late topic after Start: %+v %v", info, ok)
+	}
+}
