@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -328,8 +329,13 @@ func TestHandshake(t *testing.T) {
 			if clientErr == nil {
 				t.Fatalf("handshake succeeded, want a failure (server: %v)", serverErr)
 			}
-			if tc.clientAs != nil && !errors.As(clientErr, tc.clientAs) {
-				t.Errorf("client error %v (%T) is not a %T", clientErr, clientErr, tc.clientAs)
+			if tc.clientAs != nil {
+				// A fresh target per subtest: the cases share pointers, and
+				// errors.As writes through them from parallel subtests.
+				target := reflect.New(reflect.TypeOf(tc.clientAs).Elem()).Interface()
+				if !errors.As(clientErr, target) {
+					t.Errorf("client error %v (%T) is not a %T", clientErr, clientErr, tc.clientAs)
+				}
 			}
 			if serverErr == nil {
 				t.Error("server handshake succeeded, want a failure")
