@@ -318,13 +318,11 @@ func (c *authzCtx) offsetCommitDenied(req *kmsg.OffsetCommitRequest) (denied []k
 		}
 		return denied, true
 	}
-	kept := req.Topics[:0:0]
-	for i := range req.Topics {
-		if rt := &req.Topics[i]; c.topic(aclOperationRead, rt.Topic) {
-			kept = append(kept, *rt)
-		} else {
-			answer(rt, kerr.TopicAuthorizationFailed.Code)
-		}
+	kept, refused := splitAllowed(req.Topics, func(rt *kmsg.OffsetCommitRequestTopic) bool {
+		return c.topic(aclOperationRead, rt.Topic)
+	})
+	for i := range refused {
+		answer(&refused[i], kerr.TopicAuthorizationFailed.Code)
 	}
 	req.Topics = kept
 	return denied, len(kept) == 0 && len(denied) > 0
@@ -785,13 +783,11 @@ func (c *authzCtx) txnOffsetCommitDenied(req *kmsg.TxnOffsetCommitRequest) (deni
 		}
 		return denied, true
 	}
-	kept := req.Topics[:0:0]
-	for i := range req.Topics {
-		if rt := &req.Topics[i]; c.topic(aclOperationRead, rt.Topic) {
-			kept = append(kept, *rt)
-		} else {
-			answer(rt, kerr.TopicAuthorizationFailed.Code)
-		}
+	kept, refused := splitAllowed(req.Topics, func(rt *kmsg.TxnOffsetCommitRequestTopic) bool {
+		return c.topic(aclOperationRead, rt.Topic)
+	})
+	for i := range refused {
+		answer(&refused[i], kerr.TopicAuthorizationFailed.Code)
 	}
 	req.Topics = kept
 	return denied, len(kept) == 0 && len(denied) > 0
