@@ -8,6 +8,7 @@ import (
 
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/clientauth"
+	"github.com/kmirror/kmirror/internal/pattern"
 	syncacls "github.com/kmirror/kmirror/sync/acls"
 )
 
@@ -105,7 +106,7 @@ var mirrorConfigs = func() map[string]mirrorConfig {
 
 // checkPatterns checks a comma list of full-match regexes.
 func checkPatterns(v string) error {
-	_, err := compilePatterns(splitList(v))
+	_, err := pattern.CompileAll(splitList(v))
 	return err
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sync"
 	"time"
 
@@ -369,25 +368,3 @@ func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
 
 // errSourceUnreachable wraps failures to reach a source.
 var errSourceUnreachable = errors.New("source cluster unreachable")
-
-// compilePatterns compiles full-match regexes.
-func compilePatterns(ps []string) ([]*regexp.Regexp, error) {
-	out := make([]*regexp.Regexp, 0, len(ps))
-	for _, p := range ps {
-		re, err := regexp.Compile("^(?:" + p + ")$")
-		if err != nil {
-			return nil, fmt.Errorf("pattern %q: %w", p, err)
-		}
-		out = append(out, re)
-	}
-	return out, nil
-}
-
-func matchesAny(res []*regexp.Regexp, s string) bool {
-	for _, re := range res {
-		if re.MatchString(s) {
-			return true
-		}
-	}
-	return false
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -549,7 +550,7 @@ func (c *Controller) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
 
 // selectTopics resolves the local topics a Stop names, by name or pattern.
 func (c *Controller) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopicsRequestTopic, patterns []string) ([]string, error) {
-	res, err := compilePatterns(patterns)
+	res, err := pattern.CompileAll(patterns)
 	if err != nil {
 		return nil, err
 	}
@@ -558,7 +559,7 @@ func (c *Controller) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopic
 		names = append(names, t.TopicName)
 	}
 	for t := range m.Topics {
-		if matchesAny(res, t) && !slices.Contains(names, t) {
+		if pattern.MatchAny(res, t) && !slices.Contains(names, t) {
 			names = append(names, t)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -90,11 +91,11 @@ func missingNamed(details map[string]sourceTopic, named []mirrorapi.StartMirrorT
 // topics (__*) match a pattern only when named explicitly.
 func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 	named []mirrorapi.StartMirrorTopicsRequestTopic) ([]mirrorapi.StartMirrorTopicsRequestTopic, error) {
-	inc, err := compilePatterns(include)
+	inc, err := pattern.CompileAll(include)
 	if err != nil {
 		return nil, err
 	}
-	exc, err := compilePatterns(append(append([]string{}, m.Exclude...), exclude...))
+	exc, err := pattern.CompileAll(append(append([]string{}, m.Exclude...), exclude...))
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 	}
 	var matched []string
 	for name, d := range details {
-		if seen[name] || d.Err != nil || strings.HasPrefix(name, "__") || !matchesAny(inc, name) || matchesAny(exc, name) {
+		if seen[name] || d.Err != nil || strings.HasPrefix(name, "__") || !pattern.MatchAny(inc, name) || pattern.MatchAny(exc, name) {
 			continue
 		}
 		matched = append(matched, name)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -78,19 +79,19 @@ func mirrorTopicRules(m state.Mirror) (topicRules, error) {
 	}
 	var r topicRules
 	var err error
-	if r.include, err = compilePatterns(append(append([]string{}, m.Include...), inc...)); err != nil {
+	if r.include, err = pattern.CompileAll(append(append([]string{}, m.Include...), inc...)); err != nil {
 		return r, fmt.Errorf("topics.include: %w", err)
 	}
-	if r.exclude, err = compilePatterns(append(append([]string{}, m.Exclude...), exc...)); err != nil {
+	if r.exclude, err = pattern.CompileAll(append(append([]string{}, m.Exclude...), exc...)); err != nil {
 		return r, fmt.Errorf("topics.exclude: %w", err)
 	}
 	return r, nil
 }
 
-func (r topicRules) excluded(topic string) bool { return matchesAny(r.exclude, topic) }
+func (r topicRules) excluded(topic string) bool { return pattern.MatchAny(r.exclude, topic) }
 
 func (r topicRules) match(topic string) bool {
-	return !r.excluded(topic) && matchesAny(r.include, topic)
+	return !r.excluded(topic) && pattern.MatchAny(r.include, topic)
 }
 
 // configFilter compiles topic.properties.exclude (full-match regexes).
@@ -99,7 +100,7 @@ func configFilter(m state.Mirror) ([]*regexp.Regexp, error) {
 	if !set {
 		exc = defaultTopicPropertiesExclude
 	}
-	res, err := compilePatterns(exc)
+	res, err := pattern.CompileAll(exc)
 	if err != nil {
 		return nil, fmt.Errorf("topic.properties.exclude: %w", err)
 	}
@@ -131,7 +132,7 @@ func sourceTopicConfigs(ctx context.Context, adm *kadm.Client, m state.Mirror, t
 		}
 		set := map[string]string{}
 		for _, cfg := range rc.Configs {
-			if cfg.Source != kmsg.ConfigSourceDynamicTopicConfig || cfg.Value == nil || matchesAny(exclude, cfg.Key) {
+			if cfg.Source != kmsg.ConfigSourceDynamicTopicConfig || cfg.Value == nil || pattern.MatchAny(exclude, cfg.Key) {
 				continue
 			}
 			set[cfg.Key] = *cfg.Value

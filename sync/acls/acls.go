@@ -56,6 +56,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -177,14 +178,14 @@ func parseRule(raw string) (Rule, error) {
 		case 0:
 			r.resourceType, err = resourceTypes.parse(f)
 		case 1:
-			r.name, err = compileFull(f)
+			r.name, err = pattern.Compile(f)
 			r.nameSrc = f
 		case 2:
 			r.operation, err = operations.parse(f)
 		case 3:
 			r.permission, err = permissions.parse(f)
 		case 4:
-			r.principal, err = compileFull(f)
+			r.principal, err = pattern.Compile(f)
 			r.principalSrc = f
 		}
 		if err != nil {
@@ -192,16 +193,6 @@ func parseRule(raw string) (Rule, error) {
 		}
 	}
 	return r, nil
-}
-
-// compileFull compiles p as a full-match regex. p is compiled alone first:
-// an unbalanced p such as ")|(.*" would otherwise close the wrapping group
-// early and turn the full match into a partial one.
-func compileFull(p string) (*regexp.Regexp, error) {
-	if _, err := regexp.Compile(p); err != nil {
-		return nil, err
-	}
-	return regexp.Compile("^(?:" + p + ")$")
 }
 
 // String is the rule with all five fields, "*" for any; ParseRules reads

@@ -25,6 +25,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kmirror/kmirror/internal/pattern"
 )
 
 // Dest is this node, as the sync sees it.
@@ -57,14 +59,14 @@ type Filter struct {
 func Compile(include, exclude []string) (Filter, error) {
 	var f Filter
 	for _, p := range include {
-		re, err := regexp.Compile("^(?:" + p + ")$")
+		re, err := pattern.Compile(p)
 		if err != nil {
 			return f, fmt.Errorf("groups.include %q: %w", p, err)
 		}
 		f.Include = append(f.Include, re)
 	}
 	for _, p := range exclude {
-		re, err := regexp.Compile("^(?:" + p + ")$")
+		re, err := pattern.Compile(p)
 		if err != nil {
 			return f, fmt.Errorf("groups.exclude %q: %w", p, err)
 		}
@@ -75,20 +77,10 @@ func Compile(include, exclude []string) (Filter, error) {
 
 // Match reports whether the filter selects group.
 func (f Filter) Match(group string) bool {
-	for _, re := range f.Exclude {
-		if re.MatchString(group) {
-			return false
-		}
+	if pattern.MatchAny(f.Exclude, group) {
+		return false
 	}
-	if len(f.Include) == 0 {
-		return true
-	}
-	for _, re := range f.Include {
-		if re.MatchString(group) {
-			return true
-		}
-	}
-	return false
+	return len(f.Include) == 0 || pattern.MatchAny(f.Include, group)
 }
 
 // Result counts what a sync did.
