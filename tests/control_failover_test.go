@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -33,24 +34,7 @@ func TestControlE2EDisasterRecovery(t *testing.T) {
 	createTopic(t, ctx, kadm.NewClient(srcCl), topic, 3, nil)
 	mix := produceTxnMix(t, ctx, seeds, topic, kgo.Lz4Compression(), 3, false)
 	// The open transaction: partitions 0 and 2, never ended.
-	open := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.TransactionalID("dr-open"))
-	if err := open.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	var openRecs []*kgo.Record
-	for _, p := range []int32{0, 2} {
-		for i := range 4 {
-			openRecs = append(openRecs, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "open-p%d-%d", p, i), Value: []byte("open")})
-		}
-	}
-	if err := open.ProduceSync(ctx, openRecs...).FirstErr(); err != nil {
-		t.Fatalf("producing in the open transaction: %v", err)
-	}
-	openPID, _, err := open.ProducerID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	openRecs, openPID := openSourceTxn(t, ctx, seeds, topic, "dr-open", 4)
 	ends := listOffsets(t, ctx, kadm.NewClient(srcCl), topic, false)
 
 	n := startCtlNode(t, "dr", control.Config{})
@@ -263,4 +247,31 @@ func TestControlE2ERestart(t *testing.T) {
 	n.waitMirrored(ctx, "rs", "r-paused", listOffsets(t, ctx, srcAdm, "r-paused", false))
 	checkSameLog(t, ctx, srcCl, n.cl, "r-paused")
 	n.checkStates(ctx, "rs", "r-stopped", 2, "STOPPED")
+}
+
+// openSourceTxn begins a transaction at the source under txnID, writes
+// perPartition records (keys "open-p<partition>-<i>") to partitions 0 and
+// 2, and never ends it: a source holding an open transaction at failover.
+// It returns the records and the producer id.
+func openSourceTxn(t *testing.T, ctx context.Context, seeds []string, topic, txnID string, perPartition int) ([]*kgo.Record, int64) {
+	t.Helper()
+	open := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionalID(txnID))
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for _, p := range []int32{0, 2} {
+		for i := range perPartition {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "open-p%d-%d", p, i), Value: []byte("open")})
+		}
+	}
+	if err := open.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing in the open transaction: %v", err)
+	}
+	pid, _, err := open.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs, pid
 }

@@ -585,22 +585,7 @@ func TestTxnAfterFailover(t *testing.T) {
 	const topic = "txn-failover"
 	createTopic(t, ctx, kadm.NewClient(srcCl), topic, 3, nil)
 	mix := produceTxnMix(t, ctx, seeds, topic, kgo.SnappyCompression(), 3, false)
-	open := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.TransactionalID("src-open"))
-	if err := open.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	var openRecs []*kgo.Record
-	for _, p := range []int32{0, 2} {
-		openRecs = append(openRecs, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "open-p%d", p), Value: []byte("open")})
-	}
-	if err := open.ProduceSync(ctx, openRecs...).FirstErr(); err != nil {
-		t.Fatalf("producing in the open transaction: %v", err)
-	}
-	openPID, _, err := open.ProducerID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, openPID := openSourceTxn(t, ctx, seeds, topic, "src-open", 1)
 	ends := listOffsets(t, ctx, kadm.NewClient(srcCl), topic, false)
 
 	n := startCtlNode(t, "txn-fo", control.Config{})
