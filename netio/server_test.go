@@ -283,6 +283,40 @@ func TestServerResponseHeader(t *testing.T) {
 	})
 }
 
+// pipelineInOrder writes stream to c in writes of chunk bytes while it
+// reads the answers to reqs, which must come in request order, and checks
+// the handler served clientID's requests in order.
+func pipelineInOrder(t *testing.T, c *testClient, stream []byte, chunk int, reqs []testReq, served func() []call, clientID string) {
+	t.Helper()
+	wrote := make(chan error, 1)
+	go func() {
+		for rest := stream; len(rest) > 0; {
+			k := min(chunk, len(rest))
+			if _, err := c.Write(rest[:k]); err != nil {
+				wrote <- err
+				return
+			}
+			rest = rest[k:]
+		}
+		wrote <- nil
+	}()
+	for _, r := range reqs {
+		c.expect(r.corr, r.flexible, r.body)
+	}
+	if err := recv(t, wrote); err != nil {
+		t.Fatal(err)
+	}
+	var corrs []int32
+	for _, cl := range served() {
+		if cl.clientID == clientID {
+			corrs = append(corrs, cl.corr)
+		}
+	}
+	if len(corrs) != len(reqs) || !slices.IsSorted(corrs) {
+		t.Fatalf("Serve calls in order %v, want 0 to %d", corrs, len(reqs)-1)
+	}
+}
+
 func TestServerPipelinedInOrder(t *testing.T) {
 	t.Parallel()
 	h := newTestHandler()
@@ -303,34 +337,7 @@ func TestServerPipelinedInOrder(t *testing.T) {
 			if chunk == 0 {
 				chunk = len(stream)
 			}
-			c := dial(t, addr)
-			wrote := make(chan error, 1)
-			go func() {
-				for rest := stream; len(rest) > 0; {
-					k := min(chunk, len(rest))
-					if _, err := c.Write(rest[:k]); err != nil {
-						wrote <- err
-						return
-					}
-					rest = rest[k:]
-				}
-				wrote <- nil
-			}()
-			for _, r := range reqs {
-				c.expect(r.corr, r.flexible, r.body)
-			}
-			if err := recv(t, wrote); err != nil {
-				t.Fatal(err)
-			}
-			var corrs []int32
-			for _, cl := range h.served() {
-				if cl.clientID == clientID {
-					corrs = append(corrs, cl.corr)
-				}
-			}
-			if len(corrs) != n || !slices.IsSorted(corrs) {
-				t.Fatalf("Serve calls in order %v, want 0 to %d", corrs, n-1)
-			}
+			pipelineInOrder(t, dial(t, addr), stream, chunk, reqs, h.served, clientID)
 		})
 	}
 }

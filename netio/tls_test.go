@@ -164,34 +164,7 @@ func TestTLSPipelinedInOrder(t *testing.T) {
 			if chunk == 0 {
 				chunk = len(stream)
 			}
-			c := dialTLS(t, addr, clientTLS())
-			wrote := make(chan error, 1)
-			go func() {
-				for rest := stream; len(rest) > 0; {
-					k := min(chunk, len(rest))
-					if _, err := c.Write(rest[:k]); err != nil {
-						wrote <- err
-						return
-					}
-					rest = rest[k:]
-				}
-				wrote <- nil
-			}()
-			for _, r := range reqs {
-				c.expect(r.corr, r.flexible, r.body)
-			}
-			if err := recv(t, wrote); err != nil {
-				t.Fatal(err)
-			}
-			var corrs []int32
-			for _, cl := range h.served() {
-				if cl.clientID == clientID {
-					corrs = append(corrs, cl.corr)
-				}
-			}
-			if len(corrs) != n || !slices.IsSorted(corrs) {
-				t.Fatalf("Serve calls in order %v, want 0 to %d", corrs, n-1)
-			}
+			pipelineInOrder(t, dialTLS(t, addr, clientTLS()), stream, chunk, reqs, h.served, clientID)
 		})
 	}
 	t.Cleanup(func() {
