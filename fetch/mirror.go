@@ -66,7 +66,7 @@ func (mr *mirror) wakeResolver() {
 func (mr *mirror) start(tp topicPartition, local Partition) {
 	mr.stopPartition(tp)
 	ps := &partState{tp: tp, local: local, mirror: mr, leader: -1, sourceEpoch: -1,
-		sourceHW: -1, sourceLogStart: -1, state: StateResolving, checkEpoch: true}
+		sourceHW: -1, sourceLogStart: -1, state: StateResolving, checkEpoch: true, started: time.Now()}
 	mr.mu.Lock()
 	mr.parts[tp] = ps
 	mr.mu.Unlock()

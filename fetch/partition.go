@@ -49,8 +49,17 @@ type Status struct {
 	SourceLogStart      int64
 	LogEndOffset        int64
 	// Lag is the source high watermark minus the local log end (0 until
-	// the first response).
+	// the first response). It is only as fresh as SourceUpdated.
 	Lag int64
+	// SourceUpdated is when SourceHighWatermark was last read from the
+	// source (zero: never). LastFetch is the last Fetch answer for this
+	// partition without an error; Stalled is set when the partition has
+	// gone without one for longer than request.timeout.ms since it
+	// started (a dead source broker, a leader that cannot be found), so a
+	// stale lag is never taken for a current one.
+	SourceUpdated time.Time
+	LastFetch     time.Time
+	Stalled       bool
 }
 
 // epochMargin: the local leader epoch stays at least this far above every
@@ -76,6 +85,9 @@ type partState struct {
 	sourceEpoch    int32
 	sourceHW       int64
 	sourceLogStart int64
+	sourceUpdated  time.Time // when sourceHW was read
+	lastFetch      time.Time // last answer without an error
+	started        time.Time
 	fetcher        *fetcher
 	stopped        bool
 	checkEpoch     bool // run OffsetForLeaderEpoch before fetching
@@ -86,10 +98,16 @@ func (ps *partState) status() Status {
 	defer ps.mu.Unlock()
 	st := Status{Mirror: ps.mirror.cfg.Name, Topic: ps.tp.topic, Partition: ps.tp.partition, State: ps.state, Err: ps.err,
 		SourceLeader: ps.leader, SourceEpoch: ps.sourceEpoch, SourceHighWatermark: ps.sourceHW,
-		SourceLogStart: ps.sourceLogStart, LogEndOffset: ps.local.Log().LogEndOffset()}
+		SourceLogStart: ps.sourceLogStart, LogEndOffset: ps.local.Log().LogEndOffset(),
+		SourceUpdated: ps.sourceUpdated, LastFetch: ps.lastFetch}
 	if ps.sourceHW >= 0 {
 		st.Lag = max(ps.sourceHW-st.LogEndOffset, 0)
 	}
+	since := ps.started
+	if ps.lastFetch.After(since) {
+		since = ps.lastFetch
+	}
+	st.Stalled = ps.state != StateFailed && time.Since(since) > ps.mirror.cfg.RequestTimeout
 	return st
 }
 
@@ -174,8 +192,10 @@ func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (d
 	if rp.ErrorCode != 0 {
 		return ps.handleError(f, rp)
 	}
+	now := time.Now()
 	ps.mu.Lock()
 	ps.sourceHW, ps.sourceLogStart = rp.HighWatermark, rp.LogStartOffset
+	ps.sourceUpdated, ps.lastFetch = now, now
 	ps.mu.Unlock()
 	if rp.DivergingEpoch.EndOffset >= 0 {
 		if err := ps.truncateDiverged(rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset); err != nil {
