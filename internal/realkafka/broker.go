@@ -68,7 +68,7 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := newNodes(cfg, libs, 1, func(int32) string { return cfg.Dir }, nil)
+	nodes, err := newNodes(cfg, libs, layout{count: 1, dirOf: func(int32) string { return cfg.Dir }, jvm: kafkaJVM})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func ToolWithInput(ctx context.Context, libs, stdin, tool string, args ...string
 	if err != nil {
 		return "", err
 	}
-	cmd := javaCmd(ctx, libs, 512, main, args...)
+	cmd := javaCmd(ctx, libs, 512, kafkaJVM, main, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.CombinedOutput()

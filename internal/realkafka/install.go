@@ -7,7 +7,9 @@
 // dependencies) into a cache directory, one per version; Start formats a
 // single-node KRaft broker (broker and controller in one process) in a
 // temporary directory on free loopback ports, waits until it answers, and
-// Stop ends it. Tool runs one of Kafka's command line tools by its main
+// Stop ends it. StartCluster does the same for a multi-node KRaft cluster
+// (every node broker and controller), whose nodes a test can kill -9,
+// stop and restart one by one to play a source broker's failure. Tool runs one of Kafka's command line tools by its main
 // class, as the bin/*.sh scripts do. Nothing here skips: a harness that
 // cannot install or start Kafka is an error the caller reports.
 package realkafka

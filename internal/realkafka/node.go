@@ -32,6 +32,7 @@ type Node struct {
 	version      string
 	libs         string
 	heapMB       int
+	jvm          []string // JVM options besides the heap
 	startTimeout time.Duration
 	dir          string
 	port, ctrl   int
@@ -94,11 +95,23 @@ func baseProps(id int32, dir string, port, ctrl int, voters string, rf int) map[
 	}
 }
 
-// newNodes lays out count nodes of one KRaft cluster, ids 1 to count,
-// every one a voter, on free loopback ports. dirOf names each node's
-// directory; extra and then cfg.Props go over the base properties.
+// layout is how newNodes lays out the nodes of one cluster.
+type layout struct {
+	count int
+	dirOf func(id int32) string // each node's directory
+	props map[string]string     // over the base properties, under Config.Props
+	jvm   []string              // JVM options besides the heap
+}
+
+// kafkaJVM are the JVM options of a Broker and of the tools: G1 and every
+// JIT tier, as Kafka's own scripts run them (perf/ benchmarks a Broker).
+var kafkaJVM = []string{"-XX:+UseG1GC"}
+
+// newNodes lays out l.count nodes of one KRaft cluster, ids 1 to count,
+// every one a voter, on free loopback ports.
 // REQUIRES: cfg is prepared (Config.prepare).
-func newNodes(cfg Config, libs string, count int, dirOf func(id int32) string, extra map[string]string) ([]*Node, error) {
+func newNodes(cfg Config, libs string, l layout) ([]*Node, error) {
+	count := l.count
 	ports, err := freePorts(2 * count)
 	if err != nil {
 		return nil, err
@@ -111,10 +124,10 @@ func newNodes(cfg Config, libs string, count int, dirOf func(id int32) string, e
 	nodes := make([]*Node, count)
 	for i := range nodes {
 		id := int32(i + 1)
-		n := &Node{id: id, version: cfg.Version, libs: libs, heapMB: cfg.HeapMB, startTimeout: cfg.StartTimeout,
-			dir: dirOf(id), port: ports[2*i], ctrl: ports[2*i+1]}
+		n := &Node{id: id, version: cfg.Version, libs: libs, heapMB: cfg.HeapMB, jvm: l.jvm,
+			startTimeout: cfg.StartTimeout, dir: l.dirOf(id), port: ports[2*i], ctrl: ports[2*i+1]}
 		n.props = baseProps(id, n.dir, n.port, n.ctrl, strings.Join(voters, ","), rf)
-		maps.Copy(n.props, extra)
+		maps.Copy(n.props, l.props)
 		maps.Copy(n.props, cfg.Props)
 		nodes[i] = n
 	}
@@ -183,7 +196,7 @@ func (n *Node) format(clusterID string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.startTimeout)
 	defer cancel()
-	out, err := javaCmd(ctx, n.libs, n.heapMB, main, "format", "-t", clusterID, "-c", n.propsFile()).CombinedOutput()
+	out, err := javaCmd(ctx, n.libs, n.heapMB, n.jvm, main, "format", "-t", clusterID, "-c", n.propsFile()).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("realkafka: formatting Kafka %s node %d: %v\n%s", n.version, n.id, err, tail(string(out), 2000))
 	}
@@ -204,9 +217,11 @@ func randomClusterID() string {
 	}
 }
 
-func javaCmd(ctx context.Context, libs string, heapMB int, main string, args ...string) *exec.Cmd {
-	jargs := []string{fmt.Sprintf("-Xmx%dm", heapMB), "-XX:+UseG1GC", "-Djava.awt.headless=true",
-		"-cp", filepath.Join(libs, "*"), main}
+// javaCmd is the command running main from the jars in libs, with a heap
+// of heapMB and the JVM options jvm.
+func javaCmd(ctx context.Context, libs string, heapMB int, jvm []string, main string, args ...string) *exec.Cmd {
+	jargs := append([]string{fmt.Sprintf("-Xmx%dm", heapMB)}, jvm...)
+	jargs = append(jargs, "-Djava.awt.headless=true", "-cp", filepath.Join(libs, "*"), main)
 	cmd := exec.CommandContext(ctx, "java", append(jargs, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
@@ -218,7 +233,7 @@ func (n *Node) launch() error {
 	if err != nil {
 		return fmt.Errorf("realkafka: %w", err)
 	}
-	cmd := javaCmd(context.Background(), n.libs, n.heapMB, "kafka.Kafka", n.propsFile())
+	cmd := javaCmd(context.Background(), n.libs, n.heapMB, n.jvm, "kafka.Kafka", n.propsFile())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
