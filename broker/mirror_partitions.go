@@ -20,6 +20,8 @@ type MirrorPartition interface {
 	LeaderEpoch() int32
 	RaiseLeaderEpoch(epoch int32) error
 	Appended()
+	// TopicID is the topic's id (the source's, for a mirror topic).
+	TopicID() [16]byte
 	// AppendControl appends a control batch built for the log end and
 	// the leader epoch (failover's ABORT markers and MIRROR_PID_RESET).
 	AppendControl(build func(base int64, epoch int32) []byte) error
@@ -65,6 +67,7 @@ type mirrorPartition struct {
 func (m mirrorPartition) Log() *storage.Log  { return m.p.log }
 func (m mirrorPartition) LeaderEpoch() int32 { return m.p.leaderEpoch() }
 func (m mirrorPartition) Appended()          { m.p.appended() }
+func (m mirrorPartition) TopicID() [16]byte  { return m.p.topic.id }
 
 // RaiseLeaderEpoch persists a higher local leader epoch before the
 // batches that need it are appended (DESIGN.md decision 3).

@@ -73,6 +73,11 @@ var mirrorConfigs = func() map[string]mirrorConfig {
 		"replication.throttled.rate")
 	add(mirrorConfig{name: "producer.id.rewrite", check: checkBool,
 		apply: func(c *fetch.MirrorConfig, v string) { c.ProducerIDRewrite = strings.EqualFold(v, "true") }})
+	// The KIP's unclean-election switch: whether a mirroring partition
+	// whose source lost records the copy holds follows the source
+	// (ULE_RECOVERY, truncating the copy) instead of failing. Read by the
+	// controller when it happens, so no fetch setting.
+	add(mirrorConfig{name: uncleanElectionConfig, check: checkBool})
 	add(mirrorConfig{name: "bootstrap.servers", check: checkBootstrap,
 		apply: func(c *fetch.MirrorConfig, v string) { c.Bootstrap = splitList(v) }})
 	// Security settings are checked together (clientauth.Parse) when the

@@ -18,7 +18,6 @@ import (
 	"github.com/kmirror/kmirror/state"
 
 	"github.com/kmirror/kmirror/internal/clientauth"
-	"github.com/kmirror/kmirror/internal/retry"
 )
 
 // Config configures a Controller. Zero values mean the defaults named.
@@ -53,6 +52,9 @@ type Controller struct {
 	sources map[string]*kgo.Client // per mirror, for the slow calls
 
 	syncRec syncRecord // the metadata sync's stats and failing kinds
+	// retries are the failed partitions' retry schedules (failures.go),
+	// guarded by mu.
+	retries map[partitionKey]*retrySchedule
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -82,7 +84,7 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Controller{cfg: cfg, b: b, store: b.Store(), fm: fetch.NewManager(fetch.Config{Logger: cfg.Logger}),
-		log: cfg.Logger, sources: map[string]*kgo.Client{}, ctx: ctx, cancel: cancel}
+		log: cfg.Logger, sources: map[string]*kgo.Client{}, retries: map[partitionKey]*retrySchedule{}, ctx: ctx, cancel: cancel}
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
 		return nil, err
@@ -133,8 +135,10 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	case state.StateLogAlignment, state.StateEpochFencing, state.StateULERecovery, state.StateMirroring:
 		c.startPartition(m, ps.Topic, ps.Partition)
 	case state.StateFailed:
-		if ps.RetryAttempt >= 0 {
-			c.startPartition(m, ps.Topic, ps.Partition)
+		// Retried by watchFailures after the backoff its attempt count
+		// gives, counting on from the persisted attempt.
+		if ps.RetryAttempt > 0 {
+			c.scheduleRetry(ps, ps.RetryAttempt)
 		}
 	case state.StatePausing:
 		c.setState(ps, state.StatePaused, "")
@@ -169,19 +173,44 @@ func (c *Controller) partitionState(mirror, topic string, p int32) state.MirrorP
 	return ps
 }
 
-// startPartition aligns a partition and hands it to the fetchers:
-// LOG_ALIGNMENT then MIRRORING, each persisted first. The alignment proper
-// (cutting a divergent tail) is the fetcher's OffsetForLeaderEpoch at start.
+// startPartition hands a partition to the fetchers, in MIRRORING,
+// persisted first. A partition that starts afresh (no state, STOPPED: a
+// failback) or whose failure came while aligning goes through
+// LOG_ALIGNMENT and is started with fetch.StartAlign: the alignment
+// proper, cutting a divergent tail, is the fetcher's OffsetForLeaderEpoch
+// at start. Every other (re)start (a node restart, a retry, a resume)
+// resumes with fetch.StartResume, which never cuts the local log.
 // REQUIRES: c.mu held.
 func (c *Controller) startPartition(m state.Mirror, topic string, p int32) error {
+	return c.startPartitionFrom(m, topic, p, false)
+}
+
+// startPartitionFrom is startPartition; resumeOnly (recover) starts a
+// FAILED partition with StartResume whatever state it failed in.
+// REQUIRES: c.mu held.
+func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, resumeOnly bool) error {
 	ps := c.partitionState(m.Name, topic, p)
+	mode := fetch.StartResume
 	switch ps.State {
 	case state.StateMirroring:
-		// Restart after a crash or a retry: mirroring resumes as is.
-	case state.StateLogAlignment, state.StateEpochFencing, state.StateULERecovery:
+		// Restart after a crash: mirroring resumes as is.
+	case state.StateEpochFencing:
 		if err := c.setState(ps, state.StateMirroring, ""); err != nil {
 			return err
 		}
+	case state.StateLogAlignment, state.StateULERecovery:
+		if err := c.setState(ps, state.StateMirroring, ""); err != nil {
+			return err
+		}
+		mode = fetch.StartAlign
+	case state.StateFailed:
+		if resumeOnly || !alignsOnRetry(ps.Previous) {
+			if err := c.setState(ps, state.StateMirroring, ""); err != nil {
+				return err
+			}
+			break
+		}
+		fallthrough
 	default:
 		if err := c.setState(ps, state.StateLogAlignment, ""); err != nil {
 			return err
@@ -189,12 +218,20 @@ func (c *Controller) startPartition(m state.Mirror, topic string, p int32) error
 		if err := c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, ""); err != nil {
 			return err
 		}
+		mode = fetch.StartAlign
 	}
 	local, err := c.b.MirrorPartition(topic, p)
 	if err != nil {
 		return err
 	}
-	return c.fm.StartPartition(m.Name, topic, p, local)
+	return c.fm.StartPartition(m.Name, topic, p, local, mode)
+}
+
+// alignsOnRetry reports whether a partition that failed in state prev is
+// retried through LOG_ALIGNMENT (SPEC.md section 4: a retry goes back to
+// the previous state, UNKNOWN meaning LOG_ALIGNMENT).
+func alignsOnRetry(prev state.PartitionState) bool {
+	return prev == state.StateUnknown || prev == state.StateLogAlignment || prev == state.StateULERecovery
 }
 
 // stopPartition runs the failover of one partition (see the package doc).
@@ -264,66 +301,6 @@ func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
 		return
 	}
 	c.log.Info("topic stopped: writable", "mirror", m.Name, "topic", topic)
-}
-
-// watchFailures moves partitions whose fetcher gave up to FAILED and
-// retries them with jittered exponential backoff up to the attempt limit.
-func (c *Controller) watchFailures() {
-	defer c.wg.Done()
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	retryAt := map[string]time.Time{}
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-		}
-		for _, st := range c.fm.Statuses() {
-			if st.State != fetch.StateFailed {
-				continue
-			}
-			key := fmt.Sprint(st.Mirror, "\x00", st.Topic, "\x00", st.Partition)
-			c.mu.Lock()
-			// The snapshot above was taken without c.mu: a Recover,
-			// Start, Pause or Stop may have restarted or removed the
-			// fetcher since. Acting on the stale status would persist
-			// FAILED over a partition that mirrors again.
-			if cur, err := c.fm.Status(st.Mirror, st.Topic, st.Partition); err != nil || cur.State != fetch.StateFailed {
-				c.mu.Unlock()
-				continue
-			}
-			ps := c.partitionState(st.Mirror, st.Topic, st.Partition)
-			m, err := c.store.GetMirror(st.Mirror)
-			switch {
-			case err != nil || ps.State == state.StateStopped || ps.State == state.StatePaused:
-			case ps.State != state.StateFailed:
-				ps.RetryAttempt = 1
-				msg := fmt.Sprint(st.Err)
-				c.setState(ps, state.StateFailed, msg)
-				retryAt[key] = time.Now().Add(backoff(c.cfg, 1))
-			case ps.RetryAttempt > 0 && ps.RetryAttempt < c.cfg.RetryMaxAttempts && time.Now().After(retryAt[key]):
-				ps.RetryAttempt++
-				c.store.PutMirrorPartitionState(ps)
-				retryAt[key] = time.Now().Add(backoff(c.cfg, ps.RetryAttempt))
-				if err := c.startPartition(m, st.Topic, st.Partition); err != nil {
-					c.log.Warn("retrying a failed partition", "mirror", st.Mirror, "topic", st.Topic,
-						"partition", st.Partition, "err", err)
-				}
-			}
-			c.mu.Unlock()
-		}
-	}
-}
-
-// backoff is the wait before retry attempt n: initial x 2^(n-1), capped,
-// with 20% jitter.
-func backoff(cfg Config, n int32) time.Duration {
-	d := cfg.RetryInitial
-	for i := int32(1); i < n && d < cfg.RetryMax; i++ {
-		d *= 2
-	}
-	return retry.Jitter(min(d, cfg.RetryMax))
 }
 
 // source returns the mirror's client for the source (slow calls).

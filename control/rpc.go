@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
@@ -385,7 +386,7 @@ func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.R
 				c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
 				local, err := c.b.MirrorPartition(topic, p)
 				if err == nil {
-					err = c.fm.StartPartition(m.Name, topic, p, local)
+					err = c.fm.StartPartition(m.Name, topic, p, local, fetch.StartResume)
 				}
 				if err != nil {
 					res.fail(kerr.UnknownServerError.Code, "resuming %s-%d: %v", topic, p, err)
@@ -406,7 +407,11 @@ func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Respo
 	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
 		for p := int32(0); p < partitions; p++ {
 			if c.partitionState(m.Name, topic, p).State == state.StateFailed {
-				if err := c.startPartition(*m, topic, p); err != nil {
+				// A recover never cuts the copy: it resumes from the log
+				// end and runs the fetcher's checks again (the source topic
+				// is the one copied, the source still holds what we hold).
+				delete(c.retries, partitionKey{m.Name, topic, p})
+				if err := c.startPartitionFrom(*m, topic, p, true); err != nil {
 					res.fail(kerr.UnknownServerError.Code, "recovering %s-%d: %v", topic, p, err)
 				}
 			}

@@ -13,10 +13,17 @@ import (
 	"github.com/kmirror/kmirror/internal/retry"
 )
 
-// maxFetchVersion: v12 has fetch sessions, diverging epochs and current
-// leader info; v13+ only name topics by ID, which mirror topics share with
-// their source but which sources before Kafka 2.8 lack.
-const maxFetchVersion = 12
+// Fetch versions: v12 has fetch sessions, diverging epochs and current
+// leader info and names topics; v13+ name them by id only, which mirror
+// topics share with their source but sources before Kafka 2.8 lack. A
+// fetcher whose partitions all have source topic ids fetches by id (up to
+// v16, whose NOT_LEADER answers carry the new leader's endpoint), so a
+// topic recreated at the source answers UNKNOWN_TOPIC_ID instead of
+// handing over another topic's records at the same offsets.
+const (
+	maxFetchVersionByName = 12
+	maxFetchVersion       = 16
+)
 
 // fetcher is one goroutine fetching a set of partitions from one source
 // broker over its own connection, in a fetch session (KIP-227).
@@ -38,6 +45,9 @@ type fetcher struct {
 	conn *sourceConn
 	sess session
 	req  *kmsg.FetchRequest
+	// names maps the topic ids of a by-id request back to names: v13+
+	// responses carry ids only.
+	names map[[16]byte]string
 
 	// The pipeline: while one response is applied (CRC check, append) on
 	// an applier goroutine, the next Fetch is already on the wire, asking
@@ -90,7 +100,7 @@ func newFetcher(mr *mirror, key fetcherKey, addr string) *fetcher {
 	ctx, cancel := context.WithCancel(mr.ctx)
 	f := &fetcher{mr: mr, key: key, addr: addr, ctx: ctx, stop: cancel, done: make(chan struct{}),
 		parts: map[topicPartition]*partState{}, wake: make(chan struct{}, 1),
-		req:       kmsg.NewPtrFetchRequest(),
+		req: kmsg.NewPtrFetchRequest(), names: map[[16]byte]string{},
 		resps:     [2]*kmsg.FetchResponse{kmsg.NewPtrFetchResponse(), kmsg.NewPtrFetchResponse()},
 		requested: [2]map[topicPartition]int64{{}, {}},
 		predicted: map[topicPartition]prediction{}}
@@ -142,13 +152,7 @@ func (f *fetcher) run() {
 			f.conn.Close()
 		}
 	}()
-	backoff := time.Duration(0)
 	for f.ctx.Err() == nil {
-		if backoff > 0 {
-			if !f.sleep(retry.Jitter(backoff)) {
-				return
-			}
-		}
 		if !f.hasPartitions() {
 			select {
 			case <-f.ctx.Done():
@@ -165,28 +169,39 @@ func (f *fetcher) run() {
 				return // closed: the cancellation broke the request, not the source
 			}
 			f.mr.m.stats.ConnectionErrors.Add(1)
-			f.mr.m.log.Warn("source fetch failed; reconnecting", "mirror", f.mr.cfg.Name, "broker", f.addr, "err", err)
 			if f.conn != nil {
 				f.conn.Close()
 				f.conn = nil
 			}
 			f.resetSession()
-			backoff = min(max(2*backoff, f.mr.cfg.FetchBackoff/10), f.mr.cfg.FetchBackoff*4)
-			continue
+			f.releaseAll(err)
 		}
-		backoff = 0
 	}
 }
 
-func (f *fetcher) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-f.ctx.Done():
-		return false
-	case <-t.C:
-		return true
+// releaseAll hands every partition back to the resolver after a failed
+// connection or request: the broker may be dead, and its partitions led
+// elsewhere by now. After mirror.fetch.backoff.ms the resolver looks their
+// leaders up again through the source metadata (any live broker answers
+// it) and assigns them to the fetcher of the leader it finds, this one
+// again if the broker still leads them.
+func (f *fetcher) releaseAll(err error) {
+	f.mu.Lock()
+	parts := make([]*partState, 0, len(f.parts))
+	for tp, ps := range f.parts {
+		parts = append(parts, ps)
+		delete(f.parts, tp)
 	}
+	f.mu.Unlock()
+	released, delay := 0, retry.Jitter(f.mr.cfg.FetchBackoff)
+	for _, ps := range parts {
+		if ps.backoff(f, err, delay) {
+			released++
+		}
+	}
+	f.mr.wakeResolverAfter(delay)
+	f.mr.m.log.Warn("source fetch failed; looking up the leaders again after the backoff", "mirror", f.mr.cfg.Name,
+		"broker", f.addr, "partitions", released, "backoff", f.mr.cfg.FetchBackoff, "err", err)
 }
 
 func (f *fetcher) hasPartitions() bool {
@@ -215,12 +230,19 @@ func (f *fetcher) fetchOnce() error {
 		}
 		f.conn = conn
 	}
-	version := f.conn.version(1, 4, maxFetchVersion)
+	byID := f.allHaveTopicIDs()
+	maxVersion := int16(maxFetchVersionByName)
+	if byID {
+		maxVersion = maxFetchVersion
+	}
+	version := f.conn.version(1, 4, maxVersion)
 	if version < 0 {
 		return &unsupportedError{addr: f.addr}
 	}
-	if version < 7 {
-		f.resetSession() // no sessions before v7
+	if version < 7 || (version >= 13) != (f.req.Version >= 13) {
+		// No sessions before v7; and a session opened by name cannot go
+		// on by id or the other way round.
+		f.resetSession()
 	}
 	f.buildRequest(version)
 	requested, resp := f.requested[f.cur], f.resps[f.cur]
@@ -231,6 +253,11 @@ func (f *fetcher) fetchOnce() error {
 	start := time.Now()
 	if err := f.conn.roundTrip(f.ctx, f.req, resp); err != nil {
 		return err
+	}
+	if version >= 13 {
+		for i := range resp.Topics {
+			resp.Topics[i].Topic = f.names[resp.Topics[i].TopicID] // "" for an id not asked: ignored
+		}
 	}
 	stats := &f.mr.m.stats
 	stats.FetchRequests.Add(1)
@@ -364,7 +391,7 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 			i = len(req.Topics)
 			byTopic[tp.topic] = i
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = tp.topic
+			rt.Topic, rt.TopicID = tp.topic, ps.topicID()
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
@@ -383,7 +410,7 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 		}
 		for t, ps := range forgotten {
 			ft := kmsg.NewFetchRequestForgottenTopic()
-			ft.Topic, ft.Partitions = t, ps
+			ft.Topic, ft.TopicID, ft.Partitions = t, f.idOf(t), ps
 			req.ForgottenTopics = append(req.ForgottenTopics, ft)
 		}
 	} else {
@@ -394,6 +421,34 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 		}
 	}
 	return parts
+}
+
+// allHaveTopicIDs reports whether every partition of the fetcher has a
+// source topic id, so the fetcher may fetch by id; it also refreshes the
+// id-to-name map the by-id responses are read with.
+func (f *fetcher) allHaveTopicIDs() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	all := len(f.parts) > 0
+	for _, ps := range f.parts {
+		id := ps.topicID()
+		if id == [16]byte{} {
+			all = false
+			continue
+		}
+		f.names[id] = ps.tp.topic
+	}
+	return all
+}
+
+// idOf is the topic id the fetcher used for topic, for ForgottenTopics.
+func (f *fetcher) idOf(topic string) [16]byte {
+	for id, name := range f.names {
+		if name == topic {
+			return id
+		}
+	}
+	return [16]byte{}
 }
 
 // advanceSession moves the session epoch after a successful response.

@@ -24,6 +24,9 @@ type Partition interface {
 	LeaderEpoch() int32
 	// RaiseLeaderEpoch persists a higher local leader epoch.
 	RaiseLeaderEpoch(epoch int32) error
+	// TopicID is the local topic's id: the source's, for sources with
+	// topic ids (Kafka 2.8+), else one this node assigned.
+	TopicID() [16]byte
 	// Appended wakes consumers long-polling the partition.
 	Appended()
 }
@@ -204,15 +207,33 @@ func (m *Manager) mirror(name string) (*mirror, error) {
 	return mr, nil
 }
 
+// StartMode says whether a (re)started partition may cut its local log to
+// match the source.
+type StartMode int8
+
+const (
+	// StartResume continues a partition that was mirroring (a restart, a
+	// resume, a retry, a recover): the local log is never truncated
+	// because of what the source answers. A source that no longer holds
+	// records the copy holds fails the partition with a
+	// SourceTruncatedError.
+	StartResume StartMode = iota
+	// StartAlign starts a partition in LOG_ALIGNMENT or ULE_RECOVERY: until
+	// the source first accepts the fetch position, the local log is cut
+	// where it diverges from the source (a failback's divergent tail, a
+	// source's unclean election when the operator allowed it).
+	StartAlign
+)
+
 // StartPartition mirrors source partition topic/partition into local,
 // from local's log end. Starting a partition already mirrored (or failed)
 // restarts it.
-func (m *Manager) StartPartition(mirrorName, topic string, partition int32, local Partition) error {
+func (m *Manager) StartPartition(mirrorName, topic string, partition int32, local Partition, mode StartMode) error {
 	mr, err := m.mirror(mirrorName)
 	if err != nil {
 		return err
 	}
-	mr.start(topicPartition{topic, partition}, local)
+	mr.start(topicPartition{topic, partition}, local, mode)
 	return nil
 }
 

@@ -63,10 +63,11 @@ func (mr *mirror) wakeResolver() {
 	}
 }
 
-func (mr *mirror) start(tp topicPartition, local Partition) {
+func (mr *mirror) start(tp topicPartition, local Partition, mode StartMode) {
 	mr.stopPartition(tp)
 	ps := &partState{tp: tp, local: local, mirror: mr, leader: -1, sourceEpoch: -1,
-		sourceHW: -1, sourceLogStart: -1, state: StateResolving, checkEpoch: true, started: time.Now()}
+		sourceHW: -1, sourceLogStart: -1, state: StateResolving, checkEpoch: true, started: time.Now(),
+		align: mode == StartAlign, verifyTopic: true}
 	mr.mu.Lock()
 	mr.parts[tp] = ps
 	mr.mu.Unlock()
@@ -175,8 +176,19 @@ func (mr *mirror) resolveOnce() (pending bool) {
 	}
 	for _, ps := range waiting {
 		li, ok := meta.leaders[ps.tp]
+		if meta.missing[ps.tp.topic] {
+			if err := ps.topicGone(); err != nil {
+				ps.fail(err, false)
+				continue
+			}
+		}
 		switch {
 		case !ok || li.err != nil || li.leader < 0:
+			pending = true
+			continue
+		}
+		if err := mr.checkTopic(ps, li); err != nil {
+			ps.fail(err, !errors.Is(err, ErrNotRetriable))
 			pending = true
 			continue
 		}
@@ -197,16 +209,20 @@ func (mr *mirror) resolveOnce() (pending bool) {
 	return pending
 }
 
-// leaderInfo is a source partition's leader.
+// leaderInfo is a source partition's leader, and its topic's id (zero
+// for sources without topic ids).
 type leaderInfo struct {
-	leader int32
-	epoch  int32
-	err    error
+	leader  int32
+	epoch   int32
+	topicID [16]byte
+	err     error
 }
 
 type sourceMetadata struct {
 	brokers map[int32]string
 	leaders map[topicPartition]leaderInfo
+	// missing are the topics the source says it does not have.
+	missing map[string]bool
 }
 
 // metadata asks the source for the leaders of topics.
@@ -223,7 +239,7 @@ func (mr *mirror) metadata(topics map[string]bool) (sourceMetadata, error) {
 	if err != nil {
 		return sourceMetadata{}, err
 	}
-	sm := sourceMetadata{brokers: map[int32]string{}, leaders: map[topicPartition]leaderInfo{}}
+	sm := sourceMetadata{brokers: map[int32]string{}, leaders: map[topicPartition]leaderInfo{}, missing: map[string]bool{}}
 	for _, b := range resp.Brokers {
 		sm.brokers[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	}
@@ -232,6 +248,9 @@ func (mr *mirror) metadata(topics map[string]bool) (sourceMetadata, error) {
 			continue
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if t.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+				sm.missing[*t.Topic] = true
+			}
 			for tp := range topics {
 				if tp == *t.Topic {
 					mr.m.log.Warn("source topic unavailable", "mirror", mr.cfg.Name, "topic", tp, "err", err)
@@ -241,7 +260,7 @@ func (mr *mirror) metadata(topics map[string]bool) (sourceMetadata, error) {
 		}
 		for _, p := range t.Partitions {
 			sm.leaders[topicPartition{*t.Topic, p.Partition}] = leaderInfo{leader: p.Leader, epoch: p.LeaderEpoch,
-				err: kerr.ErrorForCode(p.ErrorCode)}
+				topicID: t.TopicID, err: kerr.ErrorForCode(p.ErrorCode)}
 		}
 	}
 	return sm, nil
@@ -278,7 +297,7 @@ func (mr *mirror) truncateToSource(ps *partState, li leaderInfo) error {
 	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 		return fmt.Errorf("OffsetForLeaderEpoch: %w", err)
 	}
-	return ps.truncateDiverged(p.LeaderEpoch, p.EndOffset)
+	return ps.truncateDiverged(p.LeaderEpoch, p.EndOffset, "OffsetForLeaderEpoch at start")
 }
 
 // assign hands ps to the fetcher for its leader, creating the fetcher.

@@ -60,6 +60,10 @@ type Status struct {
 	SourceUpdated time.Time
 	LastFetch     time.Time
 	Stalled       bool
+	// Aligning is set while a partition started with StartAlign has not
+	// had its fetch position accepted by the source yet: it may still cut
+	// its log to the source's.
+	Aligning bool
 }
 
 // epochMargin: the local leader epoch stays at least this far above every
@@ -91,6 +95,20 @@ type partState struct {
 	fetcher        *fetcher
 	stopped        bool
 	checkEpoch     bool // run OffsetForLeaderEpoch before fetching
+	// align is set by StartAlign until the source first accepts the
+	// fetch position: only then may the local log be cut to the
+	// source's (LOG_ALIGNMENT, ULE_RECOVERY). Afterwards every sign that
+	// the source lost records we hold fails the partition instead.
+	align bool
+	// sourceTopicID is the source's id for the topic, checked equal to
+	// the local one by the resolver; zero for sources without topic ids
+	// (before Kafka 2.8), which are fetched by name.
+	sourceTopicID [16]byte
+	// verifyTopic asks the resolver to check again that the source topic
+	// is still the one copied (the source answered UNKNOWN_TOPIC_ID or
+	// UNKNOWN_TOPIC_OR_PARTITION); idGone means a by-id fetch was refused.
+	verifyTopic, idGone bool
+	noIDsLogged         bool
 }
 
 func (ps *partState) status() Status {
@@ -99,7 +117,7 @@ func (ps *partState) status() Status {
 	st := Status{Mirror: ps.mirror.cfg.Name, Topic: ps.tp.topic, Partition: ps.tp.partition, State: ps.state, Err: ps.err,
 		SourceLeader: ps.leader, SourceEpoch: ps.sourceEpoch, SourceHighWatermark: ps.sourceHW,
 		SourceLogStart: ps.sourceLogStart, LogEndOffset: ps.local.Log().LogEndOffset(),
-		SourceUpdated: ps.sourceUpdated, LastFetch: ps.lastFetch}
+		SourceUpdated: ps.sourceUpdated, LastFetch: ps.lastFetch, Aligning: ps.align}
 	if ps.sourceHW >= 0 {
 		st.Lag = max(ps.sourceHW-st.LogEndOffset, 0)
 	}
@@ -165,6 +183,29 @@ func (ps *partState) fail(err error, retriable bool) {
 	}
 }
 
+// backoff sends a partition of fetcher f back to the resolver after
+// delay, without a log line of its own (the fetcher logs once for all its
+// partitions). It reports whether ps was f's.
+// The caller wakes the resolver once delay has passed.
+func (ps *partState) backoff(f *fetcher, err error, delay time.Duration) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	mine := ps.fetcher == f && !ps.stopped
+	if mine {
+		ps.err, ps.fetcher, ps.leader = err, nil, -1
+		ps.state, ps.retryAt = StateBackoff, time.Now().Add(delay)
+	}
+	return mine
+}
+
+// topicID is the source topic id the partition is fetched by (zero: by
+// name).
+func (ps *partState) topicID() [16]byte {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.sourceTopicID
+}
+
 // rehome sends the partition back to the resolver: its leader moved.
 func (ps *partState) rehome(reason error) {
 	ps.mu.Lock()
@@ -192,19 +233,17 @@ func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (d
 	if rp.ErrorCode != 0 {
 		return ps.handleError(f, rp)
 	}
-	now := time.Now()
 	ps.mu.Lock()
-	ps.sourceHW, ps.sourceLogStart = rp.HighWatermark, rp.LogStartOffset
-	ps.sourceUpdated, ps.lastFetch = now, now
+	ps.sourceHW, ps.sourceLogStart, ps.sourceUpdated = rp.HighWatermark, rp.LogStartOffset, time.Now()
 	ps.mu.Unlock()
 	if rp.DivergingEpoch.EndOffset >= 0 {
-		if err := ps.truncateDiverged(rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset); err != nil {
+		if err := ps.truncateDiverged(rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset, "diverging epoch in Fetch"); err != nil {
 			ps.fail(err, false)
 			return true
 		}
 		return false
 	}
-	if err := ps.appendBatches(rp.RecordBatches); err != nil {
+	if err := ps.appendBatches(rp.RecordBatches, rp.HighWatermark); err != nil {
 		ps.fail(err, false)
 		return true
 	}
@@ -212,6 +251,9 @@ func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (d
 		ps.fail(err, false)
 		return true
 	}
+	ps.mu.Lock()
+	ps.lastFetch, ps.align = time.Now(), false
+	ps.mu.Unlock()
 	return false
 }
 
@@ -233,13 +275,27 @@ func (ps *partState) handleError(f *fetcher, rp *kmsg.FetchResponseTopicPartitio
 		}
 		ps.rehome(err)
 		return true
-	case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code,
-		kerr.ReplicaNotAvailable.Code, kerr.LeaderNotAvailable.Code:
+	case kerr.UnknownTopicID.Code, kerr.InconsistentTopicID.Code:
+		// Fetched by topic id and refused: the source topic of that id is
+		// gone (deleted, perhaps recreated under the same name). The
+		// resolver compares the ids again before anything else happens.
+		ps.mu.Lock()
+		ps.verifyTopic, ps.idGone = true, true
+		ps.mu.Unlock()
+		ps.rehome(err)
+		return true
+	case kerr.UnknownTopicOrPartition.Code:
+		ps.mu.Lock()
+		ps.verifyTopic = true
+		ps.mu.Unlock()
+		ps.rehome(err)
+		return true
+	case kerr.NotLeaderForPartition.Code, kerr.ReplicaNotAvailable.Code, kerr.LeaderNotAvailable.Code:
 		ps.rehome(err)
 		return true
 	case kerr.OffsetOutOfRange.Code:
 		if err := ps.resetOutOfRange(); err != nil {
-			ps.fail(err, true)
+			ps.fail(err, !errors.Is(err, ErrNotRetriable))
 			return true
 		}
 		return false
@@ -257,7 +313,13 @@ func (ps *partState) handleError(f *fetcher, rp *kmsg.FetchResponseTopicPartitio
 // batch we hold) are skipped; a partial trailing batch is left for the
 // next fetch. A corrupt batch is never appended: the batches before it
 // are, and the error names its offset.
-func (ps *partState) appendBatches(records []byte) error {
+//
+// Offsets are checked before anything is appended: batches must follow
+// each other (each starts past the last one's end) and end below the
+// source high watermark. The base offset lies outside the CRC, so a batch
+// whose offset changed in transit passes the CRC check; appended, it
+// would leave a hole or a duplicate no consumer can read past.
+func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 	if len(records) == 0 {
 		return nil
 	}
@@ -267,10 +329,23 @@ func (ps *partState) appendBatches(records []byte) error {
 	start, end := -1, 0
 	maxEpoch := int32(-1)
 	rewrite := ps.mirror.cfg.ProducerIDRewrite
+	prevLast := int64(-1)
+	var refused error
 	for {
 		from := it.Consumed()
 		b, ok := it.Next()
 		if !ok {
+			break
+		}
+		if b.BaseOffset() <= prevLast || b.LastOffset() < b.BaseOffset() {
+			refused = fmt.Errorf("source batch at %d-%d does not follow the batch before it (ending at %d); "+
+				"nothing from it on appended", b.BaseOffset(), b.LastOffset(), prevLast)
+			break
+		}
+		prevLast = b.LastOffset()
+		if sourceHW >= 0 && b.LastOffset() >= sourceHW {
+			refused = fmt.Errorf("source batch at %d-%d lies beyond the source high watermark %d; nothing from it on appended",
+				b.BaseOffset(), b.LastOffset(), sourceHW)
 			break
 		}
 		if b.LastOffset() < leo && start < 0 {
@@ -300,6 +375,9 @@ func (ps *partState) appendBatches(records []byte) error {
 		end = it.Consumed()
 	}
 	iterErr := it.Err()
+	if refused != nil {
+		iterErr = nil
+	}
 	if start >= 0 {
 		if err := ps.raiseEpoch(maxEpoch); err != nil {
 			return err
@@ -313,6 +391,9 @@ func (ps *partState) appendBatches(records []byte) error {
 		stats.BytesMirrored.Add(int64(end - start))
 		stats.BatchesMirrored.Add(int64(res.Batches))
 		ps.mirror.throttle.spend(int64(end - start))
+	}
+	if refused != nil {
+		return refused
 	}
 	if iterErr != nil {
 		var be *batch.Error
@@ -339,10 +420,12 @@ func (ps *partState) raiseEpoch(sourceEpoch int32) error {
 	return nil
 }
 
-// truncateDiverged cuts the local log where it diverges from the source,
-// as a Kafka follower does: at the source's end offset for the epoch, or
-// at ours when our history of that epoch ends earlier.
-func (ps *partState) truncateDiverged(epoch int32, endOffset int64) error {
+// truncateDiverged handles a divergence from the source as a Kafka
+// follower would, at the source's end offset for the epoch, or at ours
+// when our history of that epoch ends earlier, but cuts the local log
+// only while aligning (mayTruncate); otherwise it returns a
+// SourceTruncatedError and the log stays as it is.
+func (ps *partState) truncateDiverged(epoch int32, endOffset int64, how string) error {
 	l := ps.local.Log()
 	to := endOffset
 	if _, localEnd := l.EndOffsetForEpoch(epoch); localEnd >= 0 && localEnd < to {
@@ -351,8 +434,29 @@ func (ps *partState) truncateDiverged(epoch int32, endOffset int64) error {
 	if to < 0 || to >= l.LogEndOffset() {
 		return nil
 	}
-	ps.mirror.m.log.Warn("source diverged; truncating", "mirror", ps.mirror.cfg.Name, "topic", ps.tp.topic,
-		"partition", ps.tp.partition, "epoch", epoch, "to", to, "log_end", l.LogEndOffset())
+	return ps.truncateTo(to, fmt.Sprintf("%s, epoch %d", how, epoch))
+}
+
+// truncateTo cuts the local log back to offset to, the source's end,
+// when the partition is aligning; a mirroring partition gets a
+// SourceTruncatedError instead. For a source without topic ids, the
+// source partition is first checked to still be the one copied.
+func (ps *partState) truncateTo(to int64, how string) error {
+	l := ps.local.Log()
+	ps.mu.Lock()
+	align, noIDs, leader := ps.align, ps.sourceTopicID == [16]byte{}, ps.leader
+	ps.mu.Unlock()
+	if !align {
+		return &SourceTruncatedError{Topic: ps.tp.topic, Partition: ps.tp.partition, LocalEnd: l.LogEndOffset(),
+			SourceEnd: to, How: how}
+	}
+	if noIDs {
+		if _, err := ps.mirror.sameTopic(ps, leader, [16]byte{}); err != nil {
+			return err
+		}
+	}
+	ps.mirror.m.log.Warn("source log ends below the local log end while aligning; truncating", "mirror", ps.mirror.cfg.Name,
+		"topic", ps.tp.topic, "partition", ps.tp.partition, "why", how, "to", to, "log_end", l.LogEndOffset())
 	if err := l.TruncateTo(to); err != nil {
 		return fmt.Errorf("truncating to %d: %w", to, err)
 	}
@@ -392,9 +496,7 @@ func (ps *partState) resetOutOfRange() error {
 			"topic", ps.tp.topic, "partition", ps.tp.partition, "log_end", leo, "source_start", start)
 		return l.TruncateFullyAndStartAt(start)
 	case leo > end:
-		ps.mirror.m.log.Warn("local log is ahead of the source; truncating", "mirror", ps.mirror.cfg.Name,
-			"topic", ps.tp.topic, "partition", ps.tp.partition, "log_end", leo, "source_end", end)
-		return l.TruncateTo(end)
+		return ps.truncateTo(end, "OFFSET_OUT_OF_RANGE")
 	}
 	return fmt.Errorf("offset %d out of range at the source, which holds [%d, %d]", leo, start, end)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/broker"
@@ -44,7 +45,13 @@ func TestFetchCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if err := b.CreateMirrorTopic("s", [16]byte{1}, 1, "m"); err != nil {
+	// The mirror topic has the source topic's id, as the control plane
+	// creates it (the fetchers refuse another id).
+	tds, err := kadm.NewClient(p).ListTopics(ctx, "s")
+	if err != nil || tds["s"].Err != nil {
+		t.Fatalf("source topic s: %v %v", err, tds["s"].Err)
+	}
+	if err := b.CreateMirrorTopic("s", tds["s"].ID, 1, "m"); err != nil {
 		t.Fatal(err)
 	}
 	m := fetch.NewManager(fetch.Config{})
@@ -56,7 +63,7 @@ func TestFetchCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.StartPartition("m", "s", 0, local); err != nil {
+	if err := m.StartPartition("m", "s", 0, local, fetch.StartAlign); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); local.Log().LogEndOffset() < 3; {

@@ -699,14 +699,15 @@ func TestControlE2ERecover(t *testing.T) {
 	corrupt := []byte(string(raw))
 	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
 
+	ft := sourceTopic(t, ctx, kadm.NewClient(srcCl), topic)
 	var served atomic.Bool
 	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		req, ok := r.(*kmsg.FetchRequest)
-		if !isMirrorFetch(r) || !ok || !fetchesAt(req, topic, 0, 0) {
+		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
 			return nil, nil, false
 		}
 		served.Store(true) // answered once, then the control is dropped
-		return craftFetch(req, topic, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = ends[0], ends[0], 0
 			sp.RecordBatches = corrupt
 		}), nil, true

@@ -58,6 +58,9 @@ type mirrorEnv struct {
 	n    *node
 	m    *fetch.Manager
 	name string
+	// mode is how startPartition starts partitions: StartAlign (a fresh
+	// start, may cut the local log to the source) unless a test resumes.
+	mode fetch.StartMode
 
 	srcCl, locCl   *kgo.Client // raw reads (Fetch pinned to v11, by name)
 	srcAdm, locAdm *kadm.Client
@@ -96,7 +99,7 @@ func newMirrorEnv(t *testing.T, ctx context.Context, cfg fetch.MirrorConfig, src
 	if err := m.AddMirror(cfg); err != nil {
 		t.Fatalf("AddMirror: %v", err)
 	}
-	env := &mirrorEnv{t: t, ctx: ctx, src: src, n: n, m: m, name: cfg.Name}
+	env := &mirrorEnv{t: t, ctx: ctx, src: src, n: n, m: m, name: cfg.Name, mode: fetch.StartAlign}
 	env.srcCl = newClient(t, src.ListenAddrs()[0], kgo.SeedBrokers(src.ListenAddrs()...), kgo.MaxVersions(rawFetchVersions()))
 	env.locCl = newClient(t, n.addr(), kgo.MaxVersions(rawFetchVersions()))
 	env.srcAdm = kadm.NewClient(env.srcCl)
@@ -157,7 +160,7 @@ func (e *mirrorEnv) startPartition(topic string, p int32) {
 	if err != nil {
 		e.t.Fatalf("MirrorPartition %s-%d: %v", topic, p, err)
 	}
-	if err := e.m.StartPartition(e.name, topic, p, local); err != nil {
+	if err := e.m.StartPartition(e.name, topic, p, local, e.mode); err != nil {
 		e.t.Fatalf("StartPartition %s-%d: %v", topic, p, err)
 	}
 }

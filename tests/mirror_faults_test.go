@@ -376,24 +376,50 @@ func TestMirrorE2EStopStart(t *testing.T) {
 	env.checkIdentical(topic)
 }
 
+// fetchTopic names a source topic in a Fetch: by name up to v12, by id
+// from v13 (mirror fetchers fetch by id from sources that have ids).
+type fetchTopic struct {
+	name string
+	id   [16]byte
+}
+
+// sourceTopic looks up a source topic's id, before any interceptor is
+// installed (inside one, a request to the source would wait on itself).
+func sourceTopic(t testing.TB, ctx context.Context, adm *kadm.Client, name string) fetchTopic {
+	t.Helper()
+	tds, err := adm.ListTopics(ctx, name)
+	if err != nil || tds[name].Err != nil {
+		t.Fatalf("source topic %s: %v %v", name, err, tds[name].Err)
+	}
+	return fetchTopic{name: name, id: tds[name].ID}
+}
+
+// is reports whether a request's topic is ft.
+func (ft fetchTopic) is(version int16, name string, id [16]byte) bool {
+	if version >= 13 {
+		return id == ft.id
+	}
+	return name == ft.name
+}
+
 // craftFetch builds the answer to a mirror Fetch: every partition the
-// request names, plus topic/partition, answered with empty records (the
+// request names, plus ft/partition, answered with empty records (the
 // session keeps no state of it: the reply carries the request's session id
-// and the next real fetch re-syncs), then fill adjusts topic/partition.
-func craftFetch(req *kmsg.FetchRequest, topic string, partition int32, fill func(*kmsg.FetchResponseTopicPartition)) *kmsg.FetchResponse {
+// and the next real fetch re-syncs), then fill adjusts ft/partition.
+func craftFetch(req *kmsg.FetchRequest, ft fetchTopic, partition int32, fill func(*kmsg.FetchResponseTopicPartition)) *kmsg.FetchResponse {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = req.SessionID
-	answer := func(t string, p int32) {
+	answer := func(name string, id [16]byte, p int32) {
 		var rt *kmsg.FetchResponseTopic
 		for i := range resp.Topics {
-			if resp.Topics[i].Topic == t {
+			if resp.Topics[i].Topic == name && resp.Topics[i].TopicID == id {
 				rt = &resp.Topics[i]
 			}
 		}
 		if rt == nil {
 			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
 			rt = &resp.Topics[len(resp.Topics)-1]
-			rt.Topic = t
+			rt.Topic, rt.TopicID = name, id
 		}
 		for _, sp := range rt.Partitions {
 			if sp.Partition == p {
@@ -402,25 +428,29 @@ func craftFetch(req *kmsg.FetchRequest, topic string, partition int32, fill func
 		}
 		sp := kmsg.NewFetchResponseTopicPartition()
 		sp.Partition, sp.RecordBatches = p, []byte{}
-		if t == topic && p == partition {
+		if ft.is(req.Version, name, id) && p == partition {
 			fill(&sp)
 		}
 		rt.Partitions = append(rt.Partitions, sp)
 	}
-	answer(topic, partition)
+	if req.Version >= 13 {
+		answer("", ft.id, partition)
+	} else {
+		answer(ft.name, [16]byte{}, partition)
+	}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			answer(rt.Topic, rp.Partition)
+			answer(rt.Topic, rt.TopicID, rp.Partition)
 		}
 	}
 	return resp
 }
 
-// fetchesAt reports whether req asks for topic/partition at offset.
-func fetchesAt(req *kmsg.FetchRequest, topic string, partition int32, offset int64) bool {
+// fetchesAt reports whether req asks for ft/partition at offset.
+func fetchesAt(req *kmsg.FetchRequest, ft fetchTopic, partition int32, offset int64) bool {
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			if rt.Topic == topic && rp.Partition == partition && rp.FetchOffset == offset {
+			if ft.is(req.Version, rt.Topic, rt.TopicID) && rp.Partition == partition && rp.FetchOffset == offset {
 				return true
 			}
 		}
@@ -554,8 +584,12 @@ func TestMirrorE2EFetchErrors(t *testing.T) {
 
 // TestMirrorE2EDivergingEpoch answers a caught-up mirror's fetch with a
 // diverging epoch below its log end (as Kafka does after an unclean
-// election): the local log is cut there, and once the source answers
-// normally again the mirror converges to identical bytes.
+// election). While the partition mirrors, the copy is never cut for it:
+// the partition fails, not retriable, naming both ends, its log intact.
+// Restarted to align (StartAlign: LOG_ALIGNMENT, or ULE_RECOVERY when the
+// operator allows it), the same answer cuts the local log there, and once
+// the source answers normally again the mirror converges to identical
+// bytes.
 func TestMirrorE2EDivergingEpoch(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 30*time.Second)
@@ -577,42 +611,43 @@ func TestMirrorE2EDivergingEpoch(t *testing.T) {
 		t.Fatalf("batches %d: nothing to keep below the divergence", len(bs))
 	}
 
-	var phase atomic.Int32 // 0: answer a divergence; 1: hold the next fetch; 2: pass
-	held, release := make(chan struct{}), make(chan struct{})
+	ft := sourceTopic(t, ctx, env.srcAdm, topic)
+	// Every mirror fetch is answered with the divergence until the test
+	// has seen what it does (a fetch already in flight when the partition
+	// fails must not use up the one meant for the restarted partition).
+	var diverge atomic.Bool
+	diverge.Store(true)
 	env.src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		if !isMirrorFetch(r) {
 			return nil, nil, false
 		}
-		req := r.(*kmsg.FetchRequest)
-		switch phase.Load() {
-		case 0:
-			phase.Store(1)
-			env.src.KeepControl()
-			return craftFetch(req, topic, 0, func(sp *kmsg.FetchResponseTopicPartition) {
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
-				sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = 0, divergeAt
-			}), nil, true
-		case 1:
-			phase.Store(2)
-			close(held)
-			env.src.SleepControl(func() {
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			})
+		env.src.KeepControl()
+		if !diverge.Load() {
+			return nil, nil, false
 		}
-		env.src.DropControl()
-		return nil, nil, false
+		return craftFetch(r.(*kmsg.FetchRequest), ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
+			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = 0, divergeAt
+		}), nil, true
 	})
 
-	select {
-	case <-held:
-	case <-ctx.Done():
-		t.Fatalf("the mirror sent no fetch after the diverging epoch: %+v", env.status(topic, 0))
+	mirrorWait(t, ctx, mirrorCatchUp, "the mirroring partition failing on the divergence", func() error {
+		st := env.status(topic, 0)
+		var te *fetch.SourceTruncatedError
+		if st.State != fetch.StateFailed || !errors.As(st.Err, &te) || !errors.Is(st.Err, fetch.ErrNotRetriable) {
+			return fmt.Errorf("status %+v, want failed with a SourceTruncatedError", st)
+		}
+		if te.LocalEnd != end || te.SourceEnd != divergeAt {
+			return fmt.Errorf("error %+v, want local end %d, source end %d", te, end, divergeAt)
+		}
+		return nil
+	})
+	if got := env.localEnds(topic)[0]; got != end {
+		t.Fatalf("local log end %d after the divergence while mirroring, want %d: the copy was cut", got, end)
 	}
-	// The fetcher sends its next fetch while it applies the previous
-	// response (they overlap), so wait for the truncation to land.
+	env.checkIdentical(topic)
+
+	env.startPartition(topic, 0) // env.mode is StartAlign
 	mirrorWait(t, ctx, mirrorCatchUp, fmt.Sprintf("truncation to %d after a divergence at %d", want, divergeAt), func() error {
 		if got := env.localEnds(topic)[0]; got != want {
 			return fmt.Errorf("local log end %d, want %d (the base of the batch holding it)", got, want)
@@ -626,7 +661,7 @@ func TestMirrorE2EDivergingEpoch(t *testing.T) {
 	if !bytes.Equal(prefix, src[:len(prefix)]) || len(prefix) == 0 {
 		t.Fatalf("the kept prefix differs from the source's: %s", diffRaw(src, prefix))
 	}
-	close(release)
+	diverge.Store(false)
 	env.waitCaughtUp(topic)
 	env.checkIdentical(topic)
 }
@@ -656,14 +691,15 @@ func TestMirrorE2ECorruptBatch(t *testing.T) {
 	corrupt := bytes.Clone(src)
 	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
 
+	ft := sourceTopic(t, ctx, env.srcAdm, topic)
 	var served atomic.Bool
 	env.src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		req, ok := r.(*kmsg.FetchRequest)
-		if !isMirrorFetch(r) || !ok || !fetchesAt(req, topic, 0, 0) {
+		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
 			return nil, nil, false // observes until it answers once
 		}
 		served.Store(true)
-		return craftFetch(req, topic, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = ends[0], ends[0], 0
 			sp.RecordBatches = corrupt
 		}), nil, true

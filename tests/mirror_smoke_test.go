@@ -39,7 +39,9 @@ func TestMirrorSmoke(t *testing.T) {
 	}
 
 	n := startNode(t)
-	if err := n.b.CreateMirrorTopic("src", [16]byte{7}, 2, "m1"); err != nil {
+	// A mirror topic has its source topic's id (the fetchers refuse
+	// another: a recreated source topic).
+	if err := n.b.CreateMirrorTopic("src", sourceTopic(t, ctx, newAdmin(t, srcAddr), "src").id, 2, "m1"); err != nil {
 		t.Fatal(err)
 	}
 	m := fetch.NewManager(fetch.Config{})
@@ -53,7 +55,7 @@ func TestMirrorSmoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.StartPartition("m1", "src", part, local); err != nil {
+		if err := m.StartPartition("m1", "src", part, local, fetch.StartAlign); err != nil {
 			t.Fatal(err)
 		}
 		resp := rawRequest(t, ctx, srcAddr, listLatest("src", part)).(*kmsg.ListOffsetsResponse)

@@ -72,7 +72,7 @@ func (r *mirrorRun) start(ctx context.Context) error {
 		r.cons = startConsumer(ctx, r.node.b.Addr(), r.ds.topic, r.ds, r.opts)
 	}
 	for p, mp := range r.parts {
-		if err := r.mgr.StartPartition(mirrorName, r.ds.topic, int32(p), mp); err != nil {
+		if err := r.mgr.StartPartition(mirrorName, r.ds.topic, int32(p), mp, fetch.StartAlign); err != nil {
 			return err
 		}
 	}
