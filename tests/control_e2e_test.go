@@ -333,7 +333,13 @@ func describePartitions(ps []mirrorapi.DescribeClusterMirrorsResponsePartition) 
 // latest writes at the source.
 func (n *ctlNode) waitMirrored(ctx context.Context, mirror, topic string, ends map[int32]int64) {
 	n.t.Helper()
-	mirrorWait(n.t, ctx, mirrorCatchUp, fmt.Sprintf("node %s: mirror %s catching up on %s to %v", n.name, mirror, topic, ends), func() error {
+	n.waitMirroredWithin(ctx, mirrorCatchUp, mirror, topic, ends)
+}
+
+// waitMirroredWithin is waitMirrored, failing the test after d.
+func (n *ctlNode) waitMirroredWithin(ctx context.Context, d time.Duration, mirror, topic string, ends map[int32]int64) {
+	n.t.Helper()
+	mirrorWait(n.t, ctx, d, fmt.Sprintf("node %s: mirror %s catching up on %s to %v", n.name, mirror, topic, ends), func() error {
 		ps := n.describe(ctx, mirror)[topic]
 		if len(ps) != len(ends) {
 			return fmt.Errorf("%d partitions described, want %d: %s", len(ps), len(ends), describePartitions(ps))
@@ -394,6 +400,14 @@ func startSource(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kgo.Client) 
 // returns the batches by partition.
 func checkSameLog(t *testing.T, ctx context.Context, srcCl, dstCl *kgo.Client, topic string) map[int32][]byte {
 	t.Helper()
+	return checkSameLogLed(t, ctx, srcCl, nil, dstCl, topic)
+}
+
+// checkSameLogLed is checkSameLog reading each source partition from its
+// leader in leaders (a source of several brokers answers a Fetch only on
+// the leader; a missing partition is read from any broker).
+func checkSameLogLed(t *testing.T, ctx context.Context, srcCl *kgo.Client, leaders map[int32]int32, dstCl *kgo.Client, topic string) map[int32][]byte {
+	t.Helper()
 	srcAdm, dstAdm := kadm.NewClient(srcCl), kadm.NewClient(dstCl)
 	starts, ends := listOffsets(t, ctx, srcAdm, topic, true), listOffsets(t, ctx, srcAdm, topic, false)
 	lstarts, lends := listOffsets(t, ctx, dstAdm, topic, true), listOffsets(t, ctx, dstAdm, topic, false)
@@ -405,7 +419,11 @@ func checkSameLog(t *testing.T, ctx context.Context, srcCl, dstCl *kgo.Client, t
 		if lstarts[p] != starts[p] || lends[p] != end {
 			t.Fatalf("%s-%d: log [%d, %d), source [%d, %d)", topic, p, lstarts[p], lends[p], starts[p], end)
 		}
-		want := readRaw(t, ctx, srcCl, -1, topic, p, starts[p], end)
+		leader, ok := leaders[p]
+		if !ok {
+			leader = -1
+		}
+		want := readRaw(t, ctx, srcCl, leader, topic, p, starts[p], end)
 		got := readRaw(t, ctx, dstCl, -1, topic, p, starts[p], end)
 		if string(want) != string(got) {
 			t.Fatalf("%s-%d: batches differ from the source's: %s", topic, p, diffRaw(want, got))

@@ -3,8 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,7 +45,7 @@ func startRealSource(t *testing.T, version string) *realSource {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Kafka %s broker.log, the end:\n%s", version, brokerLogTail(b, 4000))
+			t.Logf("Kafka %s broker.log, the end:\n%s", version, b.LogTail(4000))
 		}
 		if err := b.Close(); err != nil {
 			t.Errorf("closing Kafka %s: %v", version, err)
@@ -59,17 +57,6 @@ func startRealSource(t *testing.T, version string) *realSource {
 
 func (s *realSource) addr() string    { return s.b.Addr() }
 func (s *realSource) seeds() []string { return []string{s.b.Addr()} }
-
-func brokerLogTail(b *realkafka.Broker, n int) string {
-	data, err := os.ReadFile(filepath.Join(b.Dir(), "broker.log"))
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) > n {
-		data = data[len(data)-n:]
-	}
-	return string(data)
-}
 
 // realWait polls cond every 100 ms until it returns nil, and fails the test
 // with cond's last error when d passes first. It waits on Kafka's own
