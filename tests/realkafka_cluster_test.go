@@ -108,14 +108,28 @@ func (s *realCluster) leaders(t *testing.T, ctx context.Context, topic, what str
 	return out
 }
 
-// produceRound writes batches of 20 records to every partition of topic
-// with acks=all (the idempotent producer's default) and returns the
-// source's log ends.
+// produceRound writes batches rounds of 20 records to every partition of
+// topic with acks=all (the idempotent producer's default), one ProduceSync
+// per round (a batch per partition, the partitions in parallel), and
+// returns the source's log ends.
 func (s *realCluster) produceRound(t *testing.T, ctx context.Context, pr *kgo.Client, topic string, parts int32, batches int, tag string) map[int32]int64 {
 	t.Helper()
 	ends := map[int32]int64{}
-	for p := range parts {
-		ends[p] = produceBatchesTo(t, ctx, pr, topic, p, batches, 20, tag)
+	for i := range batches {
+		var rs []*kgo.Record
+		for p := range parts {
+			for j := range 20 {
+				key := fmt.Sprintf("%s-%d-%d", tag, i, j)
+				rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(key), Value: []byte(strings.Repeat(key, 4))})
+			}
+		}
+		res := pr.ProduceSync(ctx, rs...)
+		if err := res.FirstErr(); err != nil {
+			t.Fatalf("source: producing round %s-%d to %s: %v", tag, i, topic, err)
+		}
+		for _, r := range res {
+			ends[r.Record.Partition] = max(ends[r.Record.Partition], r.Record.Offset+1)
+		}
 	}
 	if got := listOffsets(t, ctx, s.adm, topic, false); !maps.Equal(got, ends) {
 		t.Fatalf("source %s: log ends %v after producing, want %v", topic, got, ends)
@@ -205,11 +219,12 @@ func TestRealKafkaClusterBrokerKilled(t *testing.T) {
 // base64 without padding.
 func kafkaTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
-// namesID reports whether msg names id as a whole word: "abc" inside
-// "abc+de==" (the same id in standard base64) does not count.
+// namesID reports whether msg names id as a word of its own. Words run
+// over both base64 alphabets and the padding, so the same id printed in
+// standard base64 ("ab+c==" for Kafka's "ab-c") does not count.
 func namesID(msg, id string) bool {
 	words := strings.FieldsFunc(msg, func(r rune) bool {
-		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("-_+/=", r))
 	})
 	return slices.Contains(words, id)
 }
@@ -286,17 +301,48 @@ func (s *realCluster) recreate(t *testing.T, ctx context.Context, topic string, 
 		}
 		return err
 	})
+	cur := s.waitNewTopicID(t, ctx, topic, old)
 	s.leaders(t, ctx, topic, "every partition of the new "+topic+" led, 3 replicas in sync", func(p kadm.PartitionDetail) bool {
 		return len(p.ISR) == 3
 	})
 	// A producer of its own: one that wrote to the old topic keeps its id
 	// and is refused with UNKNOWN_TOPIC_ID.
 	s.produceRound(t, ctx, manualProducer(t, s.c.Bootstrap()), topic, parts, 1, "new")
-	cur := sourceTopicID(t, ctx, s.adm, topic)
-	if cur == old {
-		t.Fatalf("source: %s recreated with the same topic id %s", topic, kafkaTopicID(old))
-	}
 	return kafkaTopicID(old), kafkaTopicID(cur)
+}
+
+// waitNewTopicID waits until every broker's metadata names topic with one
+// id other than old, and returns it. Each broker applies the controller's
+// metadata log on its own: right after CreateTopics one may still show the
+// old topic, and a client asking it would write to or mirror the old one.
+func (s *realCluster) waitNewTopicID(t *testing.T, ctx context.Context, topic string, old [16]byte) [16]byte {
+	t.Helper()
+	var id [16]byte
+	realWait(t, ctx, 30*time.Second, "source: every broker knowing the new "+topic, func() error {
+		id = [16]byte{}
+		for _, node := range s.c.Nodes() {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			resp, err := s.cl.Broker(int(node.ID())).Request(ctx, req)
+			if err != nil {
+				return fmt.Errorf("broker %d: %w", node.ID(), err)
+			}
+			mt := resp.(*kmsg.MetadataResponse).Topics
+			switch {
+			case len(mt) != 1 || mt[0].ErrorCode != 0:
+				return fmt.Errorf("broker %d: metadata of %s: %+v", node.ID(), topic, mt)
+			case mt[0].TopicID == old:
+				return fmt.Errorf("broker %d still shows the old topic id %s", node.ID(), kafkaTopicID(old))
+			case id != [16]byte{} && mt[0].TopicID != id:
+				return fmt.Errorf("broker %d shows topic id %s, another %s", node.ID(), kafkaTopicID(mt[0].TopicID), kafkaTopicID(id))
+			}
+			id = mt[0].TopicID
+		}
+		return nil
+	})
+	return id
 }
 
 func sourceTopicID(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) [16]byte {
