@@ -111,7 +111,7 @@ func ToolWithInput(ctx context.Context, libs, stdin, tool string, args ...string
 	if err != nil {
 		return "", err
 	}
-	cmd := javaCmd(ctx, libs, 512, kafkaJVM, main, args...)
+	cmd := javaCmd(ctx, []string{libs}, 512, kafkaJVM, main, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.CombinedOutput()

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -66,16 +67,66 @@ const pom = `<project xmlns="http://maven.apache.org/POM/4.0.0">
 </project>
 `
 
-// Install makes sure version's jars are in the cache and returns their
-// directory. The first call per version runs Maven (about 20 s and 60 MB);
+// Install makes sure version's jars (and its SLF4J binding, see
+// installLogging) are in the cache and returns their directory. The first call per version runs Maven (about 20 s and 60 MB);
 // later calls find the directory. Concurrent installs of one version (test
 // packages run in parallel) wait for each other on a lock file.
 func Install(version string) (string, error) {
+	mirror := ""
+	if withMirrorMaker(version) {
+		mirror = `<dependency><groupId>org.apache.kafka</groupId><artifactId>connect-mirror</artifactId><version>` + version + `</version></dependency>`
+	}
+	libs, err := installJars(version, "libs", ".installed", fmt.Sprintf(pom, version, mirror), true)
+	if err != nil {
+		return "", err
+	}
+	if _, err := installLogging(version); err != nil {
+		return "", err
+	}
+	return libs, nil
+}
+
+// slf4jBindings are the SLF4J bindings that Kafka's distribution ships in
+// libs/ and its Maven poms do not name, by version: without one a broker
+// logs nothing at all, and a test that fails on it shows an empty
+// broker.log. The 3.x line's kafka_2.13 brings slf4j-reload4j itself. The
+// binding's version is the log4j that the Kafka version resolves.
+var slf4jBindings = map[string]string{
+	"4.4.0": "<dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>2.25.5</version></dependency>",
+}
+
+// installLogging makes sure version's SLF4J binding (slf4jBindings) is in
+// the cache and returns its directory, "" for a version that needs none.
+// It is a directory of its own beside libs/, so that caches installed
+// before it existed stay valid and no running JVM sees libs/ rewritten.
+func installLogging(version string) (string, error) {
+	dep, ok := slf4jBindings[version]
+	if !ok {
+		return "", nil
+	}
+	return installJars(version, "logging", ".installed-logging", bindingPom(dep), false)
+}
+
+// bindingPom asks Maven for one dependency, without the dependencies it
+// brings (libs/ has them).
+func bindingPom(dep string) string {
+	return `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.kmirror</groupId><artifactId>realkafka-logging</artifactId><version>1</version><packaging>pom</packaging>
+  <dependencies>` + dep + `</dependencies>
+</project>
+`
+}
+
+// installJars fetches the jars pomXML names (and, if transitive, the jars
+// they need) into version's sub directory of the cache, unless marker
+// says it was done; it returns the directory.
+func installJars(version, sub, marker, pomXML string, transitive bool) (string, error) {
 	dir := filepath.Join(CacheDir(), version)
-	libs := filepath.Join(dir, "libs")
-	done := filepath.Join(dir, ".installed")
+	jars := filepath.Join(dir, sub)
+	done := filepath.Join(dir, marker)
 	if _, err := os.Stat(done); err == nil {
-		return libs, nil
+		return jars, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("realkafka: %w", err)
@@ -90,30 +141,26 @@ func Install(version string) (string, error) {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	if _, err := os.Stat(done); err == nil {
-		return libs, nil // installed while we waited
+		return jars, nil // installed while we waited
 	}
 	if _, err := exec.LookPath("mvn"); err != nil {
 		return "", errors.New("realkafka: Maven (mvn) is needed to fetch Apache Kafka's jars; .ci/run installs it")
 	}
-	mirror := ""
-	if withMirrorMaker(version) {
-		mirror = `<dependency><groupId>org.apache.kafka</groupId><artifactId>connect-mirror</artifactId><version>` + version + `</version></dependency>`
-	}
-	pomFile := filepath.Join(dir, "pom.xml")
-	if err := os.WriteFile(pomFile, fmt.Appendf(nil, pom, version, mirror), 0o644); err != nil {
+	pomFile := filepath.Join(dir, sub+".pom.xml")
+	if err := os.WriteFile(pomFile, []byte(pomXML), 0o644); err != nil {
 		return "", fmt.Errorf("realkafka: %w", err)
 	}
-	os.RemoveAll(libs)
-	cmd := exec.Command("mvn", "-q", "-B", "-f", pomFile, "dependency:copy-dependencies", "-DoutputDirectory="+libs)
+	os.RemoveAll(jars)
+	cmd := exec.Command("mvn", "-q", "-B", "-f", pomFile, "dependency:copy-dependencies", "-DexcludeTransitive="+strconv.FormatBool(!transitive), "-DoutputDirectory="+jars)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("realkafka: fetching Kafka %s with Maven: %v\n%s", version, err, tail(out.String(), 2000))
+		return "", fmt.Errorf("realkafka: fetching Kafka %s %s with Maven: %v\n%s", version, sub, err, tail(out.String(), 2000))
 	}
 	if err := os.WriteFile(done, nil, 0o644); err != nil {
 		return "", fmt.Errorf("realkafka: %w", err)
 	}
-	return libs, nil
+	return jars, nil
 }
 
 // Main finds a tool's main class in version's jars: the tools moved from

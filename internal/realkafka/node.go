@@ -31,6 +31,7 @@ type Node struct {
 	id           int32
 	version      string
 	libs         string
+	logging      string // the SLF4J binding's jars, "" if libs has one
 	heapMB       int
 	jvm          []string // JVM options besides the heap
 	startTimeout time.Duration
@@ -112,6 +113,10 @@ var kafkaJVM = []string{"-XX:+UseG1GC"}
 // REQUIRES: cfg is prepared (Config.prepare).
 func newNodes(cfg Config, libs string, l layout) ([]*Node, error) {
 	count := l.count
+	logging, err := installLogging(cfg.Version)
+	if err != nil {
+		return nil, err
+	}
 	ports, err := freePorts(2 * count)
 	if err != nil {
 		return nil, err
@@ -124,7 +129,7 @@ func newNodes(cfg Config, libs string, l layout) ([]*Node, error) {
 	nodes := make([]*Node, count)
 	for i := range nodes {
 		id := int32(i + 1)
-		n := &Node{id: id, version: cfg.Version, libs: libs, heapMB: cfg.HeapMB, jvm: l.jvm,
+		n := &Node{id: id, version: cfg.Version, libs: libs, logging: logging, heapMB: cfg.HeapMB, jvm: l.jvm,
 			startTimeout: cfg.StartTimeout, dir: l.dirOf(id), port: ports[2*i], ctrl: ports[2*i+1]}
 		n.props = baseProps(id, n.dir, n.port, n.ctrl, strings.Join(voters, ","), rf)
 		maps.Copy(n.props, l.props)
@@ -181,8 +186,39 @@ func (n *Node) writeProps() error {
 	for _, k := range slices.Sorted(maps.Keys(n.props)) {
 		fmt.Fprintf(&buf, "%s=%s\n", k, n.props[k])
 	}
+	if err := os.WriteFile(filepath.Join(n.dir, "log4j.properties"), []byte(log4jProps), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(n.dir, "log4j2.properties"), []byte(log4j2Props), 0o644); err != nil {
+		return err
+	}
 	return os.WriteFile(n.propsFile(), buf.Bytes(), 0o644)
 }
+
+// The broker's log goes to its standard output, broker.log, at INFO, as
+// Kafka's own config/log4j*.properties would write server.log: log4j 1
+// (reload4j) for the 3.x line, log4j 2 for 4.x. Without a configuration
+// the first logs nothing and the second only errors. The configuration
+// dumps at start (every config's value, twice) stay out: hundreds of lines
+// that push what went wrong out of a log tail.
+const (
+	log4jProps = `log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.kafka.common.config.AbstractConfig=WARN
+`
+	log4j2Props = `status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = warn
+`
+)
 
 // format writes the properties and formats the metadata log with
 // clusterID, as kafka-storage.sh format does.
@@ -196,7 +232,7 @@ func (n *Node) format(clusterID string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.startTimeout)
 	defer cancel()
-	out, err := javaCmd(ctx, n.libs, n.heapMB, n.jvm, main, "format", "-t", clusterID, "-c", n.propsFile()).CombinedOutput()
+	out, err := javaCmd(ctx, []string{n.libs}, n.heapMB, n.jvm, main, "format", "-t", clusterID, "-c", n.propsFile()).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("realkafka: formatting Kafka %s node %d: %v\n%s", n.version, n.id, err, tail(string(out), 2000))
 	}
@@ -217,11 +253,15 @@ func randomClusterID() string {
 	}
 }
 
-// javaCmd is the command running main from the jars in libs, with a heap
-// of heapMB and the JVM options jvm.
-func javaCmd(ctx context.Context, libs string, heapMB int, jvm []string, main string, args ...string) *exec.Cmd {
+// javaCmd is the command running main from the jars in jarDirs, with a
+// heap of heapMB and the JVM options jvm.
+func javaCmd(ctx context.Context, jarDirs []string, heapMB int, jvm []string, main string, args ...string) *exec.Cmd {
+	var cp []string
+	for _, d := range jarDirs {
+		cp = append(cp, filepath.Join(d, "*"))
+	}
 	jargs := append([]string{fmt.Sprintf("-Xmx%dm", heapMB)}, jvm...)
-	jargs = append(jargs, "-Djava.awt.headless=true", "-cp", filepath.Join(libs, "*"), main)
+	jargs = append(jargs, "-Djava.awt.headless=true", "-cp", strings.Join(cp, string(os.PathListSeparator)), main)
 	cmd := exec.CommandContext(ctx, "java", append(jargs, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
@@ -233,7 +273,13 @@ func (n *Node) launch() error {
 	if err != nil {
 		return fmt.Errorf("realkafka: %w", err)
 	}
-	cmd := javaCmd(context.Background(), n.libs, n.heapMB, n.jvm, "kafka.Kafka", n.propsFile())
+	jarDirs := []string{n.libs}
+	if n.logging != "" {
+		jarDirs = append(jarDirs, n.logging)
+	}
+	jvm := append(slices.Clip(n.jvm), "-Dlog4j.configuration=file:"+filepath.Join(n.dir, "log4j.properties"),
+		"-Dlog4j2.configurationFile="+filepath.Join(n.dir, "log4j2.properties"))
+	cmd := javaCmd(context.Background(), jarDirs, n.heapMB, jvm, "kafka.Kafka", n.propsFile())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
