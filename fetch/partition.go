@@ -447,6 +447,13 @@ func (ps *partState) truncateTo(to int64, how string) error {
 	align, noIDs, leader := ps.align, ps.sourceTopicID == [16]byte{}, ps.leader
 	ps.mu.Unlock()
 	if !align {
+		if noIDs {
+			// A source without topic ids gives no other sign of a
+			// recreated topic: say so if that is what happened.
+			if _, err := ps.mirror.sameTopic(ps, leader, [16]byte{}); errors.Is(err, ErrNotRetriable) {
+				return err
+			}
+		}
 		return &SourceTruncatedError{Topic: ps.tp.topic, Partition: ps.tp.partition, LocalEnd: l.LogEndOffset(),
 			SourceEnd: to, How: how}
 	}
