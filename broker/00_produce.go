@@ -78,7 +78,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t.readOnly():
 				sp.ErrorCode = errReadOnlyTopic
-				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirror + " and read-only until failover"
+				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirrorName() + " and read-only until failover"
 				sp.ErrorMessage = &msg
 			default:
 				b.producePartition(t.parts()[rp.Partition], rp.Records, &sp)

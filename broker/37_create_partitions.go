@@ -81,7 +81,7 @@ func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateO
 	}
 	if t.readOnly() {
 		return errReadOnlyTopic,
-			fmt.Sprintf("topic %s is mirrored by cluster mirror %s: its partitions follow the source topic", t.name, t.mirror)
+			fmt.Sprintf("topic %s is mirrored by cluster mirror %s: its partitions follow the source topic", t.name, t.mirrorName())
 	}
 	b.mu.RLock()
 	cur := int32(len(t.parts()))

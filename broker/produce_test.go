@@ -315,9 +315,7 @@ func TestProduceRejects(t *testing.T) {
 	b := newTestBroker(t)
 	plain := mustTopic(t, b, "rejects", 2)
 	mirrored := mustTopic(t, b, "rejects-mirrored", 1)
-	b.mu.Lock() // handlers read t.mirror after b.mu.RLock
-	mirrored.mirror = "m"
-	b.mu.Unlock()
+	mirrored.setMirror("m")
 	unknown := &topic{name: "no-such-topic", id: [16]byte{1, 2, 3}}
 
 	corrupt := plainBatch(2, 10)
