@@ -21,8 +21,9 @@ import (
 // adds nothing. Growing past 10000 new partitions in one request is
 // POLICY_VIOLATION (Kafka's per-operation record bound).
 //
-// A mirror topic answers READ_ONLY_TOPIC: its partition count follows the
-// source topic and only the sync loop grows it (SPEC.md).
+// A mirror topic answers POLICY_VIOLATION (errReadOnlyTopic) naming its
+// mirror: its partition count follows the source topic and only the sync
+// loop grows it (SPEC.md).
 //
 // One node differs from Kafka: growth is synchronous, so TimeoutMillis is
 // ignored.

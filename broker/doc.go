@@ -22,7 +22,7 @@
 //
 // Mirror topics (a topic whose mirror is set: every mirror state but
 // STOPPED) are read-only to clients and to the node itself: Produce and
-// the other writes are refused (00_produce.go), and the maintenance pass runs
+// the other writes answer POLICY_VIOLATION (00_produce.go), and the maintenance pass runs
 // neither compaction nor retention on them, because the copy must stay
 // byte-identical to the source; their log start follows the source's
 // (the fetcher moves it). After failover they are ordinary topics.

@@ -27,7 +27,7 @@ type MirrorPartition interface {
 
 // CreateMirrorTopic creates a topic owned by cluster mirror mirror, with
 // the source's topic ID and partition count. Clients cannot produce to it
-// (READ_ONLY_TOPIC) until the mirror releases it.
+// (POLICY_VIOLATION, errReadOnlyTopic) until the mirror releases it.
 func (b *Broker) CreateMirrorTopic(name string, id [16]byte, partitions int32, mirror string) error {
 	if mirror == "" {
 		return errors.New("broker: a mirror topic needs a mirror name")

@@ -63,7 +63,8 @@ func (t *topic) mirrorName() string {
 func (t *topic) setMirror(name string) { t.mirror.Store(&name) }
 
 // readOnly reports whether clients may not write: the topic belongs to a
-// cluster mirror (SPEC.md: READ_ONLY_TOPIC until failover).
+// cluster mirror (SPEC.md: READ_ONLY_TOPIC until failover, answered as
+// POLICY_VIOLATION: see errReadOnlyTopic).
 func (t *topic) readOnly() bool { return t.mirrorName() != "" }
 
 // partition is one partition's log and its local leader epoch.
