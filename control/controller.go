@@ -53,6 +53,8 @@ type Controller struct {
 	sources map[string]*kgo.Client // per mirror, for the slow calls
 
 	syncRec syncRecord // the metadata sync's stats and failing kinds
+	// removedConfigs are the removed Kafka topic configs already logged.
+	removedConfigs removedConfigLog
 
 	ctx    context.Context
 	cancel context.CancelFunc
