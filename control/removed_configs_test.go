@@ -1,16 +1,10 @@
 package control
 
 import (
-	"context"
 	"log/slog"
 	"maps"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // A source topic carrying configs Apache Kafka has removed (an upgraded
@@ -21,23 +15,8 @@ import (
 // that does not name them, as an operator's own list would not.
 func TestSyncSkipsRemovedTopicConfigs(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	scl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer scl.Close()
 	var logs lockedBuffer
-	n := openTestNodeWith(t, testConfig(t), nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	defer n.close()
-	n.createMirror(t, ctx, src.ListenAddrs()[0])
-	f := &syncFixture{ctx: ctx, src: src, sadm: kadm.NewClient(scl), scl: scl, n: n}
+	f := newSyncFixtureWith(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	f.setMirrorConfigs(t, "topic.properties.exclude", "min\\.insync\\.replicas")
 
 	removed := map[string]string{
@@ -53,7 +32,7 @@ func TestSyncSkipsRemovedTopicConfigs(t *testing.T) {
 		}
 	}
 	f.createSourceTopic(t, "upgraded", 1, configs)
-	f.n.startTopics(t, ctx, "upgraded")
+	f.n.startTopics(t, f.ctx, "upgraded")
 	for range 3 {
 		f.n.ctl.SyncOnce()
 	}
