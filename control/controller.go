@@ -55,6 +55,8 @@ type Controller struct {
 	// retries are the failed partitions' retry schedules (failures.go),
 	// guarded by mu.
 	retries map[partitionKey]*retrySchedule
+	// removedConfigs are the removed Kafka topic configs already logged.
+	removedConfigs removedConfigLog
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -23,8 +23,8 @@ import (
 //     local copy is kept: deletes are never propagated) or deleted and
 //     recreated there (another topic id: other data at the same offsets);
 //   - grows a mirrored topic whose source gained partitions;
-//   - copies the source's dynamic topic configs, except the excluded ones,
-//     over local edits;
+//   - copies the source's dynamic topic configs, except the excluded ones
+//     and those Apache Kafka removed (removed_configs.go), over local edits;
 //   - starts the source topics the mirror's rules match (discovery) and
 //     stops the active ones its rules now exclude.
 
@@ -143,8 +143,12 @@ func sourceTopicConfigs(ctx context.Context, adm *kadm.Client, m state.Mirror, t
 }
 
 // applyTopicConfigs sets a mirrored topic's source configs here. Configs
-// this node does not know or refuses are reported, the others applied.
+// Apache Kafka removed are skipped (removed_configs.go); configs this node
+// does not know or refuses are reported, the others applied.
 func (c *Controller) applyTopicConfigs(topic string, set map[string]string) error {
+	if info, ok := c.b.Topic(topic); ok {
+		set = withoutRemovedConfigs(set, c.log, &c.removedConfigs, info.Mirror, topic)
+	}
 	if len(set) == 0 {
 		return nil
 	}

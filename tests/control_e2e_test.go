@@ -415,16 +415,15 @@ func checkSameLog(t *testing.T, ctx context.Context, srcCl, dstCl *kgo.Client, t
 	return out
 }
 
-// checkReadOnly checks that a produce to topic at addr is refused with
-// READ_ONLY_TOPIC.
+// checkReadOnly checks that a produce to topic at addr is refused as a
+// write to a mirror topic: POLICY_VIOLATION (see readonly_e2e_test.go).
 func checkReadOnly(t *testing.T, ctx context.Context, addr, topic string) {
 	t.Helper()
 	cl := newClient(t, addr, kgo.DisableIdempotentWrite())
 	defer cl.Close()
 	err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("refused")}).FirstErr()
-	var ke *kerr.Error
-	if !errors.As(err, &ke) || ke.Code != mirrorapi.ErrReadOnlyTopic {
-		t.Fatalf("producing to mirror topic %s: %v, want READ_ONLY_TOPIC (%d)", topic, err, mirrorapi.ErrReadOnlyTopic)
+	if !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("producing to mirror topic %s: %v, want POLICY_VIOLATION", topic, err)
 	}
 }
 
