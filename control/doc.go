@@ -15,7 +15,13 @@
 //	Pause:    MIRRORING -> PAUSING -> PAUSED             fetcher removed
 //	Resume:   PAUSED -> MIRRORING                        from the local log end
 //	Stop:     any -> STOPPING -> STOPPED                 failover, below
-//	Failure:  a fetcher gives up -> FAILED -> (backoff) -> LOG_ALIGNMENT
+//	Failure:  a fetcher gives up -> FAILED -> (backoff) -> the state it
+//	          failed in (failures.go); not retriable: FAILED until recovered;
+//	          source lost records + mirror.unclean.leader.election.enable:
+//	          ULE_RECOVERY -> MIRRORING
+//
+// Only LOG_ALIGNMENT and ULE_RECOVERY may cut a local log (fetch.StartAlign);
+// every other (re)start is fetch.StartResume, which never does.
 //
 // Stop (failover, DESIGN.md decision 5), in order: remove the fetcher;
 // persist the last mirror epoch and offset; raise the local leader epoch

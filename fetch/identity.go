@@ -36,9 +36,14 @@ func (mr *mirror) checkTopic(ps *partState, li leaderInfo) error {
 	localID := ps.local.TopicID()
 	ps.mu.Lock()
 	verify := ps.verifyTopic
-	logNoIDs := li.topicID == [16]byte{} && !ps.noIDsLogged
-	ps.noIDsLogged = ps.noIDsLogged || logNoIDs
 	ps.mu.Unlock()
+	logNoIDs := false
+	if li.topicID == [16]byte{} {
+		mr.mu.Lock()
+		logNoIDs = !mr.noIDsLogged[ps.tp.topic]
+		mr.noIDsLogged[ps.tp.topic] = true
+		mr.mu.Unlock()
+	}
 	if li.topicID != [16]byte{} {
 		if li.topicID != localID {
 			why := "the topic was deleted and recreated at the source, and the records under the new id are not the ones copied"
@@ -59,10 +64,10 @@ func (mr *mirror) checkTopic(ps *partState, li leaderInfo) error {
 	if logNoIDs {
 		mr.m.log.Info("source has no topic ids (Kafka before 2.8): fetching by name, checking the copied batches "+
 			"at every start and before any truncation", "mirror", mr.cfg.Name, "topic", ps.tp.topic,
-			"partition", ps.tp.partition, "assigned_topic_id", TopicIDString(localID))
+			"assigned_topic_id", TopicIDString(localID))
 	}
 	ps.mu.Lock()
-	ps.sourceTopicID = [16]byte{}
+	ps.sourceTopicID, ps.noSourceIDs = [16]byte{}, true
 	ps.mu.Unlock()
 	if verify {
 		if _, err := mr.sameTopic(ps, li.leader, [16]byte{}); err != nil {

@@ -60,6 +60,10 @@ type Status struct {
 	SourceUpdated time.Time
 	LastFetch     time.Time
 	Stalled       bool
+	// NoSourceTopicIDs is set once the source metadata showed no topic id
+	// for the topic (Kafka before 2.8): it is fetched by name and its
+	// local topic id is one this node assigned.
+	NoSourceTopicIDs bool
 	// Aligning is set while a partition started with StartAlign has not
 	// had its fetch position accepted by the source yet: it may still cut
 	// its log to the source's.
@@ -108,7 +112,7 @@ type partState struct {
 	// is still the one copied (the source answered UNKNOWN_TOPIC_ID or
 	// UNKNOWN_TOPIC_OR_PARTITION); idGone means a by-id fetch was refused.
 	verifyTopic, idGone bool
-	noIDsLogged         bool
+	noSourceIDs         bool // the source metadata had no id for the topic
 }
 
 func (ps *partState) status() Status {
@@ -117,7 +121,7 @@ func (ps *partState) status() Status {
 	st := Status{Mirror: ps.mirror.cfg.Name, Topic: ps.tp.topic, Partition: ps.tp.partition, State: ps.state, Err: ps.err,
 		SourceLeader: ps.leader, SourceEpoch: ps.sourceEpoch, SourceHighWatermark: ps.sourceHW,
 		SourceLogStart: ps.sourceLogStart, LogEndOffset: ps.local.Log().LogEndOffset(),
-		SourceUpdated: ps.sourceUpdated, LastFetch: ps.lastFetch, Aligning: ps.align}
+		SourceUpdated: ps.sourceUpdated, LastFetch: ps.lastFetch, Aligning: ps.align, NoSourceTopicIDs: ps.noSourceIDs}
 	if ps.sourceHW >= 0 {
 		st.Lag = max(ps.sourceHW-st.LogEndOffset, 0)
 	}
