@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,124 @@ kmirror_mirror_partitions{mirror="m",state="fetching"} 1
 	if testutil.CollectAndCount(c, "kmirror_mirror_lag_records") != 1 {
 		t.Error("want one lag series")
 	}
+}
+
+// The lag comes with the age of the source offset it is measured against
+// and a count of stalled partitions: fresh and 0 while the source answers;
+// growing and counted once it stops answering for longer than
+// request.timeout.ms; +Inf for a partition never answered.
+func TestFetchCollectorStalled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	p, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.ProduceSync(ctx, kgo.StringRecord("a")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	b, err := broker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, topic := range []string{"s", "never"} {
+		if err := b.CreateMirrorTopic(topic, [16]byte{byte(len(topic))}, 1, "m"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := fetch.NewManager(fetch.Config{})
+	defer m.Close()
+	const timeout = 300 * time.Millisecond
+	if err := m.AddMirror(fetch.MirrorConfig{Name: "m", Bootstrap: src.ListenAddrs(), FetchWaitMax: 50 * time.Millisecond,
+		FetchBackoff: 50 * time.Millisecond, RequestTimeout: timeout}); err != nil {
+		t.Fatal(err)
+	}
+	// "never" is on a mirror whose source nobody serves.
+	if err := m.AddMirror(fetch.MirrorConfig{Name: "gone", Bootstrap: []string{"127.0.0.1:1"}, RequestTimeout: timeout}); err != nil {
+		t.Fatal(err)
+	}
+	start := func(mirror, topic string) {
+		local, err := b.MirrorPartition(topic, 0)
+		if err == nil {
+			err = m.StartPartition(mirror, topic, 0, local)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	start("m", "s")
+	start("gone", "never")
+	c := NewFetchCollector(m, false)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+	// gauges returns the age and stalled gauges of mirror/topic.
+	gauges := func(mirror, topic string) (age, stalled float64) {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		age, stalled = -1, -1
+		for _, mf := range mfs {
+			for _, mt := range mf.GetMetric() {
+				if len(mt.GetLabel()) != 2 || mt.GetLabel()[0].GetValue() != mirror || mt.GetLabel()[1].GetValue() != topic {
+					continue
+				}
+				switch mf.GetName() {
+				case "kmirror_mirror_source_offset_age_seconds":
+					age = mt.GetGauge().GetValue()
+				case "kmirror_mirror_stalled_partitions":
+					stalled = mt.GetGauge().GetValue()
+				}
+			}
+		}
+		return age, stalled
+	}
+	poll := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 20s", what)
+			}
+			<-time.After(5 * time.Millisecond)
+		}
+	}
+	local, _ := b.MirrorPartition("s", 0)
+	poll("mirror caught up", func() bool { return local.Log().LogEndOffset() == 1 })
+	// Answered (the source keeps answering, with new records so that
+	// even an incremental fetch session names the partition).
+	poll("fresh while answered", func() bool {
+		if err := p.ProduceSync(ctx, kgo.StringRecord("more")).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		age, stalled := gauges("m", "s")
+		return age >= 0 && age < timeout.Seconds() && stalled == 0
+	})
+	if age, stalled := gauges("gone", "never"); !math.IsInf(age, 1) {
+		t.Errorf("never answered: age %v, stalled %v; want +Inf", age, stalled)
+	}
+	poll("never answered: stalled", func() bool { _, stalled := gauges("gone", "never"); return stalled == 1 })
+
+	src.Close()
+	poll("stalled once the source is gone", func() bool {
+		age, stalled := gauges("m", "s")
+		return stalled == 1 && age >= timeout.Seconds() && !math.IsInf(age, 1)
+	})
 }
 
 // counterValue returns the value of the unlabelled counter name.
