@@ -328,9 +328,26 @@ func TestMirrorsLifecycle(t *testing.T) {
 	if err := wantStates(describe(), "PAUSED"); err != nil {
 		t.Fatalf("after --pause: %v", err)
 	}
-	mustMirrors(t, cmd("--resume", "--mirror", "dr", "--topics", "orders")...)
+	// --json of a topic action: the request and each topic's answer, by
+	// error name; an error is in the JSON and, as without --json, on
+	// stderr with exit 1.
+	var res map[string]any
+	if err := json.Unmarshal([]byte(mustMirrors(t, cmd("--resume", "--mirror", "dr", "--topics", "orders", "--json")...)), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["action"] != "resume" || res["mirror"] != "dr" || res["error"] != nil ||
+		fmt.Sprint(res["topics"]) != "[map[error:<nil> errorMessage:<nil> topic:orders]]" {
+		t.Errorf("--resume --json: %v", res)
+	}
 	if err := wantStates(describe(), "MIRRORING"); err != nil {
 		t.Fatalf("after --resume: %v", err)
+	}
+	code, out, errOut := mirrorsCmd(cmd("--pause", "--mirror", "dr", "--topics", "nosuch", "--json")...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 || !strings.Contains(errOut, "TOPIC_NOT_IN_CLUSTER_MIRROR") {
+		t.Fatalf("--pause --json of a topic not mirrored: exit %d, %v\nstdout %s\nstderr %s", code, err, out, errOut)
+	}
+	if topics, _ := res["topics"].([]any); len(topics) != 1 || topics[0].(map[string]any)["error"] != "TOPIC_NOT_IN_CLUSTER_MIRROR" {
+		t.Errorf("--pause --json of a topic not mirrored: %v", res)
 	}
 
 	rows, err = parseTable(mustMirrors(t, cmd("--describe", "--failed")...), failedHeader...)
