@@ -1,12 +1,7 @@
 package control
 
 import (
-	"context"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The periodic checkpoint persists what the fetchers read: the source high
@@ -15,30 +10,9 @@ import (
 // shows after its restart until the source answers.
 func TestCheckpointPersistsSourceOffsets(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pr, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	produce := func(n int) {
-		for range n {
-			if err := pr.ProduceSync(ctx, kgo.StringRecord("r")).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	produce(3)
-	n := openTestNode(t, testConfig(t), nil)
-	defer n.close()
-	n.createMirror(t, ctx, src.ListenAddrs()[0])
-	n.startTopics(t, ctx, "t")
+	f := newSyncFixture(t, "t")
+	f.produce(t, "t", 0, 3)
+	f.n.startTopics(t, f.ctx, "t")
 
 	last := map[partitionKey]checkpointed{}
 	// checkpointAt waits for the fetcher to have read want, checkpoints,
@@ -46,18 +20,15 @@ func TestCheckpointPersistsSourceOffsets(t *testing.T) {
 	checkpointAt := func(want int64) {
 		t.Helper()
 		waitFor(t, func() bool {
-			st, err := n.ctl.fm.Status("m", "t", 0)
+			st, err := f.n.ctl.fm.Status("m", "t", 0)
 			return err == nil && st.SourceHighWatermark == want
 		})
 		// The fetcher may read again while this runs: the stored time
 		// lies between the readings before and after the checkpoint.
-		before, _ := n.ctl.fm.Status("m", "t", 0)
-		n.ctl.checkpointOffsets(last, false)
-		after, _ := n.ctl.fm.Status("m", "t", 0)
-		ps, err := n.ctl.store.MirrorPartitionState("m", "t", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		before, _ := f.n.ctl.fm.Status("m", "t", 0)
+		f.n.ctl.checkpointOffsets(last, false)
+		after, _ := f.n.ctl.fm.Status("m", "t", 0)
+		ps := f.state(t, "t", 0)
 		ms := ps.SourceOffsetTime.UnixMilli()
 		if ps.SourceOffset != want || ms < before.SourceUpdated.UnixMilli() || ms > after.SourceUpdated.UnixMilli() {
 			t.Fatalf("stored source offset %d read at %v; want %d read between %v and %v", ps.SourceOffset,
@@ -65,6 +36,6 @@ func TestCheckpointPersistsSourceOffsets(t *testing.T) {
 		}
 	}
 	checkpointAt(3)
-	produce(2)
+	f.produce(t, "t", 0, 2)
 	checkpointAt(5)
 }

@@ -20,52 +20,12 @@ import (
 // a fetch summary, partition states and lag, under linted names.
 func TestFetchCollector(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	p, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b"), kgo.StringRecord("c")).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.CreateMirrorTopic("s", [16]byte{1}, 1, "m"); err != nil {
-		t.Fatal(err)
-	}
-	m := fetch.NewManager(fetch.Config{})
-	defer m.Close()
+	_, src, _, b, m := newFetchFixture(t, 3)
 	if err := m.AddMirror(fetch.MirrorConfig{Name: "m", Bootstrap: src.ListenAddrs(), FetchWaitMax: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	local, err := b.MirrorPartition("s", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.StartPartition("m", "s", 0, local); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); local.Log().LogEndOffset() < 3; {
-		if time.Now().After(deadline) {
-			t.Fatal("mirror did not catch up")
-		}
-		<-time.After(5 * time.Millisecond)
-	}
+	local := startMirrored(t, b, m, "m", "s")
+	waitUntil(t, "mirror caught up", func() bool { return local.Log().LogEndOffset() == 3 })
 
 	c := NewFetchCollector(m, true)
 	reg := prometheus.NewPedanticRegistry()
@@ -94,37 +54,7 @@ kmirror_mirror_partitions{mirror="m",state="fetching"} 1
 // request.timeout.ms; +Inf for a partition never answered.
 func TestFetchCollectorStalled(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	p, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.ProduceSync(ctx, kgo.StringRecord("a")).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	for _, topic := range []string{"s", "never"} {
-		if err := b.CreateMirrorTopic(topic, [16]byte{byte(len(topic))}, 1, "m"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m := fetch.NewManager(fetch.Config{})
-	defer m.Close()
+	ctx, src, p, b, m := newFetchFixture(t, 1)
 	const timeout = 300 * time.Millisecond
 	if err := m.AddMirror(fetch.MirrorConfig{Name: "m", Bootstrap: src.ListenAddrs(), FetchWaitMax: 50 * time.Millisecond,
 		FetchBackoff: 50 * time.Millisecond, RequestTimeout: timeout}); err != nil {
@@ -134,60 +64,33 @@ func TestFetchCollectorStalled(t *testing.T) {
 	if err := m.AddMirror(fetch.MirrorConfig{Name: "gone", Bootstrap: []string{"127.0.0.1:1"}, RequestTimeout: timeout}); err != nil {
 		t.Fatal(err)
 	}
-	start := func(mirror, topic string) {
-		local, err := b.MirrorPartition(topic, 0)
-		if err == nil {
-			err = m.StartPartition(mirror, topic, 0, local)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	start("m", "s")
-	start("gone", "never")
+	local := startMirrored(t, b, m, "m", "s")
+	startMirrored(t, b, m, "gone", "never")
 	c := NewFetchCollector(m, false)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", problems, err)
 	}
-	// gauges returns the age and stalled gauges of mirror/topic.
+	// gauges returns the age and stalled gauges of mirror/topic (-1: none).
 	gauges := func(mirror, topic string) (age, stalled float64) {
 		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
+		got := gathered(t, reg)
+		labels := "{mirror=" + mirror + "}{topic=" + topic + "}"
+		age, ok := got["kmirror_mirror_source_offset_age_seconds"+labels]
+		if !ok {
+			age = -1
 		}
-		age, stalled = -1, -1
-		for _, mf := range mfs {
-			for _, mt := range mf.GetMetric() {
-				if len(mt.GetLabel()) != 2 || mt.GetLabel()[0].GetValue() != mirror || mt.GetLabel()[1].GetValue() != topic {
-					continue
-				}
-				switch mf.GetName() {
-				case "kmirror_mirror_source_offset_age_seconds":
-					age = mt.GetGauge().GetValue()
-				case "kmirror_mirror_stalled_partitions":
-					stalled = mt.GetGauge().GetValue()
-				}
-			}
+		stalled, ok = got["kmirror_mirror_stalled_partitions"+labels]
+		if !ok {
+			stalled = -1
 		}
 		return age, stalled
 	}
-	poll := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !cond(); {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 20s", what)
-			}
-			<-time.After(5 * time.Millisecond)
-		}
-	}
-	local, _ := b.MirrorPartition("s", 0)
-	poll("mirror caught up", func() bool { return local.Log().LogEndOffset() == 1 })
+	waitUntil(t, "mirror caught up", func() bool { return local.Log().LogEndOffset() == 1 })
 	// Answered (the source keeps answering, with new records so that
 	// even an incremental fetch session names the partition).
-	poll("fresh while answered", func() bool {
+	waitUntil(t, "fresh while answered", func() bool {
 		if err := p.ProduceSync(ctx, kgo.StringRecord("more")).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
@@ -197,13 +100,69 @@ func TestFetchCollectorStalled(t *testing.T) {
 	if age, stalled := gauges("gone", "never"); !math.IsInf(age, 1) {
 		t.Errorf("never answered: age %v, stalled %v; want +Inf", age, stalled)
 	}
-	poll("never answered: stalled", func() bool { _, stalled := gauges("gone", "never"); return stalled == 1 })
+	waitUntil(t, "never answered: stalled", func() bool { _, stalled := gauges("gone", "never"); return stalled == 1 })
 
 	src.Close()
-	poll("stalled once the source is gone", func() bool {
+	waitUntil(t, "stalled once the source is gone", func() bool {
 		age, stalled := gauges("m", "s")
 		return stalled == 1 && age >= timeout.Seconds() && !math.IsInf(age, 1)
 	})
+}
+
+// newFetchFixture returns a test context, a one-broker kfake cluster with
+// topic "s" holding records records, a producer to it, a broker and a
+// fetch manager, all closed at the end of the test.
+func newFetchFixture(t *testing.T, records int) (context.Context, *kfake.Cluster, *kgo.Client, *broker.Broker, *fetch.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	p, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	for range records {
+		if err := p.ProduceSync(ctx, kgo.StringRecord("r")).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newTestBroker(t)
+	m := fetch.NewManager(fetch.Config{})
+	t.Cleanup(m.Close) // before b closes: cleanups run last first
+	return ctx, src, p, b, m
+}
+
+// startMirrored creates one-partition mirror topic topic on b and mirrors
+// it with m's mirror.
+func startMirrored(t *testing.T, b *broker.Broker, m *fetch.Manager, mirror, topic string) fetch.Partition {
+	t.Helper()
+	if err := b.CreateMirrorTopic(topic, [16]byte{byte(len(topic))}, 1, mirror); err != nil {
+		t.Fatal(err)
+	}
+	local, err := b.MirrorPartition(topic, 0)
+	if err == nil {
+		err = m.StartPartition(mirror, topic, 0, local)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local
+}
+
+// waitUntil polls cond for up to 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 20s", what)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
 }
 
 // counterValue returns the value of the unlabelled counter name.

@@ -8,6 +8,23 @@ import (
 	"time"
 )
 
+// openWithMirror is an in-memory store holding mirror "m".
+func openWithMirror(t *testing.T) *Store {
+	t.Helper()
+	s := openMem(t)
+	if err := s.PutMirror(Mirror{Name: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// aligning is partition p of topic in mirror "m" in LOG_ALIGNMENT, with
+// nothing else known.
+func aligning(topic string, p int32) MirrorPartitionState {
+	return MirrorPartitionState{Mirror: "m", Topic: topic, Partition: p, State: StateLogAlignment,
+		Previous: StateUnknown, LastMirrorEpoch: -1, LastMirrorOffset: -1}
+}
+
 // at is a read time as the store keeps it (milliseconds, no monotonic
 // reading), so that values compare equal after a round trip.
 func at(ms int64) time.Time { return time.UnixMilli(ms) }
@@ -18,12 +35,8 @@ func at(ms int64) time.Time { return time.UnixMilli(ms) }
 // v1 value written then reads as "never read".
 func TestMirrorPartitionStateSourceOffsetFormat(t *testing.T) {
 	t.Parallel()
-	s := openMem(t)
-	if err := s.PutMirror(Mirror{Name: "m"}); err != nil {
-		t.Fatal(err)
-	}
-	p := MirrorPartitionState{Mirror: "m", Topic: "t", Partition: 0, State: StateLogAlignment,
-		Previous: StateUnknown, LastMirrorEpoch: -1, LastMirrorOffset: -1}
+	s := openWithMirror(t)
+	p := aligning("t", 0)
 	// A v1 value as the encoder before v2 wrote it (LOG_ALIGNMENT, no
 	// previous, retry 0, epoch -1, offset -1, message "e").
 	v1, _ := hex.DecodeString("01" + "00" + "ff" + "00000000" + "ffffffff" + "ffffffffffffffff" + "00000001" + "65")
@@ -59,12 +72,9 @@ func TestMirrorPartitionStateSourceOffsetFormat(t *testing.T) {
 // take the source offset back to the older reading.
 func TestPutMirrorPartitionStateKeepsNewerSourceOffset(t *testing.T) {
 	t.Parallel()
-	s := openMem(t)
-	if err := s.PutMirror(Mirror{Name: "m"}); err != nil {
-		t.Fatal(err)
-	}
-	p := MirrorPartitionState{Mirror: "m", Topic: "t", Partition: 3, State: StateLogAlignment,
-		Previous: StateUnknown, LastMirrorEpoch: -1, LastMirrorOffset: -1, SourceOffset: 10, SourceOffsetTime: at(1000)}
+	s := openWithMirror(t)
+	p := aligning("t", 3)
+	p.SourceOffset, p.SourceOffsetTime = 10, at(1000)
 	putState(t, s, p)
 	if err := s.PutMirrorSourceOffsets("m", []MirrorSourceOffset{{Topic: "t", Partition: 3, Offset: 20, Time: at(2000)}}); err != nil {
 		t.Fatal(err)
@@ -87,10 +97,7 @@ func TestPutMirrorPartitionStateKeepsNewerSourceOffset(t *testing.T) {
 // reports a corrupt state after writing the others.
 func TestPutMirrorSourceOffsets(t *testing.T) {
 	t.Parallel()
-	s := openMem(t)
-	if err := s.PutMirror(Mirror{Name: "m"}); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithMirror(t)
 	failed := MirrorPartitionState{Mirror: "m", Topic: "t", Partition: 0, State: StateFailed, Previous: StateMirroring,
 		RetryAttempt: 3, ErrorMessage: "boom", LastMirrorEpoch: 7, LastMirrorOffset: 70}
 	putRaw(t, s, string(appendMirrorPartitionKey(nil, mirrorPartitionKey{"m", "t", 0})), appendMirrorPartitionState(nil, failed))
@@ -130,8 +137,7 @@ func TestPutMirrorSourceOffsets(t *testing.T) {
 	n := 2*sourceOffsetsPerTxn + 7
 	offs := make([]MirrorSourceOffset, n)
 	for i := range offs {
-		p := MirrorPartitionState{Mirror: "m", Topic: "many", Partition: int32(i), State: StateLogAlignment,
-			Previous: StateUnknown, LastMirrorEpoch: -1, LastMirrorOffset: -1}
+		p := aligning("many", int32(i))
 		putRaw(t, s, string(appendMirrorPartitionKey(nil, mirrorPartitionKey{"m", "many", p.Partition})), appendMirrorPartitionState(nil, p))
 		offs[i] = MirrorSourceOffset{Topic: "many", Partition: int32(i), Offset: int64(i), Time: at(7000)}
 	}
@@ -148,12 +154,8 @@ func TestPutMirrorSourceOffsets(t *testing.T) {
 
 func TestPutMirrorSourceOffsetsInvalid(t *testing.T) {
 	t.Parallel()
-	s := openMem(t)
-	if err := s.PutMirror(Mirror{Name: "m"}); err != nil {
-		t.Fatal(err)
-	}
-	p := MirrorPartitionState{Mirror: "m", Topic: "t", Partition: 0, State: StateLogAlignment,
-		Previous: StateUnknown, LastMirrorEpoch: -1, LastMirrorOffset: -1}
+	s := openWithMirror(t)
+	p := aligning("t", 0)
 	putState(t, s, p)
 	good := MirrorSourceOffset{Topic: "t", Partition: 0, Offset: 5, Time: at(1000)}
 	for _, tc := range []struct {

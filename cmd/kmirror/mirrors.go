@@ -301,21 +301,10 @@ func responseError(resp kmsg.Response) error {
 		}
 		return nil
 	}
+	if a, ok := actionAnswerOf(resp); ok {
+		return topics(a.code, a.msg, a.topics)
+	}
 	switch r := resp.(type) {
-	case *mirrorapi.CreateClusterMirrorResponse:
-		return top(r.ErrorCode, r.ErrorMessage)
-	case *mirrorapi.DeleteClusterMirrorResponse:
-		return top(r.ErrorCode, r.ErrorMessage)
-	case *mirrorapi.StartMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.StopMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.PauseMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.ResumeMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.RecoverMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
 	case *mirrorapi.ListClusterMirrorsResponse:
 		return top(r.ErrorCode, nil)
 	case *mirrorapi.DescribeClusterMirrorsResponse:

@@ -51,11 +51,42 @@ func errorName(code int16) *string {
 	return &s
 }
 
+// actionAnswer is the answer to an action other than --list and
+// --describe: the top-level error and, for the topic actions, each
+// topic's.
+type actionAnswer struct {
+	code   int16
+	msg    *string
+	topics []mirrorapi.MirrorTopicsResponseTopic
+}
+
+// actionAnswerOf extracts resp's answer; ok is false for List and
+// Describe responses.
+func actionAnswerOf(resp kmsg.Response) (a actionAnswer, ok bool) {
+	switch r := resp.(type) {
+	case *mirrorapi.CreateClusterMirrorResponse:
+		return actionAnswer{r.ErrorCode, r.ErrorMessage, nil}, true
+	case *mirrorapi.DeleteClusterMirrorResponse:
+		return actionAnswer{r.ErrorCode, r.ErrorMessage, nil}, true
+	case *mirrorapi.StartMirrorTopicsResponse:
+		return actionAnswer{r.ErrorCode, r.ErrorMessage, r.Topics}, true
+	case *mirrorapi.StopMirrorTopicsResponse:
+		return actionAnswer{r.ErrorCode, r.ErrorMessage, r.Topics}, true
+	case *mirrorapi.PauseMirrorTopicsResponse:
+		return actionAnswer{r.ErrorCode, r.ErrorMessage, r.Topics}, true
+	case *mirrorapi.ResumeMirrorTopicsResponse:
+		return actionAnswer{r.ErrorCode, r.ErrorMessage, r.Topics}, true
+	case *mirrorapi.RecoverMirrorTopicsResponse:
+		return actionAnswer{r.ErrorCode, r.ErrorMessage, r.Topics}, true
+	}
+	return actionAnswer{}, false
+}
+
 // jsonOf is what --json prints for resp.
 func (f *mirrorsFlags) jsonOf(action string, resp kmsg.Response) any {
-	topicAction := func(code int16, msg *string, ts []mirrorapi.MirrorTopicsResponseTopic) actionResult {
-		res := actionResult{Action: action, Mirror: f.mirror, Error: errorName(code), ErrorMessage: msg}
-		for _, t := range ts {
+	if a, ok := actionAnswerOf(resp); ok {
+		res := actionResult{Action: action, Mirror: f.mirror, Error: errorName(a.code), ErrorMessage: a.msg}
+		for _, t := range a.topics {
 			res.Topics = append(res.Topics, topicResult{Topic: t.Name, Error: errorName(t.ErrorCode), ErrorMessage: t.ErrorMessage})
 		}
 		return res
@@ -70,20 +101,6 @@ func (f *mirrorsFlags) jsonOf(action string, resp kmsg.Response) any {
 				TopicCount: m.TopicCount, SourceClusterID: m.SourceClusterID, SourceBootstrapServer: m.SourceBootstrap})
 		}
 		return rows
-	case *mirrorapi.CreateClusterMirrorResponse:
-		return actionResult{Action: action, Mirror: f.mirror, Error: errorName(r.ErrorCode), ErrorMessage: r.ErrorMessage}
-	case *mirrorapi.DeleteClusterMirrorResponse:
-		return actionResult{Action: action, Mirror: f.mirror, Error: errorName(r.ErrorCode), ErrorMessage: r.ErrorMessage}
-	case *mirrorapi.StartMirrorTopicsResponse:
-		return topicAction(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.StopMirrorTopicsResponse:
-		return topicAction(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.PauseMirrorTopicsResponse:
-		return topicAction(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.ResumeMirrorTopicsResponse:
-		return topicAction(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.RecoverMirrorTopicsResponse:
-		return topicAction(r.ErrorCode, r.ErrorMessage, r.Topics)
 	}
 	return resp
 }
