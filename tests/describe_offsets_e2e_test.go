@@ -128,7 +128,7 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 				t.Fatalf("idle-%d after the restart: %s (a source offset is known all along)", p,
 					describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 			}
-			if dp.StateValue != "MIRRORING" || dp.Lag != 0 || dp.Stalled || dp.SourceOffsetAgeMillis > 500 {
+			if dp.StateValue != "MIRRORING" || dp.Lag != 0 || dp.Stalled || dp.SourceOffsetAgeMillis > 1000 {
 				return errors.New(describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 			}
 		}
