@@ -39,6 +39,13 @@
 // each of its actions is a transition this package owns: start, stop,
 // FAILED.
 //
+// DescribeClusterMirrors (describe.go) shows the last known offsets in
+// every state, with the source offset's age and whether the partition has
+// stalled. A fetcher keeps the source high watermark in memory only, so it
+// is persisted on the partition's state when the fetcher is removed and by
+// a checkpoint every 10 s and at Close (offsets_checkpoint.go), never per
+// fetch.
+//
 // Failback needs no special path: when the old source mirrors from the new
 // primary, the fetcher's OffsetForLeaderEpoch at start truncates the old
 // source to where the new primary's own epoch began (the stop raised it),

@@ -363,7 +363,7 @@ func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response 
 		case state.StateMirroring:
 			m.Topics[topic] = state.StatePaused
 			for p := int32(0); p < partitions; p++ {
-				_ = c.fm.StopPartition(m.Name, topic, p)
+				c.stopFetcher(m.Name, topic, p)
 				c.setState(c.partitionState(m.Name, topic, p), state.StatePausing, "")
 				c.setState(c.partitionState(m.Name, topic, p), state.StatePaused, "")
 			}
@@ -472,58 +472,6 @@ func (c *Controller) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response 
 	return resp
 }
 
-func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.Response {
-	resp := r.ResponseKind().(*mirrorapi.DescribeClusterMirrorsResponse)
-	mirrors, _ := c.store.Mirrors()
-	for _, m := range mirrors {
-		if len(r.MirrorNames) > 0 && !slices.Contains(r.MirrorNames, m.Name) {
-			continue
-		}
-		dm := mirrorapi.DescribeClusterMirrorsResponseMirror{MirrorName: m.Name, AuthorizedOperations: -2147483648}
-		states, _ := c.store.MirrorPartitionStates(m.Name)
-		byTopic := map[string][]state.MirrorPartitionState{}
-		var names []string
-		for _, ps := range states {
-			if _, ok := byTopic[ps.Topic]; !ok {
-				names = append(names, ps.Topic)
-			}
-			byTopic[ps.Topic] = append(byTopic[ps.Topic], ps)
-		}
-		sort.Strings(names)
-		for _, t := range names {
-			dt := mirrorapi.DescribeClusterMirrorsResponseTopic{TopicName: t}
-			for _, ps := range byTopic[t] {
-				dp := mirrorapi.DescribeClusterMirrorsResponsePartition{PartitionIndex: ps.Partition,
-					SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: ps.State.String(), RetryAttempt: ps.RetryAttempt}
-				if ps.ErrorMessage != "" {
-					dp.ErrorMessage = strp(ps.ErrorMessage)
-				}
-				if ps.State == state.StateMirroring {
-					if st, err := c.fm.Status(m.Name, t, ps.Partition); err == nil {
-						dp.SourceOffset, dp.DestinationOffset = st.SourceHighWatermark, c.readableEnd(t, ps.Partition, st.LogEndOffset)
-						if st.SourceHighWatermark >= 0 {
-							dp.Lag = max(st.SourceHighWatermark-dp.DestinationOffset, 0)
-						}
-					}
-				}
-				dt.Partitions = append(dt.Partitions, dp)
-			}
-			dm.Topics = append(dm.Topics, dt)
-		}
-		resp.Mirrors = append(resp.Mirrors, dm)
-	}
-	for _, name := range r.MirrorNames {
-		if !slices.ContainsFunc(resp.Mirrors, func(dm mirrorapi.DescribeClusterMirrorsResponseMirror) bool { return dm.MirrorName == name }) {
-			resp.Mirrors = append(resp.Mirrors, mirrorapi.DescribeClusterMirrorsResponseMirror{MirrorName: name,
-				ErrorCode: mirrorapi.ErrUnknownClusterMirror, ErrorMessage: strp("no cluster mirror " + name)})
-		}
-	}
-	if r.ClusterID != nil {
-		resp.LookupResults = c.lastMirrorEpochs(mirrors, *r.ClusterID, r.LastMirrorEpochLookups)
-	}
-	return resp
-}
-
 // lastMirrorEpochs answers a failback's lookups: for the mirrors of this
 // node whose source is clusterID, the last mirror epoch of each partition
 // asked for (-1 when unknown); the highest across mirrors wins.
@@ -600,19 +548,4 @@ func (c *Controller) loopCheck(m state.Mirror, topic string) error {
 		}
 	}
 	return nil
-}
-
-// readableEnd is a mirrored partition's destination offset as Describe
-// reports it: the local high watermark, what consumers can read, capped by
-// the log end the fetcher saw. WHY not the log end alone: storage
-// publishes a new log end before it updates the epoch cache (a file write
-// when the epoch is new) and then the high watermark, so for that window a
-// "lag 0" taken from the log end promised records no consumer could read
-// yet, and an operator failing over on it would act too early.
-func (c *Controller) readableEnd(topic string, p int32, logEnd int64) int64 {
-	local, err := c.b.MirrorPartition(topic, p)
-	if err != nil {
-		return logEnd
-	}
-	return min(logEnd, local.Log().HighWatermark())
 }

@@ -347,7 +347,7 @@ func (c *Controller) failNonRetryable(ps state.MirrorPartitionState, msg string)
 	if ps.State == state.StateStopped || ps.State == state.StateFailed && ps.RetryAttempt < 0 {
 		return
 	}
-	_ = c.fm.StopPartition(ps.Mirror, ps.Topic, ps.Partition)
+	c.stopFetcher(ps.Mirror, ps.Topic, ps.Partition)
 	ps.RetryAttempt = -1
 	if err := c.setState(ps, state.StateFailed, msg); err != nil {
 		c.log.Warn("marking a partition failed", "mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition, "err", err)

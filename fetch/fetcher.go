@@ -528,7 +528,7 @@ func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]i
 // touchQuiet records a successful fetch for the requested partitions
 // that the response leaves out: in a fetch session the source answers
 // only partitions with news, so silence is a current "nothing new", and
-// an idle partition must not look stalled.
+// an idle partition must look neither stalled nor old.
 func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartition]int64) {
 	answered := f.answered
 	clear(answered)
@@ -544,6 +544,12 @@ func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartit
 		if ps := f.parts[tp]; ps != nil && !answered[tp] {
 			ps.mu.Lock()
 			ps.lastFetch = now
+			if ps.sourceHW >= 0 {
+				// Left out means unchanged: the source names a partition
+				// of the session whenever its high watermark, LSO or log
+				// start moves. So the last known offsets are current.
+				ps.sourceUpdated = now
+			}
 			ps.mu.Unlock()
 		}
 	}

@@ -129,7 +129,9 @@ func (ps *partState) status() Status {
 	if ps.lastFetch.After(since) {
 		since = ps.lastFetch
 	}
-	st.Stalled = ps.state != StateFailed && time.Since(since) > ps.mirror.cfg.RequestTimeout
+	// A fetch may wait fetch.wait.max.ms at the source before it answers,
+	// then up to request.timeout.ms on the wire.
+	st.Stalled = ps.state != StateFailed && time.Since(since) > ps.mirror.cfg.RequestTimeout+ps.mirror.cfg.FetchWaitMax
 	return st
 }
 

@@ -317,8 +317,11 @@ func (n *ctlNode) list(ctx context.Context) map[string]mirrorapi.ListClusterMirr
 func describePartitions(ps []mirrorapi.DescribeClusterMirrorsResponsePartition) string {
 	var sb strings.Builder
 	for _, p := range ps {
-		fmt.Fprintf(&sb, "[%d %s src %d dst %d lag %d retry %d", p.PartitionIndex, p.StateValue, p.SourceOffset,
-			p.DestinationOffset, p.Lag, p.RetryAttempt)
+		fmt.Fprintf(&sb, "[%d %s src %d (%d ms old) dst %d lag %d retry %d", p.PartitionIndex, p.StateValue, p.SourceOffset,
+			p.SourceOffsetAgeMillis, p.DestinationOffset, p.Lag, p.RetryAttempt)
+		if p.Stalled {
+			sb.WriteString(" stalled")
+		}
 		if p.ErrorMessage != nil {
 			fmt.Fprintf(&sb, " %q", *p.ErrorMessage)
 		}
@@ -349,7 +352,7 @@ func (n *ctlNode) waitMirrored(ctx context.Context, mirror, topic string, ends m
 }
 
 // checkStates checks that Describe shows parts partitions of topic, all
-// in state want.
+// in state want, with offsets that agree (checkDescribed).
 func (n *ctlNode) checkStates(ctx context.Context, mirror, topic string, parts int, want string) {
 	n.t.Helper()
 	ps := n.describe(ctx, mirror)[topic]
@@ -360,10 +363,28 @@ func (n *ctlNode) checkStates(ctx context.Context, mirror, topic string, parts i
 		if p.StateValue != want {
 			n.t.Fatalf("node %s: %s: want every partition %s: %s", n.name, topic, want, describePartitions(ps))
 		}
-		if want != "MIRRORING" && (p.SourceOffset != -1 || p.DestinationOffset != -1 || p.Lag != -1) {
-			n.t.Fatalf("node %s: %s: offsets of a partition not MIRRORING must be -1: %s", n.name, topic, describePartitions(ps))
+		if err := checkDescribed(p); err != nil {
+			n.t.Fatalf("node %s: %s: %v: %s", n.name, topic, err, describePartitions(ps))
 		}
 	}
+}
+
+// checkDescribed checks a described partition's offsets against each
+// other: the destination offset is known in every state (the local high
+// watermark, or where a stop left it), and the lag and the source
+// offset's age are known exactly when the source offset is, the lag being
+// source minus destination, never negative.
+func checkDescribed(p mirrorapi.DescribeClusterMirrorsResponsePartition) error {
+	switch {
+	case p.DestinationOffset < 0:
+		return fmt.Errorf("partition %d: destination offset %d unknown", p.PartitionIndex, p.DestinationOffset)
+	case p.SourceOffset < 0 && (p.SourceOffset != -1 || p.Lag != -1 || p.SourceOffsetAgeMillis != -1):
+		return fmt.Errorf("partition %d: source offset unknown but lag %d, age %d ms", p.PartitionIndex, p.Lag, p.SourceOffsetAgeMillis)
+	case p.SourceOffset >= 0 && (p.Lag != max(p.SourceOffset-p.DestinationOffset, 0) || p.SourceOffsetAgeMillis < 0):
+		return fmt.Errorf("partition %d: source %d, destination %d: lag %d, age %d ms", p.PartitionIndex,
+			p.SourceOffset, p.DestinationOffset, p.Lag, p.SourceOffsetAgeMillis)
+	}
+	return nil
 }
 
 // checkNoFetcher checks that no fetcher runs for topic's partitions (a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,7 +56,7 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.topics, "topics", "", "comma list of topic names or regexes")
 	fs.StringVar(&f.exclude, "exclude", "", "comma list of regexes to exclude (--start)")
 	fs.BoolVar(&f.failed, "failed", false, "describe failed partitions only")
-	fs.BoolVar(&f.asJSON, "json", false, "print the response as JSON")
+	fs.BoolVar(&f.asJSON, "json", false, "print JSON (--describe: an array of partitions, as kafka-cluster-mirrors.sh prints it)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up when the node has not answered within this `duration`")
 	f.actions = map[string]*bool{}
 	for _, a := range []string{"create", "start", "stop", "pause", "resume", "recover", "delete", "list", "describe"} {
@@ -188,9 +187,7 @@ func (f *mirrorsFlags) run(ctx context.Context, action string, out io.Writer) er
 		return fmt.Errorf("%s: %w", mirrorapi.NameForKey(req.Key()), err)
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(resp); err != nil {
+		if err := f.printJSON(action, resp, out); err != nil {
 			return err
 		}
 		return responseError(resp)
@@ -304,21 +301,10 @@ func responseError(resp kmsg.Response) error {
 		}
 		return nil
 	}
+	if a, ok := actionAnswerOf(resp); ok {
+		return topics(a.code, a.msg, a.topics)
+	}
 	switch r := resp.(type) {
-	case *mirrorapi.CreateClusterMirrorResponse:
-		return top(r.ErrorCode, r.ErrorMessage)
-	case *mirrorapi.DeleteClusterMirrorResponse:
-		return top(r.ErrorCode, r.ErrorMessage)
-	case *mirrorapi.StartMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.StopMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.PauseMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.ResumeMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.RecoverMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
 	case *mirrorapi.ListClusterMirrorsResponse:
 		return top(r.ErrorCode, nil)
 	case *mirrorapi.DescribeClusterMirrorsResponse:
@@ -331,7 +317,8 @@ func responseError(resp kmsg.Response) error {
 	return nil
 }
 
-// print writes the human form: SPEC.md section 8's columns.
+// print writes the human form: SPEC.md section 8's columns (for
+// --describe, see mirrors_describe.go).
 func (f *mirrorsFlags) print(action string, resp kmsg.Response, out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
@@ -346,37 +333,7 @@ func (f *mirrorsFlags) print(action string, resp kmsg.Response, out io.Writer) e
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MirrorName, strings.Join(m.TopicNames, ","), id, m.SourceBootstrap)
 		}
 	case *mirrorapi.DescribeClusterMirrorsResponse:
-		if f.failed {
-			fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tRETRY\tERROR")
-		} else {
-			fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSOURCE-OFFSET\tDESTINATION-OFFSET\tLAG\tSTATE")
-		}
-		for _, m := range r.Mirrors {
-			for _, t := range m.Topics {
-				for _, p := range t.Partitions {
-					if !f.failed {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", m.MirrorName, t.TopicName, p.PartitionIndex,
-							p.SourceOffset, p.DestinationOffset, p.Lag, p.StateValue)
-						continue
-					}
-					if p.StateValue != "FAILED" {
-						continue
-					}
-					retry := "NonRetryable"
-					if p.RetryAttempt >= 0 {
-						retry = fmt.Sprint(p.RetryAttempt)
-					}
-					msg := ""
-					if p.ErrorMessage != nil {
-						msg = *p.ErrorMessage
-					}
-					if len(msg) > 80 {
-						msg = msg[:80]
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MirrorName, t.TopicName, p.PartitionIndex, retry, msg)
-				}
-			}
-		}
+		printDescribe(tw, describeRows(r, f.failed), f.failed)
 	default:
 		fmt.Fprintf(out, "%s: done\n", action)
 	}
