@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/pattern"
+	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -227,7 +228,8 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 			return kerr.UnknownServerError.Code, err.Error()
 		}
 	case t.TopicID != ([16]byte{}) && info.ID != t.TopicID:
-		return kerr.InconsistentTopicID.Code, fmt.Sprintf("topic %s exists here with another topic id", t.TopicName)
+		return kerr.InconsistentTopicID.Code, fmt.Sprintf("topic %s exists here with topic id %s, at the source with %s",
+			t.TopicName, topicid.String(info.ID), topicid.String(t.TopicID))
 	case info.Mirror != "" && info.Mirror != m.Name:
 		return mirrorapi.ErrTopicAlreadyInClusterMirror, fmt.Sprintf("topic %s belongs to cluster mirror %s", t.TopicName, info.Mirror)
 	case info.Mirror == m.Name && m.Topics[t.TopicName] == state.StateMirroring:

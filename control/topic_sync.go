@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/pattern"
+	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -284,7 +285,7 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 				" (deletes are not propagated: the local copy is kept)", t))
 		case v.topics[t].ID != ([16]byte{}) && v.topics[t].ID != info.ID:
 			c.failTopic(cur, t, info.Partitions, fmt.Sprintf("topic %s was deleted and recreated at the source"+
-				" (topic id %s, mirrored %s); mirroring stopped", t, kadm.TopicID(v.topics[t].ID), kadm.TopicID(info.ID)))
+				" (topic id %s, mirrored %s); mirroring stopped", t, topicid.String(v.topics[t].ID), topicid.String(info.ID)))
 		default:
 			metaErr = errors.Join(metaErr, c.growTopic(cur, t, info.Partitions, v.topics[t].Partitions))
 			cfgErr = errors.Join(cfgErr, c.applyTopicConfigs(t, v.configs[t]))

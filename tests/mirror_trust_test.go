@@ -21,6 +21,7 @@ import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -140,7 +141,7 @@ func TestMirrorTrustTopicRecreated(t *testing.T) {
 			if tc.down {
 				n.open()
 			}
-			want := tc.wantMsgs(fetch.TopicIDString(oldID), fetch.TopicIDString(newID))
+			want := tc.wantMsgs(topicid.String(oldID), topicid.String(newID))
 			if tc.noIDs && (oldID != [16]byte{} || newID != [16]byte{}) {
 				t.Fatalf("a source capped at Kafka 2.7 gave topic ids %x, %x", oldID, newID)
 			}
