@@ -59,6 +59,9 @@ func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.R
 			}
 			for _, ps := range byTopic[t] {
 				dt.Partitions = append(dt.Partitions, c.describePartition(ps, now))
+				if st, err := c.fm.Status(m.Name, t, ps.Partition); err == nil && st.NoSourceTopicIDs {
+					dt.NoSourceTopicIDs = true
+				}
 			}
 			dm.Topics = append(dm.Topics, dt)
 		}

@@ -161,6 +161,10 @@ type DescribeClusterMirrorsResponseTopic struct {
 	// TopicID (tag 0, a kmirror addition) is the topic's id, which a
 	// mirror topic shares with its source topic. Omitted when zero.
 	TopicID [16]byte
+	// NoSourceTopicIDs (tag 1, a kmirror addition) is set when the source
+	// has no topic ids (Kafka before 2.8): TopicID was assigned by this
+	// node, and the topic is checked by comparing batches instead.
+	NoSourceTopicIDs bool
 }
 
 // DescribeClusterMirrorsResponsePartition is one partition of a described
@@ -261,6 +265,9 @@ func (t *DescribeClusterMirrorsResponseTopic) appendTo(dst []byte) []byte {
 	if t.TopicID != ([16]byte{}) {
 		tags.add(0, kbin.AppendUuid(nil, t.TopicID))
 	}
+	if t.NoSourceTopicIDs {
+		tags.add(1, kbin.AppendBool(nil, true))
+	}
 	return tags.appendTo(dst)
 }
 
@@ -268,10 +275,14 @@ func (t *DescribeClusterMirrorsResponseTopic) readFrom(r *reader) {
 	t.TopicName = r.str()
 	t.Partitions = readArray[DescribeClusterMirrorsResponsePartition](r, minDescribePartition)
 	r.tags(func(tag uint32, sub *reader) bool {
-		if tag != 0 {
+		switch tag {
+		case 0:
+			t.TopicID = sub.Uuid()
+		case 1:
+			t.NoSourceTopicIDs = sub.Bool()
+		default:
 			return false
 		}
-		t.TopicID = sub.Uuid()
 		return true
 	})
 }

@@ -88,6 +88,28 @@ func (n *ctlNode) checkLogKept(ctx context.Context, topic string, ends map[int32
 	}
 }
 
+// checkSourceTopicIDs checks what Describe says of topic's source: that
+// it has topic ids (the copy has the source's), or that it has none and
+// the copy's id was assigned here.
+func (n *ctlNode) checkSourceTopicIDs(ctx context.Context, mirror, topic string, want bool) {
+	n.t.Helper()
+	req := mirrorapi.NewPtrDescribeClusterMirrorsRequest()
+	req.MirrorNames = []string{mirror}
+	resp := n.rpc(ctx, req).(*mirrorapi.DescribeClusterMirrorsResponse)
+	for _, m := range resp.Mirrors {
+		for _, t := range m.Topics {
+			if t.TopicName == topic {
+				if t.NoSourceTopicIDs == want || t.TopicID == ([16]byte{}) {
+					n.t.Fatalf("node %s: %s described with id %s, source without topic ids %v; want ids at the source %v",
+						n.name, topic, topicid.String(t.TopicID), t.NoSourceTopicIDs, want)
+				}
+				return
+			}
+		}
+	}
+	n.t.Fatalf("node %s: %s not described: %+v", n.name, topic, resp)
+}
+
 // TestMirrorTrustTopicRecreated deletes and recreates a mirrored topic at
 // the source, with fewer records: live (the periodic metadata sync off, so
 // the fetchers alone must notice), while the node is down, and from a
@@ -128,6 +150,7 @@ func TestMirrorTrustTopicRecreated(t *testing.T) {
 			ends := listOffsets(t, ctx, srcAdm, topic, false)
 			n.waitMirrored(ctx, "m", topic, ends)
 			before := rawLog(t, ctx, n.cl, topic, ends)
+			n.checkSourceTopicIDs(ctx, "m", topic, !tc.noIDs)
 
 			if tc.down {
 				n.close()

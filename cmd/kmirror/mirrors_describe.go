@@ -53,6 +53,9 @@ type describeRow struct {
 	// TopicID is Kafka's form of the id (internal/topicid); null from a
 	// node that does not report it.
 	TopicID *string `json:"topicId"`
+	// SourceHasNoTopicIDs: the source is older than Kafka 2.8, and
+	// TopicID is the one kmirror assigned.
+	SourceHasNoTopicIDs bool `json:"sourceHasNoTopicIds"`
 }
 
 // describeRows flattens a Describe answer into rows sorted by mirror,
@@ -74,7 +77,7 @@ func describeRows(r *mirrorapi.DescribeClusterMirrorsResponse, failed bool) []de
 				rows = append(rows, describeRow{Mirror: m.MirrorName, Topic: t.TopicName, Partition: p.PartitionIndex,
 					SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag, State: p.StateValue,
 					RetryAttempt: p.RetryAttempt, ErrorMessage: p.ErrorMessage, SourceOffsetAgeMs: p.SourceOffsetAgeMillis,
-					Stalled: p.Stalled, TopicID: id})
+					Stalled: p.Stalled, TopicID: id, SourceHasNoTopicIDs: t.NoSourceTopicIDs})
 			}
 		}
 	}
@@ -120,6 +123,14 @@ func printDescribe(tw io.Writer, rows []describeRow, failed bool) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Mirror, r.Topic, r.Partition, offsetCell(r.SourceOffset),
 			offsetCell(r.DestinationOffset), offsetCell(r.Lag), r.State, age, stalled)
+	}
+	noted := map[[2]string]bool{}
+	for _, r := range rows {
+		if k := [2]string{r.Mirror, r.Topic}; r.SourceHasNoTopicIDs && r.TopicID != nil && !noted[k] {
+			noted[k] = true
+			fmt.Fprintf(tw, "note: mirror %s topic %s: the source has no topic ids (Kafka before 2.8); kmirror assigned topic id %s\n",
+				r.Mirror, r.Topic, *r.TopicID)
+		}
 	}
 }
 

@@ -199,7 +199,7 @@ func describeJSON(t *testing.T, out string) []map[string]any {
 		t.Fatalf("--describe --json: %v\n%s", err, out)
 	}
 	want := []string{"destinationOffset", "errorMessage", "lag", "mirror", "partition", "retryAttempt",
-		"sourceOffset", "sourceOffsetAgeMs", "stalled", "state", "topic", "topicId"}
+		"sourceHasNoTopicIds", "sourceOffset", "sourceOffsetAgeMs", "stalled", "state", "topic", "topicId"}
 	for _, r := range rows {
 		keys := slices.Sorted(maps.Keys(r))
 		if !slices.Equal(keys, want) {
@@ -556,6 +556,25 @@ func TestMirrorsDescribeTable(t *testing.T) {
 	}
 	if !slices.EqualFunc(rows, want, slices.Equal) {
 		t.Fatalf("rows\n%q\nwant\n%q", rows, want)
+	}
+}
+
+// A topic whose source has no topic ids gets one note line after the
+// table, naming the id kmirror assigned, in Kafka's form.
+func TestMirrorsDescribeNoSourceTopicIDs(t *testing.T) {
+	t.Parallel()
+	resp := describeAnswer()
+	id := [16]byte{0xfb, 0xff, 1}
+	resp.Mirrors[0].Topics[0].TopicID, resp.Mirrors[0].Topics[0].NoSourceTopicIDs = id, true
+	var out strings.Builder
+	if err := (&mirrorsFlags{}).print("describe", resp, &out); err != nil {
+		t.Fatal(err)
+	}
+	topic := resp.Mirrors[0].Topics[0].TopicName
+	note := fmt.Sprintf("note: mirror %s topic %s: the source has no topic ids (Kafka before 2.8); kmirror assigned topic id %s",
+		resp.Mirrors[0].MirrorName, topic, topicid.String(id))
+	if strings.Count(out.String(), "note:") != 1 || !strings.Contains(out.String(), note+"\n") {
+		t.Fatalf("want exactly the note %q in\n%s", note, out.String())
 	}
 }
 
