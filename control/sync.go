@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/state"
-	syncacls "github.com/kmirror/kmirror/sync/acls"
-	syncgroups "github.com/kmirror/kmirror/sync/groups"
 )
 
 // The metadata sync (SPEC.md section 6): every
@@ -23,6 +21,13 @@ import (
 // own file here or package under sync/). Each part's
 // errors are counted by kind and logged once until that part succeeds
 // again; none stops the loop or the other parts.
+//
+// A stopped topic belongs to this node: the sync changes nothing of it
+// any more, neither its configs (topic_sync.go syncs MIRRORING topics
+// only), nor its groups' offsets (groupDest), nor the ACLs on it
+// (frozenACLs). Once every topic of a mirror is stopped (failedOver), no
+// group offset or ACL sync runs for it at all. The ACL sync deletes only
+// bindings it created itself, recorded per mirror in state.
 
 // Sync error kinds, the kind label of kmirror_mirror_sync_errors_total.
 const (
@@ -171,26 +176,11 @@ func (c *Controller) syncMirror(m state.Mirror, cl *kgo.Client) {
 	c.syncResult(m.Name, SyncTopicMetadata, metaErr)
 	c.syncResult(m.Name, SyncTopicConfigs, cfgErr)
 
-	f, err := groupFilter(m)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
-		var res syncgroups.Result
-		res, err = syncgroups.Sync(ctx, src, groupDest{b: c.b, mirror: m.Name}, f)
-		cancel()
-		c.log.Debug("metadata sync: group offsets", "mirror", m.Name, "groups", res.Groups,
-			"offsets", res.Offsets, "clamped", res.Clamped, "skipped_active", res.SkippedActive)
-	}
-	c.syncResult(m.Name, SyncGroupOffsets, err)
+	c.syncResult(m.Name, SyncGroupOffsets, c.syncGroups(m, src))
 
-	rules, err := aclRules(m)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
-		var res syncacls.Result
-		res, err = syncacls.Sync(ctx, src, c.b, rules)
-		cancel()
-		if res.Added+res.Removed > 0 {
-			c.log.Info("metadata sync: ACLs", "mirror", m.Name, "added", res.Added, "removed", res.Removed)
-		}
+	res, err := c.syncACLs(m, src)
+	if res.Added+res.Removed > 0 {
+		c.log.Info("metadata sync: ACLs", "mirror", m.Name, "added", res.Added, "removed", res.Removed)
 	}
 	c.syncResult(m.Name, SyncACLs, err)
 }
