@@ -297,9 +297,37 @@ func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		q := regexp.QuoteMeta(t.TopicName)
 		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == q })
 	}
+	// The topics this stop fails over get a final sync first (sync.go);
+	// the others (unknown, another mirror's, stopped already) none.
+	var stopping []string
+	for _, name := range names {
+		if info, ok := c.b.Topic(name); ok && info.Mirror == m.Name {
+			if _, in := m.Topics[name]; in {
+				stopping = append(stopping, name)
+			}
+		}
+	}
+	reps := c.finalSync(m, stopping)
 	for _, name := range names {
 		code, msg := c.stopTopic(&m, name)
 		res.add(name, code, "%s", msg)
+		rt := &res.topics[len(res.topics)-1]
+		rep := reps[name]
+		switch {
+		case rep == nil && code == 0:
+			rt.FinalSync, rt.FinalSyncMessage = mirrorapi.FinalSyncSkipped, strp("topic "+name+" was stopped already")
+		case rep != nil:
+			rt.FinalSync, rt.Partitions = rep.status, rep.parts
+			if rep.msg != "" {
+				rt.FinalSyncMessage = strp(rep.msg)
+			}
+			c.logStop(m, name, code, rep)
+		}
+		if code != 0 && rep != nil {
+			// The final sync removed the fetchers; partitions this stop
+			// did not reach mirror on.
+			c.resumeUnstopped(m, name)
+		}
 	}
 	if err := c.store.PutMirror(m); err != nil {
 		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
@@ -521,6 +549,9 @@ func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.R
 			continue
 		}
 		dm := mirrorapi.DescribeClusterMirrorsResponseMirror{MirrorName: m.Name, AuthorizedOperations: -2147483648}
+		if at := c.LastGroupSync(m.Name); !at.IsZero() {
+			dm.LastGroupSyncMillis = at.UnixMilli()
+		}
 		states, _ := c.store.MirrorPartitionStates(m.Name)
 		byTopic := map[string][]state.MirrorPartitionState{}
 		var names []string
