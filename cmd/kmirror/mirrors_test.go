@@ -303,7 +303,10 @@ func TestMirrorsLifecycle(t *testing.T) {
 	failMirrors(t, 1, []string{"UNKNOWN_CLUSTER_MIRROR"}, cmd("--describe", "--mirror", "nosuch")...)
 	failMirrors(t, 1, []string{"CLUSTER_MIRROR_NOT_EMPTY"}, cmd("--delete", "--mirror", "dr")...)
 
-	mustMirrors(t, cmd("--stop", "--mirror", "dr", "--topics", "orders")...)
+	stopRows, err := parseTable(mustMirrors(t, cmd("--stop", "--mirror", "dr", "--topics", "orders")...), stopHeader...)
+	if want := fmt.Sprintf("orders done %d %d 0", records, records); err != nil || len(stopRows) != 1 || strings.Join(stopRows[0], " ") != want {
+		t.Fatalf("--stop: rows %q, err %v; want %q", stopRows, err, want)
+	}
 	if err := wantStates(describe("--mirror", "dr"), "STOPPED"); err != nil {
 		t.Fatalf("after --stop: %v", err)
 	}
