@@ -237,22 +237,27 @@ func (s *Store) DeleteMirrorSync(mirror string) error {
 	if err := checkMirrorName(mirror); err != nil {
 		return fmt.Errorf("state: delete mirror sync: %v", err)
 	}
-	prefix := mirrorACLPrefix(mirror)
+	return s.deletePrefixThen(mirrorACLPrefix(mirror), mirrorSyncKey(mirror))
+}
+
+// deletePrefixThen deletes every key under prefix, in transactions of one
+// keyBatch each, fsynced, and then key, in the transaction of the last
+// keys: a failure part way leaves key, so the work can be finished by
+// calling it again. (DeleteGroup, DeleteMirror and
+// DeleteMirrorPartitionStates run the same loop inline.)
+func (s *Store) deletePrefixThen(prefix, key []byte) error {
 	for {
 		var more bool
 		err := s.update(func(txn *badger.Txn) error {
-			kb := s.newKeyBatch(1) // room for the mirror-sync key
+			kb := s.newKeyBatch(1) // room for key
 			var err error
 			if more, err = collectKeys(txn, prefix, &kb); err != nil {
 				return err
 			}
-			if err := kb.deleteAll(txn); err != nil {
+			if err := kb.deleteAll(txn); err != nil || more {
 				return err
 			}
-			if more {
-				return nil
-			}
-			return txn.Delete(mirrorSyncKey(mirror))
+			return txn.Delete(key)
 		})
 		if err != nil || !more {
 			return err

@@ -116,9 +116,7 @@ func TestStopFinalSync(t *testing.T) {
 	for p := range int32(parts) {
 		commitAt(t, ctx, srcAdm, group, topic, p, 2000)
 	}
-	if _, err := srcAdm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kadm.StringPtr("123456789")}}, topic); err != nil {
-		t.Fatal(err)
-	}
+	setTopicConfig(t, ctx, srcAdm, topic, "retention.ms", "123456789")
 	began := time.Now()
 	rt := stopWithReport(t, ctx, n, "fs", topic)[topic]
 	n.checkStates(ctx, "fs", topic, parts, "STOPPED")
@@ -152,21 +150,7 @@ func TestStopReportsRecordsBehind(t *testing.T) {
 	createTopic(t, ctx, kadm.NewClient(srcCl), topic, 1, nil)
 	pr := manualProducer(t, src.ListenAddrs())
 	end := produceBatchesTo(t, ctx, pr, topic, 0, 10, 10, "a")
-	raw := readRaw(t, ctx, srcCl, -1, topic, 0, 0, end)
-	bs := splitBatches(t, raw)
-	badAt := bs[1].BaseOffset()
-	corrupt := []byte(string(raw))
-	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
-	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		req, ok := r.(*kmsg.FetchRequest)
-		if !isMirrorFetch(r) || !ok || !fetchesAt(req, topic, 0, 0) {
-			return nil, nil, false
-		}
-		return craftFetch(req, topic, 0, func(sp *kmsg.FetchResponseTopicPartition) {
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
-			sp.RecordBatches = corrupt
-		}), nil, true
-	})
+	badAt, _ := corruptFirstFetch(t, ctx, src, srcCl, topic, end)
 	n := startCtlNode(t, "bh", control.Config{RefreshInterval: time.Hour, RetryInitial: time.Hour, RetryMax: time.Hour})
 	n.ok(ctx, createReq("bh", src.ListenAddrs()[0]))
 	n.ok(ctx, startReq("bh", topic))

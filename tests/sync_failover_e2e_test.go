@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/mirrorapi"
@@ -118,6 +119,22 @@ func wantACLs(t *testing.T, ctx context.Context, adm *kadm.Client, what string, 
 	}
 }
 
+// mirrorOf starts a kfake source holding topics (one partition each) and
+// a node mirroring them as mirror, its periodic sync off: the tests run
+// the cycles. It returns the source, an admin client of it and the node.
+func mirrorOf(t *testing.T, ctx context.Context, mirror string, topics ...string) (*kfake.Cluster, *kadm.Client, *ctlNode) {
+	t.Helper()
+	src, srcCl := startSource(t)
+	srcAdm := kadm.NewClient(srcCl)
+	for _, topic := range topics {
+		createTopic(t, ctx, srcAdm, topic, 1, nil)
+	}
+	n := startCtlNode(t, mirror, control.Config{RefreshInterval: -1})
+	n.ok(ctx, createReq(mirror, src.ListenAddrs()[0]))
+	n.ok(ctx, startReq(mirror, topics...))
+	return src, srcAdm, n
+}
+
 // TestSyncACLsNeverDeletesLocal: while a topic mirrors, bindings created
 // on the node by hand survive every cycle, also one the source happens to
 // hold too and then revokes; a binding the sync copied goes when the
@@ -125,12 +142,7 @@ func wantACLs(t *testing.T, ctx context.Context, adm *kadm.Client, what string, 
 func TestSyncACLsNeverDeletesLocal(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 30*time.Second)
-	src, srcCl := startSource(t)
-	srcAdm := kadm.NewClient(srcCl)
-	createTopic(t, ctx, srcAdm, "orders", 1, nil)
-	n := startCtlNode(t, "acl", control.Config{RefreshInterval: -1})
-	n.ok(ctx, createReq("acl", src.ListenAddrs()[0]))
-	n.ok(ctx, startReq("acl", "orders"))
+	_, srcAdm, n := mirrorOf(t, ctx, "acl", "orders")
 
 	alice := aclSpec{"topic", false, "orders", "User:alice", kadm.OpRead}
 	bob := aclSpec{"topic", false, "orders", "User:bob", kadm.OpWrite}    // here only
@@ -161,13 +173,7 @@ func TestSyncACLsNeverDeletesLocal(t *testing.T) {
 func TestSyncACLsFrozenAfterStop(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 30*time.Second)
-	src, srcCl := startSource(t)
-	srcAdm := kadm.NewClient(srcCl)
-	createTopic(t, ctx, srcAdm, "ledger", 1, nil)
-	createTopic(t, ctx, srcAdm, "orders", 1, nil)
-	n := startCtlNode(t, "frz", control.Config{RefreshInterval: -1})
-	n.ok(ctx, createReq("frz", src.ListenAddrs()[0]))
-	n.ok(ctx, startReq("frz", "ledger", "orders"))
+	_, srcAdm, n := mirrorOf(t, ctx, "frz", "ledger", "orders")
 
 	alice := aclSpec{"topic", false, "ledger", "User:alice", kadm.OpRead}
 	dave := aclSpec{"topic", true, "led", "User:dave", kadm.OpRead} // covers ledger
@@ -211,18 +217,14 @@ func TestSyncACLsFrozenAfterStop(t *testing.T) {
 func TestSyncStoppedTopicUntouched(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 30*time.Second)
-	src, srcCl := startSource(t)
-	srcAdm := kadm.NewClient(srcCl)
 	const (
 		topic = "frozen"
 		group = "frozen-app"
 	)
-	createTopic(t, ctx, srcAdm, topic, 1, map[string]*string{"retention.ms": kadm.StringPtr("86400000")})
+	src, srcAdm, n := mirrorOf(t, ctx, "frozen", topic)
+	setTopicConfig(t, ctx, srcAdm, topic, "retention.ms", "86400000")
 	produceTo(t, ctx, manualProducer(t, src.ListenAddrs()), topic, 1, 10, "a")
 	commitAt(t, ctx, srcAdm, group, topic, 0, 3)
-	n := startCtlNode(t, "frozen", control.Config{RefreshInterval: -1})
-	n.ok(ctx, createReq("frozen", src.ListenAddrs()[0]))
-	n.ok(ctx, startReq("frozen", topic))
 	n.waitMirrored(ctx, "frozen", topic, map[int32]int64{0: 10})
 	syncNow(t, n, "frozen", control.SyncGroupOffsets, control.SyncTopicConfigs)
 	wantCommitted(t, ctx, n.adm, group, topic, 0, 3)
@@ -230,9 +232,7 @@ func TestSyncStoppedTopicUntouched(t *testing.T) {
 
 	n.ok(ctx, stopReq("frozen", topic))
 	commitAt(t, ctx, srcAdm, group, topic, 0, 7)
-	if _, err := srcAdm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kadm.StringPtr("3600000")}}, topic); err != nil {
-		t.Fatal(err)
-	}
+	setTopicConfig(t, ctx, srcAdm, topic, "retention.ms", "3600000")
 	syncNow(t, n, "frozen", control.SyncGroupOffsets, control.SyncTopicConfigs)
 	wantCommitted(t, ctx, n.adm, group, topic, 0, 3)
 	wantTopicConfig(t, ctx, n.adm, topic, "retention.ms", "86400000")
@@ -240,6 +240,17 @@ func TestSyncStoppedTopicUntouched(t *testing.T) {
 	commitAt(t, ctx, n.adm, group, topic, 0, 5) // the application, after the failover
 	syncNow(t, n, "frozen", control.SyncGroupOffsets)
 	wantCommitted(t, ctx, n.adm, group, topic, 0, 5)
+}
+
+func setTopicConfig(t *testing.T, ctx context.Context, adm *kadm.Client, topic, key, value string) {
+	t.Helper()
+	resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: key, Value: kadm.StringPtr(value)}}, topic)
+	if err == nil {
+		_, err = resp.On(topic, nil)
+	}
+	if err != nil {
+		t.Fatalf("setting %s=%s on %s: %v", key, value, topic, err)
+	}
 }
 
 // commitAt commits group's offset of topic/p as an admin (a simple
@@ -299,15 +310,8 @@ func wantTopicConfig(t *testing.T, ctx context.Context, adm *kadm.Client, topic,
 func TestDeleteMirrorFailedTopics(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 30*time.Second)
-	src, srcCl := startSource(t)
-	srcAdm := kadm.NewClient(srcCl)
-	createTopic(t, ctx, srcAdm, "ledger", 1, nil)
-	createTopic(t, ctx, srcAdm, "live", 1, nil)
-	pr := manualProducer(t, src.ListenAddrs())
-	want := produceTo(t, ctx, pr, "ledger", 1, 5, "a")
-	n := startCtlNode(t, "del", control.Config{RefreshInterval: -1})
-	n.ok(ctx, createReq("del", src.ListenAddrs()[0]))
-	n.ok(ctx, startReq("del", "ledger", "live"))
+	src, srcAdm, n := mirrorOf(t, ctx, "del", "ledger", "live")
+	want := produceTo(t, ctx, manualProducer(t, src.ListenAddrs()), "ledger", 1, 5, "a")
 	n.waitMirrored(ctx, "del", "ledger", map[int32]int64{0: 5})
 
 	copied := aclSpec{"topic", false, "ledger", "User:alice", kadm.OpRead}
