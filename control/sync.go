@@ -261,11 +261,12 @@ type stopReport struct {
 //  3. group offsets are synced, clamped to the final log end (see
 //     sync/groups), so a consumer that committed at the source just
 //     before the stop resumes here where it stopped, or at the end of
-//     what was copied, and never past it; syncing before 1 could clamp
-//     to an end that then moves, and after the markers of the stop
-//     would let the clamp land past them on records that are not the
-//     source's;
-//  4. configs are copied.
+//     what was copied, and never past it; synced before 1, the clamp
+//     would use an end the fetcher still moves, and after the stop the
+//     topic is writable, so the end could already hold records of this
+//     node's own that a source offset must not point into;
+//  4. configs are copied (before the topic takes writes, so a retention
+//     or compaction setting of the source applies from the first one).
 //
 // A source that does not answer (or is another cluster now) skips 2-4
 // and the stop goes on: the report says so, with the last source offsets
