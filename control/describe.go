@@ -42,6 +42,9 @@ func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.R
 		}
 		dm := mirrorapi.NewDescribeClusterMirrorsResponseMirror()
 		dm.MirrorName = m.Name
+		if at := c.LastGroupSync(m.Name); !at.IsZero() {
+			dm.LastGroupSyncMillis = at.UnixMilli()
+		}
 		states, _ := c.store.MirrorPartitionStates(m.Name)
 		byTopic := map[string][]state.MirrorPartitionState{}
 		var names []string

@@ -300,9 +300,37 @@ func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		q := regexp.QuoteMeta(t.TopicName)
 		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == q })
 	}
+	// The topics this stop fails over get a final sync first (sync.go);
+	// the others (unknown, another mirror's, stopped already) none.
+	var stopping []string
+	for _, name := range names {
+		if info, ok := c.b.Topic(name); ok && info.Mirror == m.Name {
+			if _, in := m.Topics[name]; in {
+				stopping = append(stopping, name)
+			}
+		}
+	}
+	reps := c.finalSync(m, stopping)
 	for _, name := range names {
 		code, msg := c.stopTopic(&m, name)
 		res.add(name, code, "%s", msg)
+		rt := &res.topics[len(res.topics)-1]
+		rep := reps[name]
+		switch {
+		case rep == nil && code == 0:
+			rt.FinalSync, rt.FinalSyncMessage = mirrorapi.FinalSyncSkipped, strp("topic "+name+" was stopped already")
+		case rep != nil:
+			rt.FinalSync, rt.Partitions = rep.status, rep.parts
+			if rep.msg != "" {
+				rt.FinalSyncMessage = strp(rep.msg)
+			}
+			c.logStop(m, name, code, rep)
+		}
+		if code != 0 && rep != nil {
+			// The final sync removed the fetchers; partitions this stop
+			// did not reach mirror on.
+			c.resumeUnstopped(m, name)
+		}
 	}
 	if err := c.store.PutMirror(m); err != nil {
 		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
@@ -424,24 +452,70 @@ func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Respo
 	return resp
 }
 
+// delete removes a mirror whose topics are all stopped (SPEC.md section
+// 2) or FAILED. The KIP requires stopped topics; a topic whose partitions
+// are all FAILED (deleted or recreated at the source, a source cluster
+// that changed) cannot mirror again, and a delete that left it read-only
+// would orphan it: no mirror would remain to stop it, and nothing else
+// makes a topic writable. So delete stops such topics first, with the
+// failover's steps (open transactions aborted, producer state reset,
+// then writable with the records it holds) and no final sync: the source
+// no longer has what the copy came from. What decides is the partitions'
+// persisted states, not the desired state, which still says MIRRORING
+// for a failed topic; a partition in any other state (MIRRORING, PAUSED,
+// aligning) refuses the delete, named in the message.
 func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.DeleteClusterMirrorResponse)
-	m, err := c.store.GetMirror(r.MirrorName)
-	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = mirrorapi.ErrUnknownClusterMirror, strp("no cluster mirror "+r.MirrorName)
+	fail := func(code int16, format string, args ...any) kmsg.Response {
+		resp.ErrorCode, resp.ErrorMessage = code, strp(fmt.Sprintf(format, args...))
 		return resp
 	}
-	for t, desired := range m.Topics {
-		if desired != state.StateStopped {
-			resp.ErrorCode = mirrorapi.ErrClusterMirrorNotEmpty
-			resp.ErrorMessage = strp(fmt.Sprintf("topic %s is %v: stop it first", t, desired))
-			return resp
+	m, err := c.store.GetMirror(r.MirrorName)
+	if err != nil {
+		return fail(mirrorapi.ErrUnknownClusterMirror, "no cluster mirror %s", r.MirrorName)
+	}
+	var failed []string
+	for _, t := range sortedTopics(m.Topics) {
+		info, ok := c.b.Topic(t)
+		if !ok || info.Mirror != m.Name {
+			continue // deleted here, or stopped and released
 		}
+		for p := int32(0); p < info.Partitions; p++ {
+			switch st := c.partitionState(m.Name, t, p).State; st {
+			case state.StateStopped, state.StateStopping:
+			case state.StateFailed:
+				if !slices.Contains(failed, t) {
+					failed = append(failed, t)
+				}
+			default:
+				return fail(mirrorapi.ErrClusterMirrorNotEmpty, "topic %s partition %d is %v: stop it first", t, p, st)
+			}
+		}
+	}
+	for _, t := range sortedTopics(m.Topics) {
+		if info, ok := c.b.Topic(t); !ok || info.Mirror != m.Name {
+			continue
+		}
+		// Finishes a stop a crash interrupted, and fails over the FAILED
+		// topics.
+		if code, msg := c.stopTopic(&m, t); code != 0 {
+			return fail(code, "stopping topic %s before the delete: %s", t, msg)
+		}
+	}
+	if len(failed) > 0 {
+		c.log.Warn("deleting a mirror: its FAILED topics were stopped, writable now", "mirror", m.Name, "topics", failed)
+	}
+	// The sync's record goes first: the sync writes it under c.mu, held
+	// here, and a crash before DeleteMirror leaves a mirror whose
+	// bindings count as created here, never a record a later mirror of
+	// the same name would take for its own.
+	if err := c.store.DeleteMirrorSync(m.Name); err != nil {
+		return fail(kerr.UnknownServerError.Code, "deleting the mirror's sync record: %v", err)
 	}
 	_ = c.fm.RemoveMirror(m.Name)
 	c.dropSource(m.Name)
 	if err := c.store.DeleteMirror(m.Name); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = kerr.UnknownServerError.Code, strp(err.Error())
+		return fail(kerr.UnknownServerError.Code, "%v", err)
 	}
 	return resp
 }

@@ -151,6 +151,11 @@ type DescribeClusterMirrorsResponseMirror struct {
 	AuthorizedOperations int32
 
 	Topics []DescribeClusterMirrorsResponseTopic
+
+	// LastGroupSyncMillis (tag 1, a kmirror addition) is when the
+	// mirror's consumer group offsets were last synced from the source
+	// (Unix milliseconds); 0 means never, or not reported. Omitted when 0.
+	LastGroupSyncMillis int64
 }
 
 // DescribeClusterMirrorsResponseTopic is one topic of a described mirror.
@@ -241,6 +246,9 @@ func (m *DescribeClusterMirrorsResponseMirror) appendTo(dst []byte) []byte {
 	if m.ErrorMessage != nil {
 		tags.add(0, appendNullableStr(nil, m.ErrorMessage))
 	}
+	if m.LastGroupSyncMillis != 0 {
+		tags.add(1, kbin.AppendInt64(nil, m.LastGroupSyncMillis))
+	}
 	return tags.appendTo(dst)
 }
 
@@ -250,10 +258,14 @@ func (m *DescribeClusterMirrorsResponseMirror) readFrom(r *reader) {
 	m.AuthorizedOperations = r.Int32()
 	m.Topics = readArray[DescribeClusterMirrorsResponseTopic](r, minDescribeTopic)
 	r.tags(func(tag uint32, sub *reader) bool {
-		if tag != 0 {
+		switch tag {
+		case 0:
+			m.ErrorMessage = sub.nullableStr()
+		case 1:
+			m.LastGroupSyncMillis = sub.Int64()
+		default:
 			return false
 		}
-		m.ErrorMessage = sub.nullableStr()
 		return true
 	})
 }

@@ -81,7 +81,11 @@
 //	96 StopMirrorTopics
 //	  req   MirrorName string, Topics {TopicName string},
 //	        StateValidationOffset int64 (-1), tag 0 Patterns []string
-//	  resp  as 95
+//	  resp  as 95, each topic with the kmirror additions
+//	        tag 0 FinalSync int8, tag 1 FinalSyncMessage nullable,
+//	        tag 2 Partitions {PartitionIndex int32, SourceOffset int64,
+//	                          SourceOffsetMillis int64,
+//	                          DestinationOffset int64, Lag int64}
 //	98 ListClusterMirrors
 //	  req   IncludeTopicNames bool
 //	  resp  ThrottleTimeMs int32, ErrorCode int16, ErrorMessage nullable,
@@ -102,7 +106,8 @@
 //	                                     StateValue string,
 //	                                     RetryAttempt int16,
 //	                                     ErrorMessage nullable}},
-//	                 tag 0 ErrorMessage nullable (kmirror addition)},
+//	                 tag 0 ErrorMessage nullable (kmirror addition),
+//	                 tag 1 LastGroupSyncMillis int64 (kmirror addition)},
 //	        tag 0 LookupResults {TopicId uuid,
 //	                             Partitions {PartitionIndex int32,
 //	                                         LastMirrorEpoch int32}}

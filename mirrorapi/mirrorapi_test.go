@@ -44,6 +44,18 @@ func fullMessages() []message {
 		{Name: "audit", ErrorCode: 0, ErrorMessage: nil},
 		{Name: long, ErrorCode: -1, ErrorMessage: sp("")},
 	}
+	// A stop answers with the kmirror additions: a final sync done, one
+	// skipped with its reason, and a topic without them (not reported).
+	stopResults := []MirrorTopicsResponseTopic{
+		{Name: "orders", FinalSync: FinalSyncDone, Partitions: []StopMirrorTopicsResponsePartition{
+			{PartitionIndex: 0, SourceOffset: 100, SourceOffsetMillis: 1_780_000_000_123, DestinationOffset: 100, Lag: 0},
+			{PartitionIndex: math.MaxInt32, SourceOffset: math.MaxInt64, SourceOffsetMillis: -1, DestinationOffset: 7, Lag: math.MaxInt64 - 7},
+		}},
+		{Name: "ledger", FinalSync: FinalSyncSkipped, FinalSyncMessage: sp("source unreachable: " + long),
+			Partitions: []StopMirrorTopicsResponsePartition{{SourceOffset: -1, SourceOffsetMillis: -1, DestinationOffset: 0, Lag: -1}}},
+		{Name: "audit", ErrorCode: ErrTopicNotInClusterMirror, ErrorMessage: sp("not in"), FinalSync: FinalSyncFailed, FinalSyncMessage: sp("")},
+		{Name: "old"},
+	}
 	return []message{
 		&CreateClusterMirrorRequest{MirrorName: "east", Configs: []CreateClusterMirrorRequestConfig{
 			{Name: "bootstrap.servers", Value: sp("a:9092,b:9092")},
@@ -63,7 +75,7 @@ func fullMessages() []message {
 		},
 		&StartMirrorTopicsResponse{ThrottleMillis: 1, ErrorCode: ErrInvalidClusterMirrorStates, ErrorMessage: sp("states changed"), Topics: results},
 		&StopMirrorTopicsRequest{MirrorName: "east", Topics: topics, Patterns: []string{"a", "b.*"}, StateValidationOffset: 99},
-		&StopMirrorTopicsResponse{ThrottleMillis: 2, ErrorCode: 0, Topics: results},
+		&StopMirrorTopicsResponse{ThrottleMillis: 2, ErrorCode: 0, Topics: stopResults},
 		&ListClusterMirrorsRequest{IncludeTopicNames: true},
 		&ListClusterMirrorsResponse{ThrottleMillis: 3, ErrorCode: ErrClusterMirrorAuthorizationFailed, ErrorMessage: sp("denied"),
 			Mirrors: []ListClusterMirrorsResponseMirror{
@@ -82,7 +94,7 @@ func fullMessages() []message {
 		&DescribeClusterMirrorsResponse{
 			ThrottleMillis: 4, ErrorCode: 0, ErrorMessage: sp("partial"),
 			Mirrors: []DescribeClusterMirrorsResponseMirror{
-				{ErrorCode: 0, MirrorName: "east", AuthorizedOperations: 0x7f, Topics: []DescribeClusterMirrorsResponseTopic{
+				{ErrorCode: 0, MirrorName: "east", AuthorizedOperations: 0x7f, LastGroupSyncMillis: 1_780_000_000_456, Topics: []DescribeClusterMirrorsResponseTopic{
 					{TopicName: "orders", TopicID: uuidA, Partitions: []DescribeClusterMirrorsResponsePartition{
 						{PartitionIndex: 0, SourceOffset: 100, DestinationOffset: 90, Lag: 10, StateValue: "MIRRORING", RetryAttempt: 0,
 							SourceOffsetAgeMillis: 400},
@@ -756,7 +768,7 @@ func TestDifferentialMirrorTopicsResponse(t *testing.T) {
 		}
 		k.UnknownTags.Set(7, []byte("top"))
 		if len(k.Results) > 0 {
-			k.Results[0].UnknownTags.Set(1, []byte("nested"))
+			k.Results[0].UnknownTags.Set(9, []byte("nested")) // tags 0-2 are the stop's additions
 		}
 		var ours StartMirrorTopicsResponse
 		if err := ours.ReadFrom(k.AppendTo(nil)); err != nil {

@@ -68,6 +68,11 @@
 //	v1/scram/<mechanism i8><user n>      one SCRAM credential (scram.go)
 //	v1/meta/secret-salt                  salt of the credential sealing key
 //	                                     (secrets.go)
+//	v1/mirror-acl/<mirror name>/<acl key fields>
+//	                                     one binding a mirror's ACL sync
+//	                                     created (mirror_sync.go)
+//	v1/mirror-sync/<mirror name>         when a mirror's group offsets were
+//	                                     last synced (mirror_sync.go)
 //
 // Keys are ASCII strings but for the group families and the fields after
 // the mirror name of a partition state key. A group name is any

@@ -697,6 +697,32 @@ func TestControlE2EErrors(t *testing.T) {
 	a.expect(ctx, createReq("self", a.addr()), "", kerr.InvalidConfig.Code)
 }
 
+// corruptFirstFetch answers the first mirror fetch of topic's partition 0
+// from offset 0 with its batches up to end, the second one damaged in its
+// records (its CRC fails), and returns that batch's base offset and
+// whether the answer was served. Later fetches are answered as usual.
+func corruptFirstFetch(t *testing.T, ctx context.Context, src *kfake.Cluster, srcCl *kgo.Client, topic string, end int64) (int64, *atomic.Bool) {
+	t.Helper()
+	raw := readRaw(t, ctx, srcCl, -1, topic, 0, 0, end)
+	bs := splitBatches(t, raw)
+	corrupt := []byte(string(raw))
+	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
+	served := new(atomic.Bool)
+	ft := sourceTopic(t, ctx, kadm.NewClient(srcCl), topic)
+	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		req, ok := r.(*kmsg.FetchRequest)
+		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
+			return nil, nil, false
+		}
+		served.Store(true) // answered once, then the control is dropped
+		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
+			sp.RecordBatches = corrupt
+		}), nil, true
+	})
+	return bs[1].BaseOffset(), served
+}
+
 // TestControlE2ERecover fails a partition (the source answers a corrupt
 // batch): Describe shows it FAILED with the error, the other partition
 // keeps mirroring; once the source is sound again, RecoverMirrorTopics
@@ -713,25 +739,7 @@ func TestControlE2ERecover(t *testing.T) {
 	for p := range int32(2) {
 		ends[p] = produceBatchesTo(t, ctx, pr, topic, p, 5, 10, "a")
 	}
-	raw := readRaw(t, ctx, srcCl, -1, topic, 0, 0, ends[0])
-	bs := splitBatches(t, raw)
-	badAt := bs[1].BaseOffset()
-	corrupt := []byte(string(raw))
-	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
-
-	ft := sourceTopic(t, ctx, kadm.NewClient(srcCl), topic)
-	var served atomic.Bool
-	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		req, ok := r.(*kmsg.FetchRequest)
-		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
-			return nil, nil, false
-		}
-		served.Store(true) // answered once, then the control is dropped
-		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = ends[0], ends[0], 0
-			sp.RecordBatches = corrupt
-		}), nil, true
-	})
+	badAt, served := corruptFirstFetch(t, ctx, src, srcCl, topic, ends[0])
 
 	n := startCtlNode(t, "rec", control.Config{RetryInitial: time.Hour, RetryMax: time.Hour})
 	n.ok(ctx, createReq("rec", src.ListenAddrs()[0]))

@@ -17,16 +17,18 @@ import (
 //
 // The table starts with kafka-cluster-mirrors.sh's columns, in its order
 // and with its "-" for an unknown offset, so scripts written for it keep
-// working; kmirror's two columns come after STATE:
+// working; kmirror's columns come after STATE:
 //
-//	MIRROR TOPIC PARTITION SOURCE-OFFSET DESTINATION-OFFSET LAG STATE SOURCE-OFFSET-AGE STALLED
+//	MIRROR TOPIC PARTITION SOURCE-OFFSET DESTINATION-OFFSET LAG STATE SOURCE-OFFSET-AGE STALLED GROUPS-SYNCED
 //
 // SOURCE-OFFSET-AGE is how old the source offset is ("0.4s", "2m13s", "-"
 // when none was ever read): a LAG of 0 measured two minutes ago says
 // nothing about now. STALLED is "yes" when the partition's fetcher has had
 // no good answer for longer than request.timeout.ms. STATE stays the bare
 // state name, as kafka-cluster-mirrors.sh prints it, so a filter on it
-// still matches.
+// still matches. GROUPS-SYNCED is how long ago the mirror's consumer group
+// offsets were last synced ("35s-ago", "never"): what a consumer failing
+// over to this node would resume from.
 //
 // --failed prints MIRROR TOPIC PARTITION RETRY ERROR with the whole error,
 // wrapped onto continuation lines under the ERROR column (the Kafka tool
@@ -56,6 +58,10 @@ type describeRow struct {
 	// SourceHasNoTopicIDs: the source is older than Kafka 2.8, and
 	// TopicID is the one kmirror assigned.
 	SourceHasNoTopicIDs bool `json:"sourceHasNoTopicIds"`
+	// GroupOffsetsSyncedAt is when the mirror's consumer group offsets
+	// were last synced (RFC 3339, UTC); null: never, or a node that does
+	// not report it.
+	GroupOffsetsSyncedAt *string `json:"groupOffsetsSyncedAt"`
 }
 
 // describeRows flattens a Describe answer into rows sorted by mirror,
@@ -64,6 +70,11 @@ type describeRow struct {
 func describeRows(r *mirrorapi.DescribeClusterMirrorsResponse, failed bool) []describeRow {
 	rows := []describeRow{}
 	for _, m := range r.Mirrors {
+		var synced *string
+		if m.LastGroupSyncMillis > 0 {
+			at := time.UnixMilli(m.LastGroupSyncMillis).UTC().Format(time.RFC3339)
+			synced = &at
+		}
 		for _, t := range m.Topics {
 			var id *string
 			if t.TopicID != ([16]byte{}) {
@@ -77,7 +88,7 @@ func describeRows(r *mirrorapi.DescribeClusterMirrorsResponse, failed bool) []de
 				rows = append(rows, describeRow{Mirror: m.MirrorName, Topic: t.TopicName, Partition: p.PartitionIndex,
 					SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag, State: p.StateValue,
 					RetryAttempt: p.RetryAttempt, ErrorMessage: p.ErrorMessage, SourceOffsetAgeMs: p.SourceOffsetAgeMillis,
-					Stalled: p.Stalled, TopicID: id, SourceHasNoTopicIDs: t.NoSourceTopicIDs})
+					Stalled: p.Stalled, TopicID: id, SourceHasNoTopicIDs: t.NoSourceTopicIDs, GroupOffsetsSyncedAt: synced})
 			}
 		}
 	}
@@ -111,7 +122,7 @@ func printDescribe(tw io.Writer, rows []describeRow, failed bool) {
 		}
 		return
 	}
-	fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSOURCE-OFFSET\tDESTINATION-OFFSET\tLAG\tSTATE\tSOURCE-OFFSET-AGE\tSTALLED")
+	fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSOURCE-OFFSET\tDESTINATION-OFFSET\tLAG\tSTATE\tSOURCE-OFFSET-AGE\tSTALLED\tGROUPS-SYNCED")
 	for _, r := range rows {
 		age := "-"
 		if r.SourceOffsetAgeMs >= 0 {
@@ -121,14 +132,26 @@ func printDescribe(tw io.Writer, rows []describeRow, failed bool) {
 		if r.Stalled {
 			stalled = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Mirror, r.Topic, r.Partition, offsetCell(r.SourceOffset),
-			offsetCell(r.DestinationOffset), offsetCell(r.Lag), r.State, age, stalled)
+		synced := "never"
+		if r.GroupOffsetsSyncedAt != nil {
+			if at, err := time.Parse(time.RFC3339, *r.GroupOffsetsSyncedAt); err == nil {
+				synced = formatAge(max(time.Since(at), 0)) + "-ago"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Mirror, r.Topic, r.Partition, offsetCell(r.SourceOffset),
+			offsetCell(r.DestinationOffset), offsetCell(r.Lag), r.State, age, stalled, synced)
 	}
+
+}
+
+// printDescribeNotes writes, apart from the table (to stderr), which
+// topics' sources have no topic ids.
+func printDescribeNotes(w io.Writer, rows []describeRow) {
 	noted := map[[2]string]bool{}
 	for _, r := range rows {
 		if k := [2]string{r.Mirror, r.Topic}; r.SourceHasNoTopicIDs && r.TopicID != nil && !noted[k] {
 			noted[k] = true
-			fmt.Fprintf(tw, "note: mirror %s topic %s: the source has no topic ids (Kafka before 2.8); kmirror assigned topic id %s\n",
+			fmt.Fprintf(w, "note: mirror %s topic %s: the source has no topic ids (Kafka before 2.8); kmirror assigned topic id %s\n",
 				r.Mirror, r.Topic, *r.TopicID)
 		}
 	}

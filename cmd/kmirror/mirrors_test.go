@@ -105,7 +105,7 @@ func parseTable(out string, header ...string) ([][]string, error) {
 var (
 	listHeader     = []string{"MIRROR", "TOPICS", "SOURCE-CLUSTER-ID", "SOURCE-BOOTSTRAP-SERVER"}
 	describeHeader = []string{"MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE",
-		"SOURCE-OFFSET-AGE", "STALLED"}
+		"SOURCE-OFFSET-AGE", "STALLED", "GROUPS-SYNCED"}
 	failedHeader = []string{"MIRROR", "TOPIC", "PARTITION", "RETRY", "ERROR"}
 )
 
@@ -198,7 +198,7 @@ func describeJSON(t *testing.T, out string) []map[string]any {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("--describe --json: %v\n%s", err, out)
 	}
-	want := []string{"destinationOffset", "errorMessage", "lag", "mirror", "partition", "retryAttempt",
+	want := []string{"destinationOffset", "errorMessage", "groupOffsetsSyncedAt", "lag", "mirror", "partition", "retryAttempt",
 		"sourceHasNoTopicIds", "sourceOffset", "sourceOffsetAgeMs", "stalled", "state", "topic", "topicId"}
 	for _, r := range rows {
 		keys := slices.Sorted(maps.Keys(r))
@@ -359,7 +359,10 @@ func TestMirrorsLifecycle(t *testing.T) {
 	failMirrors(t, 1, []string{"UNKNOWN_CLUSTER_MIRROR"}, cmd("--describe", "--mirror", "nosuch")...)
 	failMirrors(t, 1, []string{"CLUSTER_MIRROR_NOT_EMPTY"}, cmd("--delete", "--mirror", "dr")...)
 
-	mustMirrors(t, cmd("--stop", "--mirror", "dr", "--topics", "orders")...)
+	stopRows, err := parseTable(mustMirrors(t, cmd("--stop", "--mirror", "dr", "--topics", "orders")...), stopHeader...)
+	if want := fmt.Sprintf("orders done %d %d 0", records, records); err != nil || len(stopRows) != 1 || strings.Join(stopRows[0], " ") != want {
+		t.Fatalf("--stop: rows %q, err %v; want %q", stopRows, err, want)
+	}
 	rows = describe("--mirror", "dr")
 	if err := wantStates(rows, "STOPPED"); err != nil {
 		t.Fatalf("after --stop: %v", err)
@@ -540,7 +543,13 @@ func TestMirrorsDescribeTable(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	f := &mirrorsFlags{}
-	if err := f.print("describe", describeAnswer(), &out); err != nil {
+	resp := describeAnswer()
+	for i := range resp.Mirrors {
+		if resp.Mirrors[i].MirrorName == "west" {
+			resp.Mirrors[i].LastGroupSyncMillis = time.Now().Add(-2 * time.Hour).UnixMilli()
+		}
+	}
+	if err := f.print("describe", resp, &out); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := parseTable(out.String(), describeHeader...)
@@ -548,11 +557,11 @@ func TestMirrorsDescribeTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"dr", "billing", "0", "7", "7", "0", "MIRRORING", "1m35s", "yes"},
-		{"dr", "orders", "0", "120", "100", "20", "MIRRORING", "0.4s", "no"},
-		{"dr", "orders", "1", "90", "90", "0", "FAILED", "2m13s", "no"},
-		{"dr", "orders", "2", "-", "40", "-", "PAUSED", "-", "no"},
-		{"west", "audit", "0", "5", "5", "0", "FAILED", "0.4s", "no"},
+		{"dr", "billing", "0", "7", "7", "0", "MIRRORING", "1m35s", "yes", "never"},
+		{"dr", "orders", "0", "120", "100", "20", "MIRRORING", "0.4s", "no", "never"},
+		{"dr", "orders", "1", "90", "90", "0", "FAILED", "2m13s", "no", "never"},
+		{"dr", "orders", "2", "-", "40", "-", "PAUSED", "-", "no", "never"},
+		{"west", "audit", "0", "5", "5", "0", "FAILED", "0.4s", "no", "2h0m0s-ago"},
 	}
 	if !slices.EqualFunc(rows, want, slices.Equal) {
 		t.Fatalf("rows\n%q\nwant\n%q", rows, want)
@@ -566,14 +575,17 @@ func TestMirrorsDescribeNoSourceTopicIDs(t *testing.T) {
 	resp := describeAnswer()
 	id := [16]byte{0xfb, 0xff, 1}
 	resp.Mirrors[0].Topics[0].TopicID, resp.Mirrors[0].Topics[0].NoSourceTopicIDs = id, true
-	var out strings.Builder
-	if err := (&mirrorsFlags{}).print("describe", resp, &out); err != nil {
+	var table, out strings.Builder
+	if err := (&mirrorsFlags{notes: &out}).print("describe", resp, &table); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(table.String(), "note:") {
+		t.Fatalf("notes in the table:\n%s", table.String())
 	}
 	topic := resp.Mirrors[0].Topics[0].TopicName
 	note := fmt.Sprintf("note: mirror %s topic %s: the source has no topic ids (Kafka before 2.8); kmirror assigned topic id %s",
 		resp.Mirrors[0].MirrorName, topic, topicid.String(id))
-	if strings.Count(out.String(), "note:") != 1 || !strings.Contains(out.String(), note+"\n") {
+	if strings.Count(out.String(), "topic ids") != 1 || !strings.Contains(out.String(), note+"\n") {
 		t.Fatalf("want exactly the note %q in\n%s", note, out.String())
 	}
 }
