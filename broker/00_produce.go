@@ -11,9 +11,25 @@ import (
 	"github.com/kmirror/kmirror/storage"
 )
 
-// errReadOnlyTopic is READ_ONLY_TOPIC, KIP-1279's answer to a write to a
-// topic that is being mirrored.
-const errReadOnlyTopic int16 = 134
+// errReadOnlyTopic is the answer to a write to a mirror topic (Produce,
+// AddPartitionsToTxn, CreatePartitions): POLICY_VIOLATION (44), with a
+// message naming the mirror.
+//
+// KIP-1279's READ_ONLY_TOPIC is the prototype's 134, a code Apache Kafka
+// has not released for it: Kafka 4.4 assigned 134 to GROUP_DELETION_FAILED
+// (Java 4.4 clients throw GroupDeletionFailedException), Java 3.9 decodes
+// it as UnknownServerException and librdkafka prints "Err-134?". Until
+// Kafka releases the KIP's codes, a refusal must be one every released
+// client already knows and does not retry. POLICY_VIOLATION is: in Java it
+// is PolicyViolationException, not a RetriableException (the producer
+// fails the batch at once, and it is not one of the errors that make a
+// producer fatal); in franz-go kerr.PolicyViolation is not retriable; in
+// librdkafka it is not in the produce handler's retriable list, so it is a
+// permanent delivery failure ("Broker: Policy violation"); all of them
+// since Kafka 0.10.2. Its meaning fits: the broker's policy refuses the
+// request, not the client's credentials (TOPIC_AUTHORIZATION_FAILED would
+// send operators hunting for a missing ACL).
+var errReadOnlyTopic = kerr.PolicyViolation.Code
 
 // Produce: v3-13
 //
@@ -23,7 +39,8 @@ const errReadOnlyTopic int16 = 134
 // batch is appended at the log end with this node's leader epoch;
 // idempotent batches go through producer state (sequence and epoch checks;
 // a retried batch already appended answers with its original offsets).
-// Partitions of a mirror topic answer READ_ONLY_TOPIC until failover.
+// Partitions of a mirror topic answer POLICY_VIOLATION (errReadOnlyTopic:
+// READ_ONLY_TOPIC in the KIP) until failover.
 // With acks=0 nothing is answered; acks=1 and acks=all are the same on
 // one node: the high watermark is the log end as soon as the append
 // returns.
@@ -78,7 +95,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case t.readOnly():
 				sp.ErrorCode = errReadOnlyTopic
-				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirror + " and read-only until failover"
+				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirrorName() + " and read-only until failover"
 				sp.ErrorMessage = &msg
 			default:
 				b.producePartition(t.parts()[rp.Partition], rp.Records, &sp)

@@ -17,7 +17,7 @@ import (
 // transactional id's current one is INVALID_PRODUCER_ID_MAPPING or
 // PRODUCER_FENCED; a transaction being committed or aborted
 // CONCURRENT_TRANSACTIONS (the client retries). A mirror topic is
-// READ_ONLY_TOPIC, as its Produce would be.
+// POLICY_VIOLATION (errReadOnlyTopic), as its Produce would be.
 //
 // Authorization: WRITE on the transactional id, else every partition
 // answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; WRITE on each topic, else

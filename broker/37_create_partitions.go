@@ -21,8 +21,9 @@ import (
 // adds nothing. Growing past 10000 new partitions in one request is
 // POLICY_VIOLATION (Kafka's per-operation record bound).
 //
-// A mirror topic answers READ_ONLY_TOPIC: its partition count follows the
-// source topic and only the sync loop grows it (SPEC.md).
+// A mirror topic answers POLICY_VIOLATION (errReadOnlyTopic) naming its
+// mirror: its partition count follows the source topic and only the sync
+// loop grows it (SPEC.md).
 //
 // One node differs from Kafka: growth is synchronous, so TimeoutMillis is
 // ignored.
@@ -81,7 +82,7 @@ func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateO
 	}
 	if t.readOnly() {
 		return errReadOnlyTopic,
-			fmt.Sprintf("topic %s is mirrored by cluster mirror %s: its partitions follow the source topic", t.name, t.mirror)
+			fmt.Sprintf("topic %s is mirrored by cluster mirror %s: its partitions follow the source topic", t.name, t.mirrorName())
 	}
 	b.mu.RLock()
 	cur := int32(len(t.parts()))

@@ -850,7 +850,7 @@ func TestAdminRestartPersistence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := resp.Topics[0]; r.ErrorCode != errReadOnlyTopic || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "source-a") {
+	if r := resp.Topics[0]; r.ErrorCode != kerr.PolicyViolation.Code || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "source-a") {
 		t.Fatalf("grow a mirror topic: code %d message %v", r.ErrorCode, r.ErrorMessage)
 	}
 	var trim kadm.Offsets

@@ -49,8 +49,8 @@ type Broker struct {
 	// CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
 	// CreateAcls, DeleteAcls and their Go API twins): each
 	// decides from what it read, so two must not interleave. They are
-	// rare; one lock costs nothing. Lock order: adminMu, mu, dynMu, then
-	// partition locks.
+	// rare; one lock costs nothing. Lock order: topic.maintainMu,
+	// adminMu, mu, dynMu, then partition locks.
 	adminMu sync.Mutex
 
 	mu         sync.RWMutex

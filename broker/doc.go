@@ -20,6 +20,13 @@
 // straight into the response buffer, never decoded or re-encoded. Every
 // other response is a kmsg struct encoded with AppendTo.
 //
+// Mirror topics (a topic whose mirror is set: every mirror state but
+// STOPPED) are read-only to clients and to the node itself: Produce and
+// the other writes answer POLICY_VIOLATION (00_produce.go), and the maintenance pass runs
+// neither compaction nor retention on them, because the copy must stay
+// byte-identical to the source; their log start follows the source's
+// (the fetcher moves it). After failover they are ordinary topics.
+//
 // Locking: Broker.mu guards the topic maps (RLock for lookups, Lock for
 // create, delete and partition growth). A partition's log has its own
 // locks (see storage); partition.waitMu guards long-poll waiters. Never take

@@ -29,7 +29,7 @@ type MirrorPartition interface {
 
 // CreateMirrorTopic creates a topic owned by cluster mirror mirror, with
 // the source's topic ID and partition count. Clients cannot produce to it
-// (READ_ONLY_TOPIC) until the mirror releases it.
+// (POLICY_VIOLATION, errReadOnlyTopic) until the mirror releases it.
 func (b *Broker) CreateMirrorTopic(name string, id [16]byte, partitions int32, mirror string) error {
 	if mirror == "" {
 		return errors.New("broker: a mirror topic needs a mirror name")
@@ -97,26 +97,33 @@ func (b *Broker) Topic(name string) (TopicInfo, bool) {
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Mirror: t.mirror}, true
+	return TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Mirror: t.mirrorName()}, true
 }
 
 // SetTopicMirror hands a topic to a cluster mirror (read-only from then
 // on) or, with mirror "", releases it (writable: failover).
 func (b *Broker) SetTopicMirror(name, mirror string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.topics[name]
+	t := b.topicByName(name)
 	if t == nil {
 		return fmt.Errorf("broker: no topic %s", name)
 	}
-	if t.mirror == mirror {
+	// Waits for a maintenance pass over the topic to finish (see
+	// topic.maintainMu), outside b.mu so handlers are not held up.
+	t.maintainMu.Lock()
+	defer t.maintainMu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.topics[name] != t {
+		return fmt.Errorf("broker: topic %s was deleted", name)
+	}
+	if t.mirrorName() == mirror {
 		return nil
 	}
 	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Configs: t.configs, Mirror: mirror}
 	if err := b.store.PutTopic(st); err != nil {
 		return fmt.Errorf("broker: handing topic %s to mirror %q: %w", name, mirror, err)
 	}
-	t.mirror = mirror
+	t.setMirror(mirror)
 	return nil
 }
 

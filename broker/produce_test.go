@@ -315,9 +315,7 @@ func TestProduceRejects(t *testing.T) {
 	b := newTestBroker(t)
 	plain := mustTopic(t, b, "rejects", 2)
 	mirrored := mustTopic(t, b, "rejects-mirrored", 1)
-	b.mu.Lock() // handlers read t.mirror after b.mu.RLock
-	mirrored.mirror = "m"
-	b.mu.Unlock()
+	mirrored.setMirror("m")
 	unknown := &topic{name: "no-such-topic", id: [16]byte{1, 2, 3}}
 
 	corrupt := plainBatch(2, 10)
@@ -344,8 +342,8 @@ func TestProduceRejects(t *testing.T) {
 		{"unknown topic id", 13, unknown, 0, plainBatch(1, 10), kerr.UnknownTopicID.Code, false},
 		{"unknown partition", 9, plain, 2, plainBatch(1, 10), kerr.UnknownTopicOrPartition.Code, false},
 		{"negative partition", 9, plain, -1, plainBatch(1, 10), kerr.UnknownTopicOrPartition.Code, false},
-		{"mirror topic", 9, mirrored, 0, plainBatch(1, 10), errReadOnlyTopic, true},
-		{"mirror topic v13", 13, mirrored, 0, plainBatch(1, 10), errReadOnlyTopic, true},
+		{"mirror topic", 9, mirrored, 0, plainBatch(1, 10), kerr.PolicyViolation.Code, true},
+		{"mirror topic v13", 13, mirrored, 0, plainBatch(1, 10), kerr.PolicyViolation.Code, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,6 +356,13 @@ func TestProduceRejects(t *testing.T) {
 			}
 			if tc.wantMsg && (sp.ErrorMessage == nil || *sp.ErrorMessage == "") {
 				t.Fatalf("want an error message")
+			}
+			// The refusal of a mirror topic names the mirror: with
+			// POLICY_VIOLATION's generic name, the message is what tells
+			// the operator why.
+			const roMsg = "topic rejects-mirrored is mirrored by cluster mirror m and read-only until failover"
+			if tc.tp == mirrored && *sp.ErrorMessage != roMsg {
+				t.Fatalf("message %q, want %q", *sp.ErrorMessage, roMsg)
 			}
 			rt := resp.Topics[0]
 			if tc.version >= 13 && rt.TopicID != tc.tp.id || tc.version < 13 && rt.Topic != tc.tp.name {

@@ -29,7 +29,16 @@ type topic struct {
 	name    string
 	id      [16]byte
 	configs map[string]string // dynamic topic configs (explicitly set keys)
-	mirror  string            // cluster mirror owning the topic, "" if none
+	// mirror is the cluster mirror owning the topic (nil or "" if none).
+	// It is atomic because handlers and the maintenance pass read it
+	// without b.mu while SetTopicMirror changes it (failover, failback).
+	mirror atomic.Pointer[string]
+	// maintainMu is read-held by a maintenance pass from its readOnly
+	// check to the end of its retention and compaction, and write-held by
+	// SetTopicMirror: a topic handed to a mirror (failback) is never
+	// cleaned by a pass that checked it just before, after its first
+	// mirrored appends. Taken before Broker.mu.
+	maintainMu sync.RWMutex
 	// partList is replaced (never modified) under Broker.mu when partitions
 	// are added, so handlers read it without a lock.
 	partList atomic.Pointer[[]*partition]
@@ -43,9 +52,20 @@ func (t *topic) parts() []*partition {
 	return nil
 }
 
+// mirrorName is the cluster mirror owning the topic, "" if none.
+func (t *topic) mirrorName() string {
+	if m := t.mirror.Load(); m != nil {
+		return *m
+	}
+	return ""
+}
+
+func (t *topic) setMirror(name string) { t.mirror.Store(&name) }
+
 // readOnly reports whether clients may not write: the topic belongs to a
-// cluster mirror (SPEC.md: READ_ONLY_TOPIC until failover).
-func (t *topic) readOnly() bool { return t.mirror != "" }
+// cluster mirror (SPEC.md: READ_ONLY_TOPIC until failover, answered as
+// POLICY_VIOLATION: see errReadOnlyTopic).
+func (t *topic) readOnly() bool { return t.mirrorName() != "" }
 
 // partition is one partition's log and its local leader epoch.
 type partition struct {
@@ -131,16 +151,33 @@ func (p *partition) appended() {
 
 // maintain runs retention, compaction, time-based flush and producer
 // expiry for the partition.
+//
+// A mirrored topic (every mirror state but STOPPED: the topic still
+// belongs to its mirror) is neither compacted nor trimmed by retention,
+// whatever its cleanup.policy, retention.ms and retention.bytes say: its
+// log is the source's, byte for byte and offset for offset (DESIGN.md
+// decisions 1 and 2), and the metadata sync copies the source's configs,
+// so a local cleaner would rewrite batches the source still holds as they
+// are (it once kept 300 records of the source's 400) and retention would
+// drop records the source still serves. The source's cleaner and
+// retention already act on the copy: the fetcher moves the local log
+// start up to the source's (fetch's followLogStart) and compacted batches
+// arrive compacted, gaps included. After failover (SetTopicMirror(name,
+// "")) the topic is this node's and both run as for any topic.
 func (p *partition) maintain(now time.Time) error {
 	var errs []error
-	if _, err := p.log.ApplyRetention(); err != nil {
-		errs = append(errs, fmt.Errorf("retention: %w", err))
-	}
-	if p.compact.Load() {
-		if _, err := p.log.Compact(now); err != nil {
-			errs = append(errs, fmt.Errorf("compaction: %w", err))
+	p.topic.maintainMu.RLock()
+	if !p.topic.readOnly() {
+		if _, err := p.log.ApplyRetention(); err != nil {
+			errs = append(errs, fmt.Errorf("retention: %w", err))
+		}
+		if p.compact.Load() {
+			if _, err := p.log.Compact(now); err != nil {
+				errs = append(errs, fmt.Errorf("compaction: %w", err))
+			}
 		}
 	}
+	p.topic.maintainMu.RUnlock()
 	if err := p.log.FlushIfDue(); err != nil {
 		errs = append(errs, fmt.Errorf("flush: %w", err))
 	}
@@ -184,7 +221,8 @@ func (b *Broker) partitionDir(name string, p int32) string {
 
 // openTopic opens the logs of a registered topic.
 func (b *Broker) openTopic(st state.Topic) (*topic, error) {
-	t := &topic{name: st.Name, id: st.ID, configs: st.Configs, mirror: st.Mirror}
+	t := &topic{name: st.Name, id: st.ID, configs: st.Configs}
+	t.setMirror(st.Mirror)
 	if t.configs == nil {
 		t.configs = map[string]string{}
 	}
@@ -396,7 +434,7 @@ func (b *Broker) growTopic(t *topic, n int32) error {
 	if err := b.addPartitions(t, n); err != nil {
 		return err
 	}
-	st := state.Topic{Name: t.name, ID: t.id, Partitions: n, Configs: t.configs, Mirror: t.mirror}
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: n, Configs: t.configs, Mirror: t.mirrorName()}
 	if err := b.store.PutTopic(st); err != nil {
 		for _, p := range t.parts()[len(old):] {
 			p.log.Close()
@@ -421,7 +459,7 @@ func (b *Broker) setTopicConfigs(t *topic, configs map[string]string) error {
 	if err != nil {
 		return err
 	}
-	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Configs: configs, Mirror: t.mirror}
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Configs: configs, Mirror: t.mirrorName()}
 	if err := b.store.PutTopic(st); err != nil {
 		return fmt.Errorf("storing configs of %s: %w", t.name, err)
 	}

@@ -12,9 +12,9 @@ import (
 )
 
 // The source's ACLs that acls.include selects are created here at each
-// cycle; ACLs here that the selected source set lacks are removed (a
-// right revoked at the source is revoked here), except this node's
-// CLUSTER_MIRROR ones.
+// cycle; those the sync created are removed once the selected source set
+// lacks them (a right revoked at the source is revoked here). ACLs
+// created here by hand, this node's CLUSTER_MIRROR ones among them, stay.
 func TestSyncACLs(t *testing.T) {
 	t.Parallel()
 	f := newSyncFixture(t)
@@ -51,7 +51,7 @@ func TestSyncACLs(t *testing.T) {
 		t.Fatalf("%d ACL sync errors", e)
 	}
 	got := f.aclNames(t)
-	want := []string{"CLUSTER_MIRROR:m:User:ops", "GROUP:billing:User:alice", "TOPIC:orders.eu:User:alice"}
+	want := []string{"CLUSTER_MIRROR:m:User:ops", "GROUP:billing:User:alice", "TOPIC:local:User:carol", "TOPIC:orders.eu:User:alice"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("ACLs after the first cycle: %q, want %q", got, want)
 	}
@@ -63,7 +63,7 @@ func TestSyncACLs(t *testing.T) {
 	}
 	f.n.ctl.SyncOnce()
 	got = f.aclNames(t)
-	want = []string{"CLUSTER_MIRROR:m:User:ops", "GROUP:billing:User:alice"}
+	want = []string{"CLUSTER_MIRROR:m:User:ops", "GROUP:billing:User:alice", "TOPIC:local:User:carol"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("ACLs after the source revoked one: %q, want %q", got, want)
 	}

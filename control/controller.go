@@ -55,6 +55,8 @@ type Controller struct {
 	// retries are the failed partitions' retry schedules (failures.go),
 	// guarded by mu.
 	retries map[partitionKey]*retrySchedule
+	// removedConfigs are the removed Kafka topic configs already logged.
+	removedConfigs removedConfigLog
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -107,9 +109,10 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 			c.resume(m, ps)
 		}
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.watchFailures()
 	go c.syncLoop()
+	go c.checkpointLoop()
 	return c, nil
 }
 
@@ -242,7 +245,7 @@ func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error 
 	if ps.State == state.StateStopped {
 		return nil
 	}
-	_ = c.fm.StopPartition(m.Name, topic, p)
+	c.stopFetcher(m.Name, topic, p)
 	local, err := c.b.MirrorPartition(topic, p)
 	if err != nil {
 		return err

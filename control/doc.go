@@ -15,7 +15,13 @@
 //	Pause:    MIRRORING -> PAUSING -> PAUSED             fetcher removed
 //	Resume:   PAUSED -> MIRRORING                        from the local log end
 //	Stop:     any -> STOPPING -> STOPPED                 failover, below
-//	Failure:  a fetcher gives up -> FAILED -> (backoff) -> LOG_ALIGNMENT
+//	Failure:  a fetcher gives up -> FAILED -> (backoff) -> the state it
+//	          failed in (failures.go); not retriable: FAILED until recovered;
+//	          source lost records + mirror.unclean.leader.election.enable:
+//	          ULE_RECOVERY -> MIRRORING
+//
+// Only LOG_ALIGNMENT and ULE_RECOVERY may cut a local log (fetch.StartAlign);
+// every other (re)start is fetch.StartResume, which never does.
 //
 // Stop (failover, DESIGN.md decision 5), in order: remove the fetcher;
 // persist the last mirror epoch and offset; raise the local leader epoch
@@ -32,6 +38,13 @@
 // recreated source topics, excluded topics, configs) lives here because
 // each of its actions is a transition this package owns: start, stop,
 // FAILED.
+//
+// DescribeClusterMirrors (describe.go) shows the last known offsets in
+// every state, with the source offset's age and whether the partition has
+// stalled. A fetcher keeps the source high watermark in memory only, so it
+// is persisted on the partition's state when the fetcher is removed and by
+// a checkpoint every 10 s and at Close (offsets_checkpoint.go), never per
+// fetch.
 //
 // Failback needs no special path: when the old source mirrors from the new
 // primary, the fetcher's OffsetForLeaderEpoch at start truncates the old

@@ -1,27 +1,42 @@
 package control
 
 import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/state"
 	syncgroups "github.com/kmirror/kmirror/sync/groups"
 )
 
-// groupDest is this node as a mirror's group offset sync sees it.
+// groupDest is this node as a mirror's group offset sync sees it. Only
+// partitions of topics the mirror still mirrors (MIRRORING, PAUSED or
+// FAILED: read-only here) take offsets: a stopped topic belongs to this
+// node, and its consumers' commits here must not be overwritten by the
+// source's.
 type groupDest struct {
-	b      *broker.Broker
+	c      *Controller
 	mirror string
+	// final is set for the last sync of a stop (stop.go): only the topics
+	// it holds take offsets, and c.mu is held by the caller already.
+	final map[string]bool
 }
 
-func (d groupDest) GroupActive(group string) bool { return d.b.GroupActive(group) }
+func (d groupDest) GroupActive(group string) bool { return d.c.b.GroupActive(group) }
 
 // Bounds answers for partitions this mirror mirrors: its log start and
 // high watermark (what a consumer can read).
 func (d groupDest) Bounds(topic string, partition int32) (int64, int64, bool) {
-	info, ok := d.b.Topic(topic)
+	if d.final != nil && !d.final[topic] {
+		return 0, 0, false
+	}
+	info, ok := d.c.b.Topic(topic)
 	if !ok || info.Mirror != d.mirror {
 		return 0, 0, false
 	}
-	p, err := d.b.MirrorPartition(topic, partition)
+	p, err := d.c.b.MirrorPartition(topic, partition)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -29,12 +44,35 @@ func (d groupDest) Bounds(topic string, partition int32) (int64, int64, bool) {
 	return l.LogStartOffset(), l.HighWatermark(), true
 }
 
+// Commit commits offs for group. In the periodic sync it takes c.mu and
+// drops the offsets of topics stopped since Bounds answered for them: the
+// source was read without the lock, and a stop in between has made the
+// topic this node's.
 func (d groupDest) Commit(group string, offs []syncgroups.Offset) error {
+	if d.final == nil {
+		d.c.mu.Lock()
+		defer d.c.mu.Unlock()
+		cur, err := d.c.store.GetMirror(d.mirror)
+		if err != nil {
+			return nil // deleted meanwhile: nothing of it is synced any more
+		}
+		var kept []syncgroups.Offset
+		for _, o := range offs {
+			if desired, in := cur.Topics[o.Topic]; in && desired != state.StateStopped {
+				if info, ok := d.c.b.Topic(o.Topic); ok && info.Mirror == d.mirror {
+					kept = append(kept, o)
+				}
+			}
+		}
+		if offs = kept; len(offs) == 0 {
+			return nil
+		}
+	}
 	out := make([]broker.GroupOffset, len(offs))
 	for i, o := range offs {
 		out[i] = broker.GroupOffset(o)
 	}
-	return d.b.CommitGroupOffsets(group, out)
+	return d.c.b.CommitGroupOffsets(group, out)
 }
 
 // groupFilter reads a mirror's groups.include and groups.exclude (SPEC.md
@@ -43,4 +81,44 @@ func groupFilter(m state.Mirror) (syncgroups.Filter, error) {
 	inc, _ := listConfig(m, "groups.include")
 	exc, _ := listConfig(m, "groups.exclude")
 	return syncgroups.Compile(inc, exc)
+}
+
+// syncGroups runs the group offset part of one cycle for m and, when it
+// succeeds, records when (LastGroupSync). A mirror that has failed over
+// is not synced any more.
+func (c *Controller) syncGroups(m state.Mirror, src *kadm.Client) error {
+	f, err := groupFilter(m)
+	if err != nil || failedOver(m) {
+		return err
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+	res, err := syncgroups.Sync(ctx, src, groupDest{c: c, mirror: m.Name}, f)
+	cancel()
+	c.log.Debug("metadata sync: group offsets", "mirror", m.Name, "groups", res.Groups,
+		"offsets", res.Offsets, "clamped", res.Clamped, "skipped_active", res.SkippedActive)
+	if err != nil {
+		return err
+	}
+	// The offsets copied were committed at the source no earlier than
+	// began: that is the time describe shows.
+	if err := c.store.PutLastGroupSync(m.Name, began); err != nil && c.ctx.Err() == nil {
+		c.log.Warn("recording the last group offset sync", "mirror", m.Name, "err", err)
+	}
+	return nil
+}
+
+// LastGroupSync returns when mirror's group offsets were last synced from
+// its source by a periodic cycle that succeeded; the zero time if never.
+// It is persisted (state), so it survives a restart: the offsets here
+// are as old as it says whether or not the node restarted since, and an
+// operator judging a failover needs that age, not "never" after every
+// restart. A stop's final sync (which syncs only the stopped topics)
+// reports itself in the stop's answer and is not counted here.
+func (c *Controller) LastGroupSync(mirror string) time.Time {
+	at, err := c.store.LastGroupSync(mirror)
+	if err != nil {
+		c.log.Warn("reading the last group offset sync", "mirror", mirror, "err", err)
+	}
+	return at
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/pattern"
+	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -227,7 +228,8 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 			return kerr.UnknownServerError.Code, err.Error()
 		}
 	case t.TopicID != ([16]byte{}) && info.ID != t.TopicID:
-		return kerr.InconsistentTopicID.Code, fmt.Sprintf("topic %s exists here with another topic id", t.TopicName)
+		return kerr.InconsistentTopicID.Code, fmt.Sprintf("topic %s exists here with topic id %s, at the source with %s",
+			t.TopicName, topicid.String(info.ID), topicid.String(t.TopicID))
 	case info.Mirror != "" && info.Mirror != m.Name:
 		return mirrorapi.ErrTopicAlreadyInClusterMirror, fmt.Sprintf("topic %s belongs to cluster mirror %s", t.TopicName, info.Mirror)
 	case info.Mirror == m.Name && m.Topics[t.TopicName] == state.StateMirroring:
@@ -298,9 +300,37 @@ func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		q := regexp.QuoteMeta(t.TopicName)
 		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == q })
 	}
+	// The topics this stop fails over get a final sync first (sync.go);
+	// the others (unknown, another mirror's, stopped already) none.
+	var stopping []string
+	for _, name := range names {
+		if info, ok := c.b.Topic(name); ok && info.Mirror == m.Name {
+			if _, in := m.Topics[name]; in {
+				stopping = append(stopping, name)
+			}
+		}
+	}
+	reps := c.finalSync(m, stopping)
 	for _, name := range names {
 		code, msg := c.stopTopic(&m, name)
 		res.add(name, code, "%s", msg)
+		rt := &res.topics[len(res.topics)-1]
+		rep := reps[name]
+		switch {
+		case rep == nil && code == 0:
+			rt.FinalSync, rt.FinalSyncMessage = mirrorapi.FinalSyncSkipped, strp("topic "+name+" was stopped already")
+		case rep != nil:
+			rt.FinalSync, rt.Partitions = rep.status, rep.parts
+			if rep.msg != "" {
+				rt.FinalSyncMessage = strp(rep.msg)
+			}
+			c.logStop(m, name, code, rep)
+		}
+		if code != 0 && rep != nil {
+			// The final sync removed the fetchers; partitions this stop
+			// did not reach mirror on.
+			c.resumeUnstopped(m, name)
+		}
 	}
 	if err := c.store.PutMirror(m); err != nil {
 		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
@@ -363,7 +393,7 @@ func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response 
 		case state.StateMirroring:
 			m.Topics[topic] = state.StatePaused
 			for p := int32(0); p < partitions; p++ {
-				_ = c.fm.StopPartition(m.Name, topic, p)
+				c.stopFetcher(m.Name, topic, p)
 				c.setState(c.partitionState(m.Name, topic, p), state.StatePausing, "")
 				c.setState(c.partitionState(m.Name, topic, p), state.StatePaused, "")
 			}
@@ -422,24 +452,70 @@ func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Respo
 	return resp
 }
 
+// delete removes a mirror whose topics are all stopped (SPEC.md section
+// 2) or FAILED. The KIP requires stopped topics; a topic whose partitions
+// are all FAILED (deleted or recreated at the source, a source cluster
+// that changed) cannot mirror again, and a delete that left it read-only
+// would orphan it: no mirror would remain to stop it, and nothing else
+// makes a topic writable. So delete stops such topics first, with the
+// failover's steps (open transactions aborted, producer state reset,
+// then writable with the records it holds) and no final sync: the source
+// no longer has what the copy came from. What decides is the partitions'
+// persisted states, not the desired state, which still says MIRRORING
+// for a failed topic; a partition in any other state (MIRRORING, PAUSED,
+// aligning) refuses the delete, named in the message.
 func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.DeleteClusterMirrorResponse)
-	m, err := c.store.GetMirror(r.MirrorName)
-	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = mirrorapi.ErrUnknownClusterMirror, strp("no cluster mirror "+r.MirrorName)
+	fail := func(code int16, format string, args ...any) kmsg.Response {
+		resp.ErrorCode, resp.ErrorMessage = code, strp(fmt.Sprintf(format, args...))
 		return resp
 	}
-	for t, desired := range m.Topics {
-		if desired != state.StateStopped {
-			resp.ErrorCode = mirrorapi.ErrClusterMirrorNotEmpty
-			resp.ErrorMessage = strp(fmt.Sprintf("topic %s is %v: stop it first", t, desired))
-			return resp
+	m, err := c.store.GetMirror(r.MirrorName)
+	if err != nil {
+		return fail(mirrorapi.ErrUnknownClusterMirror, "no cluster mirror %s", r.MirrorName)
+	}
+	var failed []string
+	for _, t := range sortedTopics(m.Topics) {
+		info, ok := c.b.Topic(t)
+		if !ok || info.Mirror != m.Name {
+			continue // deleted here, or stopped and released
 		}
+		for p := int32(0); p < info.Partitions; p++ {
+			switch st := c.partitionState(m.Name, t, p).State; st {
+			case state.StateStopped, state.StateStopping:
+			case state.StateFailed:
+				if !slices.Contains(failed, t) {
+					failed = append(failed, t)
+				}
+			default:
+				return fail(mirrorapi.ErrClusterMirrorNotEmpty, "topic %s partition %d is %v: stop it first", t, p, st)
+			}
+		}
+	}
+	for _, t := range sortedTopics(m.Topics) {
+		if info, ok := c.b.Topic(t); !ok || info.Mirror != m.Name {
+			continue
+		}
+		// Finishes a stop a crash interrupted, and fails over the FAILED
+		// topics.
+		if code, msg := c.stopTopic(&m, t); code != 0 {
+			return fail(code, "stopping topic %s before the delete: %s", t, msg)
+		}
+	}
+	if len(failed) > 0 {
+		c.log.Warn("deleting a mirror: its FAILED topics were stopped, writable now", "mirror", m.Name, "topics", failed)
+	}
+	// The sync's record goes first: the sync writes it under c.mu, held
+	// here, and a crash before DeleteMirror leaves a mirror whose
+	// bindings count as created here, never a record a later mirror of
+	// the same name would take for its own.
+	if err := c.store.DeleteMirrorSync(m.Name); err != nil {
+		return fail(kerr.UnknownServerError.Code, "deleting the mirror's sync record: %v", err)
 	}
 	_ = c.fm.RemoveMirror(m.Name)
 	c.dropSource(m.Name)
 	if err := c.store.DeleteMirror(m.Name); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = kerr.UnknownServerError.Code, strp(err.Error())
+		return fail(kerr.UnknownServerError.Code, "%v", err)
 	}
 	return resp
 }
@@ -468,58 +544,6 @@ func (c *Controller) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response 
 			lm.TopicNames = names
 		}
 		resp.Mirrors = append(resp.Mirrors, lm)
-	}
-	return resp
-}
-
-func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.Response {
-	resp := r.ResponseKind().(*mirrorapi.DescribeClusterMirrorsResponse)
-	mirrors, _ := c.store.Mirrors()
-	for _, m := range mirrors {
-		if len(r.MirrorNames) > 0 && !slices.Contains(r.MirrorNames, m.Name) {
-			continue
-		}
-		dm := mirrorapi.DescribeClusterMirrorsResponseMirror{MirrorName: m.Name, AuthorizedOperations: -2147483648}
-		states, _ := c.store.MirrorPartitionStates(m.Name)
-		byTopic := map[string][]state.MirrorPartitionState{}
-		var names []string
-		for _, ps := range states {
-			if _, ok := byTopic[ps.Topic]; !ok {
-				names = append(names, ps.Topic)
-			}
-			byTopic[ps.Topic] = append(byTopic[ps.Topic], ps)
-		}
-		sort.Strings(names)
-		for _, t := range names {
-			dt := mirrorapi.DescribeClusterMirrorsResponseTopic{TopicName: t}
-			for _, ps := range byTopic[t] {
-				dp := mirrorapi.DescribeClusterMirrorsResponsePartition{PartitionIndex: ps.Partition,
-					SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: ps.State.String(), RetryAttempt: ps.RetryAttempt}
-				if ps.ErrorMessage != "" {
-					dp.ErrorMessage = strp(ps.ErrorMessage)
-				}
-				if ps.State == state.StateMirroring {
-					if st, err := c.fm.Status(m.Name, t, ps.Partition); err == nil {
-						dp.SourceOffset, dp.DestinationOffset = st.SourceHighWatermark, c.readableEnd(t, ps.Partition, st.LogEndOffset)
-						if st.SourceHighWatermark >= 0 {
-							dp.Lag = max(st.SourceHighWatermark-dp.DestinationOffset, 0)
-						}
-					}
-				}
-				dt.Partitions = append(dt.Partitions, dp)
-			}
-			dm.Topics = append(dm.Topics, dt)
-		}
-		resp.Mirrors = append(resp.Mirrors, dm)
-	}
-	for _, name := range r.MirrorNames {
-		if !slices.ContainsFunc(resp.Mirrors, func(dm mirrorapi.DescribeClusterMirrorsResponseMirror) bool { return dm.MirrorName == name }) {
-			resp.Mirrors = append(resp.Mirrors, mirrorapi.DescribeClusterMirrorsResponseMirror{MirrorName: name,
-				ErrorCode: mirrorapi.ErrUnknownClusterMirror, ErrorMessage: strp("no cluster mirror " + name)})
-		}
-	}
-	if r.ClusterID != nil {
-		resp.LookupResults = c.lastMirrorEpochs(mirrors, *r.ClusterID, r.LastMirrorEpochLookups)
 	}
 	return resp
 }
@@ -600,19 +624,4 @@ func (c *Controller) loopCheck(m state.Mirror, topic string) error {
 		}
 	}
 	return nil
-}
-
-// readableEnd is a mirrored partition's destination offset as Describe
-// reports it: the local high watermark, what consumers can read, capped by
-// the log end the fetcher saw. WHY not the log end alone: storage
-// publishes a new log end before it updates the epoch cache (a file write
-// when the epoch is new) and then the high watermark, so for that window a
-// "lag 0" taken from the log end promised records no consumer could read
-// yet, and an operator failing over on it would act too early.
-func (c *Controller) readableEnd(topic string, p int32, logEnd int64) int64 {
-	local, err := c.b.MirrorPartition(topic, p)
-	if err != nil {
-		return logEnd
-	}
-	return min(logEnd, local.Log().HighWatermark())
 }

@@ -3,15 +3,18 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
-	syncacls "github.com/kmirror/kmirror/sync/acls"
 	syncgroups "github.com/kmirror/kmirror/sync/groups"
 )
 
@@ -23,6 +26,13 @@ import (
 // own file here or package under sync/). Each part's
 // errors are counted by kind and logged once until that part succeeds
 // again; none stops the loop or the other parts.
+//
+// A stopped topic belongs to this node: the sync changes nothing of it
+// any more, neither its configs (topic_sync.go syncs MIRRORING topics
+// only), nor its groups' offsets (groupDest), nor the ACLs on it
+// (frozenACLs). Once every topic of a mirror is stopped (failedOver), no
+// group offset or ACL sync runs for it at all. The ACL sync deletes only
+// bindings it created itself, recorded per mirror in state.
 
 // Sync error kinds, the kind label of kmirror_mirror_sync_errors_total.
 const (
@@ -171,26 +181,11 @@ func (c *Controller) syncMirror(m state.Mirror, cl *kgo.Client) {
 	c.syncResult(m.Name, SyncTopicMetadata, metaErr)
 	c.syncResult(m.Name, SyncTopicConfigs, cfgErr)
 
-	f, err := groupFilter(m)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
-		var res syncgroups.Result
-		res, err = syncgroups.Sync(ctx, src, groupDest{b: c.b, mirror: m.Name}, f)
-		cancel()
-		c.log.Debug("metadata sync: group offsets", "mirror", m.Name, "groups", res.Groups,
-			"offsets", res.Offsets, "clamped", res.Clamped, "skipped_active", res.SkippedActive)
-	}
-	c.syncResult(m.Name, SyncGroupOffsets, err)
+	c.syncResult(m.Name, SyncGroupOffsets, c.syncGroups(m, src))
 
-	rules, err := aclRules(m)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
-		var res syncacls.Result
-		res, err = syncacls.Sync(ctx, src, c.b, rules)
-		cancel()
-		if res.Added+res.Removed > 0 {
-			c.log.Info("metadata sync: ACLs", "mirror", m.Name, "added", res.Added, "removed", res.Removed)
-		}
+	res, err := c.syncACLs(m, src)
+	if res.Added+res.Removed > 0 {
+		c.log.Info("metadata sync: ACLs", "mirror", m.Name, "added", res.Added, "removed", res.Removed)
 	}
 	c.syncResult(m.Name, SyncACLs, err)
 }
@@ -225,4 +220,248 @@ func (c *Controller) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
 		c.failNonRetryable(ps, msg)
 	}
 	return false
+}
+
+// maxFinalSync bounds a stop's final sync (finalSync): the stop waits at
+// most min(Config.SourceTimeout, maxFinalSync) for the source before it
+// goes on without it. WHY 10 s: a stop is a failover, and in a disaster
+// the source is down, so every second the stop waits for it is downtime
+// of the topics being failed over; a live source answers the few round
+// trips of the final sync (metadata, end offsets, groups, offsets,
+// configs) well within it, even a slow one across regions; and it stays
+// far below the request timeouts of admin clients (30 s and more, the
+// CLI's --timeout 60 s), so the stop's answer, with its report, arrives
+// before the caller gives up. A constant rather than a setting: the
+// source timeout already shortens it (tests, impatient deployments), and
+// waiting longer than this for a source that is not answering gains
+// nothing a later --describe and a manual offset reset could not.
+const maxFinalSync = 10 * time.Second
+
+func (c *Controller) finalSyncTimeout() time.Duration { return min(c.cfg.SourceTimeout, maxFinalSync) }
+
+// stopReport is what a stop answers for one topic: how its final sync
+// went and where the copy of each partition ended (the kmirror additions
+// of mirrorapi.MirrorTopicsResponseTopic).
+type stopReport struct {
+	status int8 // a mirrorapi.FinalSync value
+	msg    string
+	parts  []mirrorapi.StopMirrorTopicsResponsePartition
+}
+
+// finalSync is the first half of a stop of topics (Cluster Linking's
+// "promote"): it makes their copies final and then, if the source
+// answers within finalSyncTimeout, brings their group offsets and topic
+// configs in step one last time; the caller then runs the stop proper
+// (stopTopic: markers, STOPPED, writable). The order matters:
+//
+//  1. each partition's last source offset the fetcher saw is taken, and
+//     its fetcher is removed: from then on the local log end is final;
+//  2. the source's end offsets are read: against the final log end, they
+//     say how far behind the copy is (the stop's report);
+//  3. group offsets are synced, clamped to the final log end (see
+//     sync/groups), so a consumer that committed at the source just
+//     before the stop resumes here where it stopped, or at the end of
+//     what was copied, and never past it; synced before 1, the clamp
+//     would use an end the fetcher still moves, and after the stop the
+//     topic is writable, so the end could already hold records of this
+//     node's own that a source offset must not point into;
+//  4. configs are copied (before the topic takes writes, so a retention
+//     or compaction setting of the source applies from the first one).
+//
+// A source that does not answer (or is another cluster now) skips 2-4
+// and the stop goes on: the report says so, with the last source offsets
+// the fetcher saw. A topic the source holds under another topic id
+// (deleted and recreated there) is not synced: its offsets are another
+// topic's. REQUIRES: c.mu held; topics are mirror topics of m.
+func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stopReport {
+	reps := make(map[string]*stopReport, len(topics))
+	ids := map[string][16]byte{}
+	for _, t := range topics {
+		info, _ := c.b.Topic(t)
+		ids[t] = info.ID
+		rep := &stopReport{status: mirrorapi.FinalSyncDone}
+		for p := int32(0); p < info.Partitions; p++ {
+			sp := mirrorapi.StopMirrorTopicsResponsePartition{PartitionIndex: p, SourceOffset: -1, SourceOffsetMillis: -1,
+				DestinationOffset: -1, Lag: -1}
+			if st, err := c.fm.Status(m.Name, t, p); err == nil && st.SourceHighWatermark >= 0 && !st.SourceUpdated.IsZero() {
+				sp.SourceOffset, sp.SourceOffsetMillis = st.SourceHighWatermark, st.SourceUpdated.UnixMilli()
+			}
+			_ = c.fm.StopPartition(m.Name, t, p)
+			if local, err := c.b.MirrorPartition(t, p); err == nil {
+				sp.DestinationOffset = local.Log().LogEndOffset()
+			}
+			rep.parts = append(rep.parts, sp)
+		}
+		reps[t] = rep
+	}
+	if len(topics) > 0 {
+		ctx, cancel := context.WithTimeout(c.ctx, c.finalSyncTimeout())
+		c.finalSyncFrom(ctx, m, topics, ids, reps)
+		cancel()
+	}
+	for _, rep := range reps {
+		for i, sp := range rep.parts {
+			if sp.SourceOffset >= 0 && sp.DestinationOffset >= 0 {
+				rep.parts[i].Lag = max(sp.SourceOffset-sp.DestinationOffset, 0)
+			}
+		}
+	}
+	return reps
+}
+
+// finalSyncFrom runs steps 2-4 of finalSync within ctx and notes in reps
+// what failed. REQUIRES: c.mu held.
+func (c *Controller) finalSyncFrom(ctx context.Context, m state.Mirror, topics []string, ids map[string][16]byte,
+	reps map[string]*stopReport) {
+	problems := map[string][]string{}
+	note := func(t, format string, args ...any) { problems[t] = append(problems[t], fmt.Sprintf(format, args...)) }
+	skipAll := func(format string, args ...any) {
+		for _, rep := range reps {
+			rep.status, rep.msg = mirrorapi.FinalSyncSkipped, fmt.Sprintf(format, args...)
+		}
+	}
+	// A probe first: a source that refuses connections (the usual
+	// disaster: its brokers are down) fails it at once, where the
+	// client's requests would retry their dials until ctx ends, holding
+	// the failover up for the whole bound.
+	fc, err := fetchConfig(m.Name, m.Configs)
+	if err == nil {
+		err = fetch.Probe(ctx, fc)
+	}
+	if err != nil {
+		skipAll("%v: %v", errSourceUnreachable, err)
+		return
+	}
+	cl, err := c.sourceClient(m)
+	if err != nil {
+		skipAll("no source client: %v", err)
+		return
+	}
+	adm := kadm.NewClient(cl)
+	meta, err := describeCluster(ctx, adm)
+	switch {
+	case err != nil:
+		skipAll("%v within %v: %v", errSourceUnreachable, c.finalSyncTimeout(), err)
+		return
+	case m.SourceClusterID != "" && meta.clusterID != m.SourceClusterID:
+		skipAll("the source is another cluster now (id %s, mirrored %s)", meta.clusterID, m.SourceClusterID)
+		return
+	}
+	listed, err := listSourceTopics(ctx, cl, topics)
+	if err != nil {
+		skipAll("%v: reading the source topics: %v", errSourceUnreachable, err)
+		return
+	}
+	var synced []string
+	for _, t := range topics {
+		st, ok := listed[t]
+		switch {
+		case !ok || st.Err != nil:
+			msg := "the source has no topic " + t
+			if st.Err != nil {
+				msg += ": " + st.Err.Error()
+			}
+			reps[t].status, reps[t].msg = mirrorapi.FinalSyncSkipped, msg
+		case st.ID != ([16]byte{}) && st.ID != ids[t]:
+			reps[t].status, reps[t].msg = mirrorapi.FinalSyncSkipped, fmt.Sprintf("topic %s at the source is another topic"+
+				" (id %s, mirrored %s): not synced", t, kadm.TopicID(st.ID), kadm.TopicID(ids[t]))
+		default:
+			synced = append(synced, t)
+		}
+	}
+	if len(synced) == 0 {
+		return
+	}
+	now := time.Now().UnixMilli()
+	ends, err := adm.ListEndOffsets(ctx, synced...)
+	if err != nil {
+		for _, t := range synced {
+			note(t, "source end offsets: %v", err)
+		}
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		rep := reps[o.Topic]
+		switch {
+		case rep == nil || o.Partition < 0 || int(o.Partition) >= len(rep.parts):
+		case o.Err != nil:
+			note(o.Topic, "source end offset of partition %d: %v", o.Partition, o.Err)
+		default:
+			rep.parts[o.Partition].SourceOffset, rep.parts[o.Partition].SourceOffsetMillis = o.Offset, now
+		}
+	})
+	only := make(map[string]bool, len(synced))
+	for _, t := range synced {
+		only[t] = true
+	}
+	f, err := groupFilter(m)
+	if err == nil {
+		_, err = syncgroups.Sync(ctx, adm, groupDest{c: c, mirror: m.Name, final: only}, f)
+	}
+	if err != nil {
+		for _, t := range synced {
+			note(t, "group offsets: %v", err)
+		}
+	}
+	configs, cfgErr := sourceTopicConfigs(ctx, adm, m, synced)
+	for _, t := range synced {
+		set, ok := configs[t]
+		if !ok {
+			note(t, "configs: not described: %v", cfgErr)
+		} else if err := c.applyTopicConfigs(t, set); err != nil {
+			note(t, "configs: %v", err)
+		}
+	}
+	for t, ps := range problems {
+		reps[t].status, reps[t].msg = mirrorapi.FinalSyncFailed, strings.Join(ps, "; ")
+	}
+}
+
+// logStop logs how a topic's stop went, loudly when it left records
+// behind at the source.
+func (c *Controller) logStop(m state.Mirror, topic string, code int16, rep *stopReport) {
+	if code != 0 {
+		return
+	}
+	var behind, unknown int64
+	for _, p := range rep.parts {
+		if p.Lag < 0 {
+			unknown++
+		}
+		behind += max(p.Lag, 0)
+	}
+	args := []any{"mirror", m.Name, "topic", topic, "final_sync", finalSyncName(rep.status), "reason", rep.msg,
+		"records_behind", behind, "partitions_source_offset_unknown", unknown}
+	if behind > 0 || unknown > 0 || rep.status != mirrorapi.FinalSyncDone {
+		c.log.Warn("topic stopped, the copy may lack records the source holds", args...)
+		return
+	}
+	c.log.Info("topic stopped after a final sync, nothing left behind", args...)
+}
+
+func finalSyncName(s int8) string {
+	switch s {
+	case mirrorapi.FinalSyncDone:
+		return "done"
+	case mirrorapi.FinalSyncSkipped:
+		return "skipped"
+	case mirrorapi.FinalSyncFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// resumeUnstopped restarts the fetchers of a topic's partitions that a
+// failed stop left MIRRORING. REQUIRES: c.mu held.
+func (c *Controller) resumeUnstopped(m state.Mirror, topic string) {
+	info, ok := c.b.Topic(topic)
+	if !ok || info.Mirror != m.Name {
+		return
+	}
+	for p := int32(0); p < info.Partitions; p++ {
+		if ps := c.partitionState(m.Name, topic, p); ps.State == state.StateMirroring {
+			if err := c.startPartition(m, topic, p); err != nil {
+				c.log.Warn("restarting a partition a failed stop left", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
+			}
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/pattern"
+	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -23,8 +24,8 @@ import (
 //     local copy is kept: deletes are never propagated) or deleted and
 //     recreated there (another topic id: other data at the same offsets);
 //   - grows a mirrored topic whose source gained partitions;
-//   - copies the source's dynamic topic configs, except the excluded ones,
-//     over local edits;
+//   - copies the source's dynamic topic configs, except the excluded ones
+//     and those Apache Kafka removed (removed_configs.go), over local edits;
 //   - starts the source topics the mirror's rules match (discovery) and
 //     stops the active ones its rules now exclude.
 
@@ -143,8 +144,12 @@ func sourceTopicConfigs(ctx context.Context, adm *kadm.Client, m state.Mirror, t
 }
 
 // applyTopicConfigs sets a mirrored topic's source configs here. Configs
-// this node does not know or refuses are reported, the others applied.
+// Apache Kafka removed are skipped (removed_configs.go); configs this node
+// does not know or refuses are reported, the others applied.
 func (c *Controller) applyTopicConfigs(topic string, set map[string]string) error {
+	if info, ok := c.b.Topic(topic); ok {
+		set = withoutRemovedConfigs(set, c.log, &c.removedConfigs, info.Mirror, topic)
+	}
 	if len(set) == 0 {
 		return nil
 	}
@@ -280,7 +285,7 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 				" (deletes are not propagated: the local copy is kept)", t))
 		case v.topics[t].ID != ([16]byte{}) && v.topics[t].ID != info.ID:
 			c.failTopic(cur, t, info.Partitions, fmt.Sprintf("topic %s was deleted and recreated at the source"+
-				" (topic id %s, mirrored %s); mirroring stopped", t, kadm.TopicID(v.topics[t].ID), kadm.TopicID(info.ID)))
+				" (topic id %s, mirrored %s); mirroring stopped", t, topicid.String(v.topics[t].ID), topicid.String(info.ID)))
 		default:
 			metaErr = errors.Join(metaErr, c.growTopic(cur, t, info.Partitions, v.topics[t].Partitions))
 			cfgErr = errors.Join(cfgErr, c.applyTopicConfigs(t, v.configs[t]))
@@ -343,7 +348,7 @@ func (c *Controller) failNonRetryable(ps state.MirrorPartitionState, msg string)
 	if ps.State == state.StateStopped || ps.State == state.StateFailed && ps.RetryAttempt < 0 {
 		return
 	}
-	_ = c.fm.StopPartition(ps.Mirror, ps.Topic, ps.Partition)
+	c.stopFetcher(ps.Mirror, ps.Topic, ps.Partition)
 	ps.RetryAttempt = -1
 	if err := c.setState(ps, state.StateFailed, msg); err != nil {
 		c.log.Warn("marking a partition failed", "mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition, "err", err)

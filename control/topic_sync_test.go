@@ -28,6 +28,12 @@ type syncFixture struct {
 
 func newSyncFixture(t *testing.T, seedTopics ...string) *syncFixture {
 	t.Helper()
+	return newSyncFixtureWith(t, Config{}, seedTopics...)
+}
+
+// newSyncFixtureWith is newSyncFixture with a controller config.
+func newSyncFixtureWith(t *testing.T, ctlCfg Config, seedTopics ...string) *syncFixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	opts := []kfake.Opt{kfake.NumBrokers(1)}
@@ -44,7 +50,7 @@ func newSyncFixture(t *testing.T, seedTopics ...string) *syncFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(scl.Close)
-	n := openTestNode(t, testConfig(t), nil)
+	n := openTestNodeWith(t, testConfig(t), nil, ctlCfg)
 	t.Cleanup(n.close)
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
 	return &syncFixture{ctx: ctx, src: src, sadm: kadm.NewClient(scl), scl: scl, n: n}

@@ -19,15 +19,26 @@
 //     appended source epochs (bumped by 10 when the gap falls under 3), and
 //     reacts to the errors SPEC.md section 5 lists: FENCED_LEADER_EPOCH and
 //     NOT_LEADER_OR_FOLLOWER re-home the partition, OFFSET_OUT_OF_RANGE
-//     truncates or restarts at the source log start, UNKNOWN_LEADER_EPOCH
-//     backs off, a diverging epoch (Fetch v12+) truncates to the divergence
-//     point (OffsetForLeaderEpoch on start for sources without it).
+//     below the source log start restarts there, UNKNOWN_LEADER_EPOCH
+//     backs off, a broken connection sends the fetcher's partitions back to
+//     the resolver (their leader may have died).
 //
-// A corrupt or malformed batch is never appended: the partition stops in
-// the failed state with an error naming the offset, and waits to be
-// restarted. Everything the fetchers do per batch is allocation-free;
+// The copy is never cut while a partition mirrors (identity.go,
+// errors.go). Fetchers fetch by topic id from sources that have ids, and
+// check a source without ids by comparing batches, so a topic recreated at
+// the source fails the partition (ErrNotRetriable) instead of truncating
+// the copy or filling it with another topic's records. A source that ends
+// below the copy (a diverging epoch, OFFSET_OUT_OF_RANGE above its end)
+// fails the partition with a SourceTruncatedError; only a partition
+// started with StartAlign (LOG_ALIGNMENT, ULE_RECOVERY) is cut to the
+// source, until the source first accepts its fetch position.
+//
+// A corrupt or malformed batch, or one whose offsets do not follow the
+// batch before it or lie past the source high watermark, is never
+// appended: the partition stops in the failed state with an error naming
+// the offset, and waits to be restarted. Everything the fetchers do per batch is allocation-free;
 // buffers in flight are bounded by fetchers x the response max bytes.
 //
-// Until the control plane exists, StartPartition and StopPartition are the
-// Go API that starts and stops mirroring a partition.
+// The control plane (control/) starts and stops partitions with
+// StartPartition and StopPartition, and reads their Status.
 package fetch

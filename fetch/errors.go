@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 )
@@ -48,7 +47,3 @@ func (e *SourceTruncatedError) Error() string {
 }
 
 func (e *SourceTruncatedError) Is(target error) bool { return target == ErrNotRetriable }
-
-// TopicIDString formats a topic id as Kafka prints it (Uuid.toString): URL
-// safe base64 without padding.
-func TopicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }

@@ -48,6 +48,8 @@ type fetcher struct {
 	// names maps the topic ids of a by-id request back to names: v13+
 	// responses carry ids only.
 	names map[[16]byte]string
+	// answered is touchQuiet's scratch set, reused across responses.
+	answered map[topicPartition]bool
 
 	// The pipeline: while one response is applied (CRC check, append) on
 	// an applier goroutine, the next Fetch is already on the wire, asking
@@ -100,7 +102,7 @@ func newFetcher(mr *mirror, key fetcherKey, addr string) *fetcher {
 	ctx, cancel := context.WithCancel(mr.ctx)
 	f := &fetcher{mr: mr, key: key, addr: addr, ctx: ctx, stop: cancel, done: make(chan struct{}),
 		parts: map[topicPartition]*partState{}, wake: make(chan struct{}, 1),
-		req: kmsg.NewPtrFetchRequest(), names: map[[16]byte]string{},
+		req: kmsg.NewPtrFetchRequest(), names: map[[16]byte]string{}, answered: map[topicPartition]bool{},
 		resps:     [2]*kmsg.FetchResponse{kmsg.NewPtrFetchResponse(), kmsg.NewPtrFetchResponse()},
 		requested: [2]map[topicPartition]int64{{}, {}},
 		predicted: map[topicPartition]prediction{}}
@@ -474,6 +476,7 @@ func (f *fetcher) advanceSession(version int16, resp *kmsg.FetchResponse) {
 func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]int64) (resync []topicPartition) {
 	f.handling.Lock()
 	defer f.handling.Unlock()
+	f.touchQuiet(resp, requested)
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
@@ -520,6 +523,36 @@ func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]i
 		}
 	}
 	return resync
+}
+
+// touchQuiet records a successful fetch for the requested partitions
+// that the response leaves out: in a fetch session the source answers
+// only partitions with news, so silence is a current "nothing new", and
+// an idle partition must look neither stalled nor old.
+func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartition]int64) {
+	answered := f.answered
+	clear(answered)
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			answered[topicPartition{resp.Topics[i].Topic, resp.Topics[i].Partitions[j].Partition}] = true
+		}
+	}
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for tp := range requested {
+		if ps := f.parts[tp]; ps != nil && !answered[tp] {
+			ps.mu.Lock()
+			ps.lastFetch = now
+			if ps.sourceHW >= 0 {
+				// Left out means unchanged: the source names a partition
+				// of the session whenever its high watermark, LSO or log
+				// start moves. So the last known offsets are current.
+				ps.sourceUpdated = now
+			}
+			ps.mu.Unlock()
+		}
+	}
 }
 
 // reached reports whether ps's log end moved as predicted, or did not

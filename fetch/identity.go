@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+
+	"github.com/kmirror/kmirror/internal/topicid"
 )
 
 // Topic identity: a source topic deleted and recreated under the same
@@ -36,9 +38,14 @@ func (mr *mirror) checkTopic(ps *partState, li leaderInfo) error {
 	localID := ps.local.TopicID()
 	ps.mu.Lock()
 	verify := ps.verifyTopic
-	logNoIDs := li.topicID == [16]byte{} && !ps.noIDsLogged
-	ps.noIDsLogged = ps.noIDsLogged || logNoIDs
 	ps.mu.Unlock()
+	logNoIDs := false
+	if li.topicID == [16]byte{} {
+		mr.mu.Lock()
+		logNoIDs = !mr.noIDsLogged[ps.tp.topic]
+		mr.noIDsLogged[ps.tp.topic] = true
+		mr.mu.Unlock()
+	}
 	if li.topicID != [16]byte{} {
 		if li.topicID != localID {
 			why := "the topic was deleted and recreated at the source, and the records under the new id are not the ones copied"
@@ -48,8 +55,8 @@ func (mr *mirror) checkTopic(ps *partState, li leaderInfo) error {
 			}
 			return permanent(fmt.Errorf("source topic %s has topic id %s, this copy has topic id %s: %s; the local copy is "+
 				"kept. Stop the topic to keep it as it is (failover), or delete the local topic and start it again to mirror "+
-				"the source topic of id %s", ps.tp.topic, TopicIDString(li.topicID), TopicIDString(localID), why,
-				TopicIDString(li.topicID)))
+				"the source topic of id %s", ps.tp.topic, topicid.String(li.topicID), topicid.String(localID), why,
+				topicid.String(li.topicID)))
 		}
 		ps.mu.Lock()
 		ps.sourceTopicID, ps.verifyTopic, ps.idGone = li.topicID, false, false
@@ -59,10 +66,10 @@ func (mr *mirror) checkTopic(ps *partState, li leaderInfo) error {
 	if logNoIDs {
 		mr.m.log.Info("source has no topic ids (Kafka before 2.8): fetching by name, checking the copied batches "+
 			"at every start and before any truncation", "mirror", mr.cfg.Name, "topic", ps.tp.topic,
-			"partition", ps.tp.partition, "assigned_topic_id", TopicIDString(localID))
+			"assigned_topic_id", topicid.String(localID))
 	}
 	ps.mu.Lock()
-	ps.sourceTopicID = [16]byte{}
+	ps.sourceTopicID, ps.noSourceIDs = [16]byte{}, true
 	ps.mu.Unlock()
 	if verify {
 		if _, err := mr.sameTopic(ps, li.leader, [16]byte{}); err != nil {
@@ -85,7 +92,7 @@ func (ps *partState) topicGone() error {
 	}
 	return permanent(fmt.Errorf("source topic %s (topic id %s) was deleted at the source: a fetch by its id answered "+
 		"UNKNOWN_TOPIC_ID and the source lists no topic %s; the local copy is kept", ps.tp.topic,
-		TopicIDString(ps.local.TopicID()), ps.tp.topic))
+		topicid.String(ps.local.TopicID()), ps.tp.topic))
 }
 
 // maxIdentitySteps bounds how far back sameTopic looks for a batch that
@@ -143,7 +150,7 @@ func (mr *mirror) sameTopic(ps *partState, leader int32, sourceID [16]byte) (com
 		return true, permanent(fmt.Errorf("source topic %s is not the one copied: at offset %d the source holds %s, this copy "+
 			"offsets %d-%d, CRC32C %08x; the topic was deleted and recreated at the source (or rewritten). The local copy "+
 			"is kept (topic id %s, assigned by kmirror: the source has no topic ids)", ps.tp.topic, lb.BaseOffset(), got,
-			lb.BaseOffset(), lb.LastOffset(), lb.CRC(), TopicIDString(ps.local.TopicID())))
+			lb.BaseOffset(), lb.LastOffset(), lb.CRC(), topicid.String(ps.local.TopicID())))
 	}
 	return false, nil
 }

@@ -41,6 +41,9 @@ type mirror struct {
 	parts    map[topicPartition]*partState
 	fetchers map[fetcherKey]*fetcher
 	throttle *throttle
+	// noIDsLogged are the topics whose source was logged to have no
+	// topic ids (once per topic, not per partition).
+	noIDsLogged map[string]bool
 
 	resolve chan struct{} // wakes the resolver
 	wg      sync.WaitGroup
@@ -49,7 +52,7 @@ type mirror struct {
 func newMirror(m *Manager, cfg MirrorConfig, admin *kgo.Client) *mirror {
 	ctx, cancel := context.WithCancel(context.Background())
 	mr := &mirror{m: m, cfg: cfg, admin: admin, ctx: ctx, cancel: cancel,
-		parts: map[topicPartition]*partState{}, fetchers: map[fetcherKey]*fetcher{},
+		parts: map[topicPartition]*partState{}, fetchers: map[fetcherKey]*fetcher{}, noIDsLogged: map[string]bool{},
 		throttle: newThrottle(cfg.ThrottleBytesPerSecond), resolve: make(chan struct{}, 1)}
 	mr.wg.Add(1)
 	go mr.resolver()

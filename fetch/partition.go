@@ -60,6 +60,10 @@ type Status struct {
 	SourceUpdated time.Time
 	LastFetch     time.Time
 	Stalled       bool
+	// NoSourceTopicIDs is set once the source metadata showed no topic id
+	// for the topic (Kafka before 2.8): it is fetched by name and its
+	// local topic id is one this node assigned.
+	NoSourceTopicIDs bool
 	// Aligning is set while a partition started with StartAlign has not
 	// had its fetch position accepted by the source yet: it may still cut
 	// its log to the source's.
@@ -108,7 +112,7 @@ type partState struct {
 	// is still the one copied (the source answered UNKNOWN_TOPIC_ID or
 	// UNKNOWN_TOPIC_OR_PARTITION); idGone means a by-id fetch was refused.
 	verifyTopic, idGone bool
-	noIDsLogged         bool
+	noSourceIDs         bool // the source metadata had no id for the topic
 }
 
 func (ps *partState) status() Status {
@@ -117,7 +121,7 @@ func (ps *partState) status() Status {
 	st := Status{Mirror: ps.mirror.cfg.Name, Topic: ps.tp.topic, Partition: ps.tp.partition, State: ps.state, Err: ps.err,
 		SourceLeader: ps.leader, SourceEpoch: ps.sourceEpoch, SourceHighWatermark: ps.sourceHW,
 		SourceLogStart: ps.sourceLogStart, LogEndOffset: ps.local.Log().LogEndOffset(),
-		SourceUpdated: ps.sourceUpdated, LastFetch: ps.lastFetch, Aligning: ps.align}
+		SourceUpdated: ps.sourceUpdated, LastFetch: ps.lastFetch, Aligning: ps.align, NoSourceTopicIDs: ps.noSourceIDs}
 	if ps.sourceHW >= 0 {
 		st.Lag = max(ps.sourceHW-st.LogEndOffset, 0)
 	}
@@ -125,7 +129,9 @@ func (ps *partState) status() Status {
 	if ps.lastFetch.After(since) {
 		since = ps.lastFetch
 	}
-	st.Stalled = ps.state != StateFailed && time.Since(since) > ps.mirror.cfg.RequestTimeout
+	// A fetch may wait fetch.wait.max.ms at the source before it answers,
+	// then up to request.timeout.ms on the wire.
+	st.Stalled = ps.state != StateFailed && time.Since(since) > ps.mirror.cfg.RequestTimeout+ps.mirror.cfg.FetchWaitMax
 	return st
 }
 
@@ -447,6 +453,13 @@ func (ps *partState) truncateTo(to int64, how string) error {
 	align, noIDs, leader := ps.align, ps.sourceTopicID == [16]byte{}, ps.leader
 	ps.mu.Unlock()
 	if !align {
+		if noIDs {
+			// A source without topic ids gives no other sign of a
+			// recreated topic: say so if that is what happened.
+			if _, err := ps.mirror.sameTopic(ps, leader, [16]byte{}); errors.Is(err, ErrNotRetriable) {
+				return err
+			}
+		}
 		return &SourceTruncatedError{Topic: ps.tp.topic, Partition: ps.tp.partition, LocalEnd: l.LogEndOffset(),
 			SourceEnd: to, How: how}
 	}

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"math"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,13 +21,23 @@ import (
 //	kmirror_mirror_partitions{mirror,state}         mirrored partitions by fetch state
 //	kmirror_mirror_lag_records{mirror,topic[,partition]}
 //	                                                source high watermark minus local log end
+//	kmirror_mirror_source_offset_age_seconds{mirror,topic[,partition]}
+//	                                                age of the source high watermark behind the
+//	                                                lag, the oldest of the topic's partitions;
+//	                                                +Inf while one has never been read
+//	kmirror_mirror_stalled_partitions{mirror,topic[,partition]}
+//	                                                partitions without a good fetch answer for
+//	                                                longer than request.timeout.ms
 //
-// Partition labels are opt-in (STYLE.md item 36): per-topic sums by default.
+// Partition labels are opt-in (STYLE.md item 36): per-topic sums (the age:
+// maximum) by default. A lag is only as current as its age: a dead source
+// broker leaves the lag where it was, so alert on the age or the stalled
+// count, not on the lag alone (issue 16 item 2).
 type FetchCollector struct {
 	m              *fetch.Manager
 	partitionLabel bool
 
-	bytes, batches, duration, errs, connErrs, parts, lag *prometheus.Desc
+	bytes, batches, duration, errs, connErrs, parts, lag, age, stalled *prometheus.Desc
 }
 
 // NewFetchCollector returns a collector for m; partitionLabels adds a
@@ -44,12 +56,16 @@ func NewFetchCollector(m *fetch.Manager, partitionLabels bool) *FetchCollector {
 		connErrs: prometheus.NewDesc("kmirror_mirror_connection_errors_total", "Failed dials and broken source connections.", nil, nil),
 		parts:    prometheus.NewDesc("kmirror_mirror_partitions", "Mirrored partitions by fetch state.", []string{"mirror", "state"}, nil),
 		lag:      prometheus.NewDesc("kmirror_mirror_lag_records", "Source high watermark minus the local log end.", lagLabels, nil),
+		age: prometheus.NewDesc("kmirror_mirror_source_offset_age_seconds",
+			"Age of the source high watermark the lag is measured against (oldest partition; +Inf: never read).", lagLabels, nil),
+		stalled: prometheus.NewDesc("kmirror_mirror_stalled_partitions",
+			"Mirrored partitions without a fetch answered without error for longer than request.timeout.ms.", lagLabels, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *FetchCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytes, c.batches, c.duration, c.errs, c.connErrs, c.parts, c.lag} {
+	for _, d := range []*prometheus.Desc{c.bytes, c.batches, c.duration, c.errs, c.connErrs, c.parts, c.lag, c.age, c.stalled} {
 		ch <- d
 	}
 }
@@ -76,15 +92,35 @@ func (c *FetchCollector) Collect(ch chan<- prometheus.Metric) {
 		state  fetch.State
 	}
 	type lagKey struct{ mirror, topic, partition string }
+	type lagValue struct {
+		lag, stalled int64
+		age          float64 // seconds, the maximum
+	}
 	states := map[mirrorState]int{}
-	lags := map[lagKey]int64{}
+	lags := map[lagKey]*lagValue{}
+	now := time.Now()
 	for _, st := range c.m.Statuses() {
 		states[mirrorState{st.Mirror, st.State}]++
 		k := lagKey{st.Mirror, st.Topic, ""}
 		if c.partitionLabel {
 			k.partition = strconv.Itoa(int(st.Partition))
 		}
-		lags[k] += st.Lag
+		v := lags[k]
+		if v == nil {
+			v = &lagValue{}
+			lags[k] = v
+		}
+		v.lag += st.Lag
+		if st.Stalled {
+			v.stalled++
+		}
+		// Never read (a fetcher that has not been answered since it
+		// started): its lag of 0 measures nothing.
+		age := math.Inf(1)
+		if !st.SourceUpdated.IsZero() {
+			age = max(now.Sub(st.SourceUpdated).Seconds(), 0)
+		}
+		v.age = max(v.age, age)
 	}
 	for k, n := range states {
 		ch <- prometheus.MustNewConstMetric(c.parts, prometheus.GaugeValue, float64(n), k.mirror, k.state.String())
@@ -94,6 +130,8 @@ func (c *FetchCollector) Collect(ch chan<- prometheus.Metric) {
 		if c.partitionLabel {
 			labels = append(labels, k.partition)
 		}
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(v), labels...)
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(v.lag), labels...)
+		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, v.age, labels...)
+		ch <- prometheus.MustNewConstMetric(c.stalled, prometheus.GaugeValue, float64(v.stalled), labels...)
 	}
 }

@@ -2,14 +2,15 @@ package metrics
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/broker"
@@ -20,58 +21,12 @@ import (
 // a fetch summary, partition states and lag, under linted names.
 func TestFetchCollector(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	p, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b"), kgo.StringRecord("c")).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	// The mirror topic has the source topic's id, as the control plane
-	// creates it (the fetchers refuse another id).
-	tds, err := kadm.NewClient(p).ListTopics(ctx, "s")
-	if err != nil || tds["s"].Err != nil {
-		t.Fatalf("source topic s: %v %v", err, tds["s"].Err)
-	}
-	if err := b.CreateMirrorTopic("s", tds["s"].ID, 1, "m"); err != nil {
-		t.Fatal(err)
-	}
-	m := fetch.NewManager(fetch.Config{})
-	defer m.Close()
+	ctx, src, p, b, m := newFetchFixture(t, 3)
 	if err := m.AddMirror(fetch.MirrorConfig{Name: "m", Bootstrap: src.ListenAddrs(), FetchWaitMax: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	local, err := b.MirrorPartition("s", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.StartPartition("m", "s", 0, local, fetch.StartAlign); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); local.Log().LogEndOffset() < 3; {
-		if time.Now().After(deadline) {
-			t.Fatal("mirror did not catch up")
-		}
-		<-time.After(5 * time.Millisecond)
-	}
+	local := startMirrored(t, b, m, "m", "s", sourceID(t, ctx, p, "s"))
+	waitUntil(t, "mirror caught up", func() bool { return local.Log().LogEndOffset() == 3 })
 
 	c := NewFetchCollector(m, true)
 	reg := prometheus.NewPedanticRegistry()
@@ -91,6 +46,134 @@ kmirror_mirror_partitions{mirror="m",state="fetching"} 1
 	}
 	if testutil.CollectAndCount(c, "kmirror_mirror_lag_records") != 1 {
 		t.Error("want one lag series")
+	}
+}
+
+// The lag comes with the age of the source offset it is measured against
+// and a count of stalled partitions: fresh and 0 while the source answers;
+// growing and counted once it stops answering for longer than
+// request.timeout.ms; +Inf for a partition never answered.
+func TestFetchCollectorStalled(t *testing.T) {
+	t.Parallel()
+	ctx, src, p, b, m := newFetchFixture(t, 1)
+	const timeout = 300 * time.Millisecond
+	if err := m.AddMirror(fetch.MirrorConfig{Name: "m", Bootstrap: src.ListenAddrs(), FetchWaitMax: 50 * time.Millisecond,
+		FetchBackoff: 50 * time.Millisecond, RequestTimeout: timeout}); err != nil {
+		t.Fatal(err)
+	}
+	// "never" is on a mirror whose source nobody serves.
+	if err := m.AddMirror(fetch.MirrorConfig{Name: "gone", Bootstrap: []string{"127.0.0.1:1"}, RequestTimeout: timeout}); err != nil {
+		t.Fatal(err)
+	}
+	local := startMirrored(t, b, m, "m", "s", sourceID(t, ctx, p, "s"))
+	startMirrored(t, b, m, "gone", "never", [16]byte{1})
+	c := NewFetchCollector(m, false)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+	// gauges returns the age and stalled gauges of mirror/topic (-1: none).
+	gauges := func(mirror, topic string) (age, stalled float64) {
+		t.Helper()
+		got := gathered(t, reg)
+		labels := "{mirror=" + mirror + "}{topic=" + topic + "}"
+		age, ok := got["kmirror_mirror_source_offset_age_seconds"+labels]
+		if !ok {
+			age = -1
+		}
+		stalled, ok = got["kmirror_mirror_stalled_partitions"+labels]
+		if !ok {
+			stalled = -1
+		}
+		return age, stalled
+	}
+	waitUntil(t, "mirror caught up", func() bool { return local.Log().LogEndOffset() == 1 })
+	// Answered (the source keeps answering, with new records so that
+	// even an incremental fetch session names the partition).
+	waitUntil(t, "fresh while answered", func() bool {
+		if err := p.ProduceSync(ctx, kgo.StringRecord("more")).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		age, stalled := gauges("m", "s")
+		return age >= 0 && age < timeout.Seconds() && stalled == 0
+	})
+	if age, stalled := gauges("gone", "never"); !math.IsInf(age, 1) {
+		t.Errorf("never answered: age %v, stalled %v; want +Inf", age, stalled)
+	}
+	waitUntil(t, "never answered: stalled", func() bool { _, stalled := gauges("gone", "never"); return stalled == 1 })
+
+	src.Close()
+	waitUntil(t, "stalled once the source is gone", func() bool {
+		age, stalled := gauges("m", "s")
+		return stalled == 1 && age >= timeout.Seconds() && !math.IsInf(age, 1)
+	})
+}
+
+// newFetchFixture returns a test context, a one-broker kfake cluster with
+// topic "s" holding records records, a producer to it, a broker and a
+// fetch manager, all closed at the end of the test.
+func newFetchFixture(t *testing.T, records int) (context.Context, *kfake.Cluster, *kgo.Client, *broker.Broker, *fetch.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	p, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	for range records {
+		if err := p.ProduceSync(ctx, kgo.StringRecord("r")).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newTestBroker(t)
+	m := fetch.NewManager(fetch.Config{})
+	t.Cleanup(m.Close) // before b closes: cleanups run last first
+	return ctx, src, p, b, m
+}
+
+// startMirrored creates one-partition mirror topic topic on b, with the
+// source's topic id (the fetchers refuse another), and mirrors it with m's
+// mirror.
+func startMirrored(t *testing.T, b *broker.Broker, m *fetch.Manager, mirror, topic string, id [16]byte) fetch.Partition {
+	t.Helper()
+	if err := b.CreateMirrorTopic(topic, id, 1, mirror); err != nil {
+		t.Fatal(err)
+	}
+	local, err := b.MirrorPartition(topic, 0)
+	if err == nil {
+		err = m.StartPartition(mirror, topic, 0, local, fetch.StartAlign)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local
+}
+
+// sourceID is topic's id at the source cl talks to.
+func sourceID(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	tds, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || tds[topic].Err != nil {
+		t.Fatalf("source topic %s: %v %v", topic, err, tds[topic].Err)
+	}
+	return tds[topic].ID
+}
+
+// waitUntil polls cond for up to 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 20s", what)
+		}
+		<-time.After(5 * time.Millisecond)
 	}
 }
 

@@ -20,7 +20,11 @@
 //	kmirror_log_size_bytes{topic}            bytes on disk of a topic's logs
 //	kmirror_log_end_offsets{topic}        sum of the topic's partition log end offsets
 //
-// The mirror fetchers' metrics are listed on FetchCollector.
+// The mirror fetchers' metrics are listed on FetchCollector: among them
+// kmirror_mirror_lag_records, and beside it
+// kmirror_mirror_source_offset_age_seconds (how old the source offset
+// behind the lag is) and kmirror_mirror_stalled_partitions (partitions
+// whose lag is no longer measured).
 package metrics
 
 import (

@@ -17,15 +17,7 @@ import (
 // and they move with traffic.
 func TestCollectorReportsBrokerCounters(t *testing.T) {
 	t.Parallel()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newTestBroker(t)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(b))
 
@@ -55,24 +47,7 @@ kmirror_log_end_offsets{topic="m"} 2
 		"kmirror_broker_partitions", "kmirror_broker_topics", "kmirror_log_end_offsets"); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			key := mf.GetName()
-			for _, l := range m.GetLabel() {
-				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
-			}
-			if c := m.GetCounter(); c != nil {
-				got[key] = c.GetValue()
-			} else if g := m.GetGauge(); g != nil {
-				got[key] = g.GetValue()
-			}
-		}
-	}
+	got := gathered(t, reg)
 	for _, name := range []string{
 		"kmirror_broker_requests_total{api=Produce}", "kmirror_broker_requests_total{api=Metadata}",
 		"kmirror_broker_produce_batches_total", "kmirror_broker_produce_bytes_total",
@@ -93,4 +68,45 @@ kmirror_log_end_offsets{topic="m"} 2
 	if got["kmirror_net_framing_errors_total"] != 0 {
 		t.Errorf("framing errors %v", got["kmirror_net_framing_errors_total"])
 	}
+}
+
+// newTestBroker starts a broker on a loopback port in a temp dir, closed
+// at the end of the test.
+func newTestBroker(t *testing.T) *broker.Broker {
+	t.Helper()
+	cfg := broker.DefaultConfig()
+	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.MetricsListener = ""
+	b, err := broker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// gathered returns the counters and gauges of reg by name and labels:
+// "name{label=value}{label=value}", labels in Prometheus' order.
+func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			if c := m.GetCounter(); c != nil {
+				got[key] = c.GetValue()
+			} else if g := m.GetGauge(); g != nil {
+				got[key] = g.GetValue()
+			}
+		}
+	}
+	return got
 }

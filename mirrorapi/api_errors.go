@@ -10,11 +10,17 @@ import (
 // Kafka error codes added by cluster mirroring (SPEC.md section 2; 135 is
 // unused). These constants are part of the wire format.
 //
-// 134 and 136 collide with codes that upstream Apache Kafka assigned later
-// (kerr: GROUP_DELETION_FAILED, CONTROLLER_ID_NOT_REGISTERED). Mirror RPC
-// responses and produce/fetch answers about mirror topics mean the mirror
-// codes; use ErrorName / ErrorForCode from this package, which prefer them.
+// 134 and 136 collide with codes Apache Kafka 4.4 released for other
+// errors (GROUP_DELETION_FAILED, CONTROLLER_ID_NOT_REGISTERED; see "Error
+// codes" in the package doc). In a mirror RPC's answer they mean the
+// mirror codes: decode them with ErrorName / ErrorForCode from this
+// package, which prefer the mirror table, never with kerr.
 const (
+	// ErrReadOnlyTopic is the prototype's READ_ONLY_TOPIC. kmirror never
+	// sends it: released clients misread 134, so writes to a mirror topic
+	// answer POLICY_VIOLATION (44) with a message naming the mirror (the
+	// broker's errReadOnlyTopic). It stays here to name a prototype's
+	// answer.
 	ErrReadOnlyTopic                    int16 = 134
 	ErrClusterMirrorAlreadyExists       int16 = 136
 	ErrUnknownClusterMirror             int16 = 137

@@ -49,6 +49,7 @@ const (
 	minDescribePartition = 4 + 8 + 8 + 8 + 1 + 2 + 1 + 1 // PartitionIndex .. ErrorMessage, tags
 	minLookupResult      = 16 + 1 + 1                    // TopicID, Partitions, tags
 	minLookupPartition   = 4 + 4 + 1                     // PartitionIndex, LastMirrorEpoch, tags
+	minStopPartition     = 4 + 8 + 8 + 8 + 8 + 1         // PartitionIndex .. Lag, tags
 )
 
 // reader is kbin.Reader (sticky truncation flag) plus a sticky structural

@@ -151,12 +151,25 @@ type DescribeClusterMirrorsResponseMirror struct {
 	AuthorizedOperations int32
 
 	Topics []DescribeClusterMirrorsResponseTopic
+
+	// LastGroupSyncMillis (tag 1, a kmirror addition) is when the
+	// mirror's consumer group offsets were last synced from the source
+	// (Unix milliseconds); 0 means never, or not reported. Omitted when 0.
+	LastGroupSyncMillis int64
 }
 
 // DescribeClusterMirrorsResponseTopic is one topic of a described mirror.
 type DescribeClusterMirrorsResponseTopic struct {
 	TopicName  string
 	Partitions []DescribeClusterMirrorsResponsePartition
+
+	// TopicID (tag 0, a kmirror addition) is the topic's id, which a
+	// mirror topic shares with its source topic. Omitted when zero.
+	TopicID [16]byte
+	// NoSourceTopicIDs (tag 1, a kmirror addition) is set when the source
+	// has no topic ids (Kafka before 2.8): TopicID was assigned by this
+	// node, and the topic is checked by comparing batches instead.
+	NoSourceTopicIDs bool
 }
 
 // DescribeClusterMirrorsResponsePartition is one partition of a described
@@ -164,8 +177,13 @@ type DescribeClusterMirrorsResponseTopic struct {
 type DescribeClusterMirrorsResponsePartition struct {
 	PartitionIndex int32
 
-	// SourceOffset (the source high watermark), DestinationOffset (the local
-	// log end offset) and Lag are -1 unless the partition is MIRRORING.
+	// SourceOffset is the source high watermark, live from the fetcher
+	// or, without a fetcher answer, the last one read (see
+	// SourceOffsetAgeMillis); DestinationOffset is the local high
+	// watermark, or for a STOPPED partition the offset mirroring stopped
+	// at; Lag is SourceOffset - DestinationOffset, never negative. Each
+	// is -1 when unknown. (The prototype reported them for MIRRORING
+	// partitions only.)
 	SourceOffset      int64
 	DestinationOffset int64
 	Lag               int64
@@ -179,6 +197,18 @@ type DescribeClusterMirrorsResponsePartition struct {
 	RetryAttempt int32
 
 	ErrorMessage *string
+
+	// SourceOffsetAgeMillis (tag 0, a kmirror addition) is how long ago,
+	// when the broker answered, SourceOffset was read from the source:
+	// a lag is only as current as this. -1 (the default, omitted) when
+	// SourceOffset is unknown; readers that predate the tag see -1 too.
+	SourceOffsetAgeMillis int64
+
+	// Stalled (tag 1, a kmirror addition) is set when the partition's
+	// fetcher has had no answer without error for longer than the
+	// mirror's request.timeout.ms (a dead source broker, a leader that
+	// cannot be found): its lag is not being measured. Omitted when false.
+	Stalled bool
 }
 
 // Default sets AuthorizedOperations to math.MinInt32 ("not asked for").
@@ -193,9 +223,10 @@ func NewDescribeClusterMirrorsResponseMirror() DescribeClusterMirrorsResponseMir
 	return m
 }
 
-// Default sets SourceOffset, DestinationOffset and Lag to -1.
+// Default sets SourceOffset, DestinationOffset, Lag and
+// SourceOffsetAgeMillis to -1.
 func (p *DescribeClusterMirrorsResponsePartition) Default() {
-	p.SourceOffset, p.DestinationOffset, p.Lag = -1, -1, -1
+	p.SourceOffset, p.DestinationOffset, p.Lag, p.SourceOffsetAgeMillis = -1, -1, -1, -1
 }
 
 // NewDescribeClusterMirrorsResponsePartition returns a partition with
@@ -215,6 +246,9 @@ func (m *DescribeClusterMirrorsResponseMirror) appendTo(dst []byte) []byte {
 	if m.ErrorMessage != nil {
 		tags.add(0, appendNullableStr(nil, m.ErrorMessage))
 	}
+	if m.LastGroupSyncMillis != 0 {
+		tags.add(1, kbin.AppendInt64(nil, m.LastGroupSyncMillis))
+	}
 	return tags.appendTo(dst)
 }
 
@@ -224,10 +258,14 @@ func (m *DescribeClusterMirrorsResponseMirror) readFrom(r *reader) {
 	m.AuthorizedOperations = r.Int32()
 	m.Topics = readArray[DescribeClusterMirrorsResponseTopic](r, minDescribeTopic)
 	r.tags(func(tag uint32, sub *reader) bool {
-		if tag != 0 {
+		switch tag {
+		case 0:
+			m.ErrorMessage = sub.nullableStr()
+		case 1:
+			m.LastGroupSyncMillis = sub.Int64()
+		default:
 			return false
 		}
-		m.ErrorMessage = sub.nullableStr()
 		return true
 	})
 }
@@ -235,13 +273,30 @@ func (m *DescribeClusterMirrorsResponseMirror) readFrom(r *reader) {
 func (t *DescribeClusterMirrorsResponseTopic) appendTo(dst []byte) []byte {
 	dst = appendStr(dst, t.TopicName)
 	dst = appendArray(dst, t.Partitions)
-	return appendNoTags(dst)
+	var tags tagWriter
+	if t.TopicID != ([16]byte{}) {
+		tags.add(0, kbin.AppendUuid(nil, t.TopicID))
+	}
+	if t.NoSourceTopicIDs {
+		tags.add(1, kbin.AppendBool(nil, true))
+	}
+	return tags.appendTo(dst)
 }
 
 func (t *DescribeClusterMirrorsResponseTopic) readFrom(r *reader) {
 	t.TopicName = r.str()
 	t.Partitions = readArray[DescribeClusterMirrorsResponsePartition](r, minDescribePartition)
-	r.noTags()
+	r.tags(func(tag uint32, sub *reader) bool {
+		switch tag {
+		case 0:
+			t.TopicID = sub.Uuid()
+		case 1:
+			t.NoSourceTopicIDs = sub.Bool()
+		default:
+			return false
+		}
+		return true
+	})
 }
 
 func (p *DescribeClusterMirrorsResponsePartition) appendTo(dst []byte) []byte {
@@ -252,7 +307,14 @@ func (p *DescribeClusterMirrorsResponsePartition) appendTo(dst []byte) []byte {
 	dst = appendStr(dst, p.StateValue)
 	dst = kbin.AppendInt16(dst, saturate16(p.RetryAttempt))
 	dst = appendNullableStr(dst, p.ErrorMessage)
-	return appendNoTags(dst)
+	var tags tagWriter
+	if p.SourceOffsetAgeMillis != -1 {
+		tags.add(0, kbin.AppendInt64(nil, p.SourceOffsetAgeMillis))
+	}
+	if p.Stalled {
+		tags.add(1, kbin.AppendBool(nil, true))
+	}
+	return tags.appendTo(dst)
 }
 
 func (p *DescribeClusterMirrorsResponsePartition) readFrom(r *reader) {
@@ -263,7 +325,18 @@ func (p *DescribeClusterMirrorsResponsePartition) readFrom(r *reader) {
 	p.StateValue = r.str()
 	p.RetryAttempt = int32(r.Int16())
 	p.ErrorMessage = r.nullableStr()
-	r.noTags()
+	p.SourceOffsetAgeMillis, p.Stalled = -1, false // absent tags: the defaults
+	r.tags(func(tag uint32, sub *reader) bool {
+		switch tag {
+		case 0:
+			p.SourceOffsetAgeMillis = sub.Int64()
+		case 1:
+			p.Stalled = sub.Bool()
+		default:
+			return false
+		}
+		return true
+	})
 }
 
 // DescribeClusterMirrorsLookupResult answers one DescribeClusterMirrorsLookup.

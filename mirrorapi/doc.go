@@ -81,7 +81,11 @@
 //	96 StopMirrorTopics
 //	  req   MirrorName string, Topics {TopicName string},
 //	        StateValidationOffset int64 (-1), tag 0 Patterns []string
-//	  resp  as 95
+//	  resp  as 95, each topic with the kmirror additions
+//	        tag 0 FinalSync int8, tag 1 FinalSyncMessage nullable,
+//	        tag 2 Partitions {PartitionIndex int32, SourceOffset int64,
+//	                          SourceOffsetMillis int64,
+//	                          DestinationOffset int64, Lag int64}
 //	98 ListClusterMirrors
 //	  req   IncludeTopicNames bool
 //	  resp  ThrottleTimeMs int32, ErrorCode int16, ErrorMessage nullable,
@@ -102,7 +106,8 @@
 //	                                     StateValue string,
 //	                                     RetryAttempt int16,
 //	                                     ErrorMessage nullable}},
-//	                 tag 0 ErrorMessage nullable (kmirror addition)},
+//	                 tag 0 ErrorMessage nullable (kmirror addition),
+//	                 tag 1 LastGroupSyncMillis int64 (kmirror addition)},
 //	        tag 0 LookupResults {TopicId uuid,
 //	                             Partitions {PartitionIndex int32,
 //	                                         LastMirrorEpoch int32}}
@@ -122,6 +127,34 @@
 // the empty string, which decodes as nil) and
 // DescribeClusterMirrorsResponsePartition.RetryAttempt (an int32 in Go, an
 // int16 on the wire, clamped).
+//
+// # Error codes
+//
+// The mirror codes are the prototype's (SPEC.md section 2), assigned
+// before Apache Kafka released codes of its own in that range. Against the
+// codes the released clients know (Errors.values() of kafka-clients
+// 4.4.0 and 3.9.2; 4.4.0 ends at 136, 3.9.2 at 127):
+//
+//	code     mirror meaning                   Kafka 4.4.0                                 3.9.2
+//	134      READ_ONLY_TOPIC (not sent)       GROUP_DELETION_FAILED                       unknown
+//	135      unused                           STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED  unknown
+//	136      CLUSTER_MIRROR_ALREADY_EXISTS    CONTROLLER_ID_NOT_REGISTERED                unknown
+//	137-146  the other mirror codes           unassigned                                  unknown
+//
+// franz-go's kerr follows Kafka 4.4 (it names 134-136 as above). So:
+//
+//   - a write to a mirror topic answers POLICY_VIOLATION (44), not 134:
+//     every released client knows 44 and does not retry it (the broker's
+//     errReadOnlyTopic says why this code);
+//   - the mirror RPCs keep 136-146, since no released Kafka client sends
+//     them: only tools that speak KIP-1279 read their answers, and those
+//     decode by this package's table. `kmirror mirrors` turns every code
+//     through ErrorName, which prefers the mirror names, so an existing
+//     mirror prints CLUSTER_MIRROR_ALREADY_EXISTS, never Kafka 4.4's
+//     CONTROLLER_ID_NOT_REGISTERED. A tool that decoded a mirror RPC answer
+//     with Kafka 4.4's Errors (or kerr) would misname 136. When Apache Kafka
+//     releases KIP-1279 with its own codes, a new version of each RPC will
+//     carry them (see below); TestErrorCodesAgainstKafka44 pins this table.
 //
 // These layouts, keys and error codes are part of the wire format: changing
 // one breaks kafka-cluster-mirrors.sh and every deployed kmirror. A change

@@ -33,20 +33,106 @@ type MirrorTopicsResponseTopic struct {
 	Name         string
 	ErrorCode    int16
 	ErrorMessage *string
+
+	// FinalSync (tag 0), FinalSyncMessage (tag 1) and Partitions (tag 2)
+	// are kmirror additions to StopMirrorTopics answers, unset in the
+	// other four: whether the stop ran its last group-offset and
+	// topic-config sync (a FinalSync value), why not or what failed, and
+	// where the copy of each partition ended. The prototype's readers
+	// skip them (KIP-482); each is omitted when unset (0, nil, empty).
+	FinalSync        int8
+	FinalSyncMessage *string
+	Partitions       []StopMirrorTopicsResponsePartition
+}
+
+// FinalSync values of a stopped topic. These are part of the wire format.
+const (
+	// FinalSyncUnknown: not reported (an older kmirror, or not a stop).
+	FinalSyncUnknown int8 = 0
+	// FinalSyncDone: the topic's group offsets and configs were synced
+	// from the source after its copy was final, and the source's end
+	// offsets read.
+	FinalSyncDone int8 = 1
+	// FinalSyncSkipped: no final sync ran (the source did not answer, or
+	// the topic was stopped already); FinalSyncMessage says why.
+	FinalSyncSkipped int8 = 2
+	// FinalSyncFailed: the final sync ran, but a part of it failed;
+	// FinalSyncMessage says which.
+	FinalSyncFailed int8 = 3
+)
+
+// StopMirrorTopicsResponsePartition is where the copy of one partition of
+// a stopped topic ended, against the source.
+type StopMirrorTopicsResponsePartition struct {
+	PartitionIndex int32
+
+	// SourceOffset is the source's end offset (high watermark): read at
+	// the stop when the source answered, else the last one the fetcher
+	// saw; -1 if unknown. SourceOffsetMillis is when it was read from the
+	// source (Unix milliseconds), -1 if unknown.
+	SourceOffset       int64
+	SourceOffsetMillis int64
+
+	// DestinationOffset is the local log end when mirroring stopped,
+	// before the stop's markers. Lag is SourceOffset minus it, at least
+	// 0: records the source held that this copy does not; -1 if the
+	// source offset is unknown.
+	DestinationOffset int64
+	Lag               int64
+}
+
+func (p *StopMirrorTopicsResponsePartition) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, p.PartitionIndex)
+	dst = kbin.AppendInt64(dst, p.SourceOffset)
+	dst = kbin.AppendInt64(dst, p.SourceOffsetMillis)
+	dst = kbin.AppendInt64(dst, p.DestinationOffset)
+	dst = kbin.AppendInt64(dst, p.Lag)
+	return appendNoTags(dst)
+}
+
+func (p *StopMirrorTopicsResponsePartition) readFrom(r *reader) {
+	p.PartitionIndex = r.Int32()
+	p.SourceOffset = r.Int64()
+	p.SourceOffsetMillis = r.Int64()
+	p.DestinationOffset = r.Int64()
+	p.Lag = r.Int64()
+	r.noTags()
 }
 
 func (t *MirrorTopicsResponseTopic) appendTo(dst []byte) []byte {
 	dst = appendStr(dst, t.Name)
 	dst = kbin.AppendInt16(dst, t.ErrorCode)
 	dst = appendNullableStr(dst, t.ErrorMessage)
-	return appendNoTags(dst)
+	var tags tagWriter
+	if t.FinalSync != FinalSyncUnknown {
+		tags.add(0, []byte{byte(t.FinalSync)})
+	}
+	if t.FinalSyncMessage != nil {
+		tags.add(1, appendNullableStr(nil, t.FinalSyncMessage))
+	}
+	if len(t.Partitions) > 0 {
+		tags.add(2, appendArray(nil, t.Partitions))
+	}
+	return tags.appendTo(dst)
 }
 
 func (t *MirrorTopicsResponseTopic) readFrom(r *reader) {
 	t.Name = r.str()
 	t.ErrorCode = r.Int16()
 	t.ErrorMessage = r.nullableStr()
-	r.noTags()
+	r.tags(func(tag uint32, sub *reader) bool {
+		switch tag {
+		case 0:
+			t.FinalSync = sub.Int8()
+		case 1:
+			t.FinalSyncMessage = sub.nullableStr()
+		case 2:
+			t.Partitions = readArray[StopMirrorTopicsResponsePartition](sub, minStopPartition)
+		default:
+			return false
+		}
+		return true
+	})
 }
 
 // mirrorTopicsResponse is the shared layout of the five topic-level

@@ -44,6 +44,18 @@ func fullMessages() []message {
 		{Name: "audit", ErrorCode: 0, ErrorMessage: nil},
 		{Name: long, ErrorCode: -1, ErrorMessage: sp("")},
 	}
+	// A stop answers with the kmirror additions: a final sync done, one
+	// skipped with its reason, and a topic without them (not reported).
+	stopResults := []MirrorTopicsResponseTopic{
+		{Name: "orders", FinalSync: FinalSyncDone, Partitions: []StopMirrorTopicsResponsePartition{
+			{PartitionIndex: 0, SourceOffset: 100, SourceOffsetMillis: 1_780_000_000_123, DestinationOffset: 100, Lag: 0},
+			{PartitionIndex: math.MaxInt32, SourceOffset: math.MaxInt64, SourceOffsetMillis: -1, DestinationOffset: 7, Lag: math.MaxInt64 - 7},
+		}},
+		{Name: "ledger", FinalSync: FinalSyncSkipped, FinalSyncMessage: sp("source unreachable: " + long),
+			Partitions: []StopMirrorTopicsResponsePartition{{SourceOffset: -1, SourceOffsetMillis: -1, DestinationOffset: 0, Lag: -1}}},
+		{Name: "audit", ErrorCode: ErrTopicNotInClusterMirror, ErrorMessage: sp("not in"), FinalSync: FinalSyncFailed, FinalSyncMessage: sp("")},
+		{Name: "old"},
+	}
 	return []message{
 		&CreateClusterMirrorRequest{MirrorName: "east", Configs: []CreateClusterMirrorRequestConfig{
 			{Name: "bootstrap.servers", Value: sp("a:9092,b:9092")},
@@ -63,7 +75,7 @@ func fullMessages() []message {
 		},
 		&StartMirrorTopicsResponse{ThrottleMillis: 1, ErrorCode: ErrInvalidClusterMirrorStates, ErrorMessage: sp("states changed"), Topics: results},
 		&StopMirrorTopicsRequest{MirrorName: "east", Topics: topics, Patterns: []string{"a", "b.*"}, StateValidationOffset: 99},
-		&StopMirrorTopicsResponse{ThrottleMillis: 2, ErrorCode: 0, Topics: results},
+		&StopMirrorTopicsResponse{ThrottleMillis: 2, ErrorCode: 0, Topics: stopResults},
 		&ListClusterMirrorsRequest{IncludeTopicNames: true},
 		&ListClusterMirrorsResponse{ThrottleMillis: 3, ErrorCode: ErrClusterMirrorAuthorizationFailed, ErrorMessage: sp("denied"),
 			Mirrors: []ListClusterMirrorsResponseMirror{
@@ -82,11 +94,16 @@ func fullMessages() []message {
 		&DescribeClusterMirrorsResponse{
 			ThrottleMillis: 4, ErrorCode: 0, ErrorMessage: sp("partial"),
 			Mirrors: []DescribeClusterMirrorsResponseMirror{
-				{ErrorCode: 0, MirrorName: "east", AuthorizedOperations: 0x7f, Topics: []DescribeClusterMirrorsResponseTopic{
-					{TopicName: "orders", Partitions: []DescribeClusterMirrorsResponsePartition{
-						{PartitionIndex: 0, SourceOffset: 100, DestinationOffset: 90, Lag: 10, StateValue: "MIRRORING", RetryAttempt: 0},
-						{PartitionIndex: 1, SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: "FAILED", RetryAttempt: -1, ErrorMessage: sp("boom")},
-						{PartitionIndex: 2, SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: "FAILED", RetryAttempt: 32767, ErrorMessage: sp(long)},
+				{ErrorCode: 0, MirrorName: "east", AuthorizedOperations: 0x7f, LastGroupSyncMillis: 1_780_000_000_456, Topics: []DescribeClusterMirrorsResponseTopic{
+					{TopicName: "orders", TopicID: uuidA, Partitions: []DescribeClusterMirrorsResponsePartition{
+						{PartitionIndex: 0, SourceOffset: 100, DestinationOffset: 90, Lag: 10, StateValue: "MIRRORING", RetryAttempt: 0,
+							SourceOffsetAgeMillis: 400},
+						{PartitionIndex: 1, SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: "FAILED", RetryAttempt: -1, ErrorMessage: sp("boom"),
+							SourceOffsetAgeMillis: -1},
+						{PartitionIndex: 2, SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: "FAILED", RetryAttempt: 32767, ErrorMessage: sp(long),
+							SourceOffsetAgeMillis: math.MaxInt64, Stalled: true},
+						{PartitionIndex: 3, SourceOffset: 7, DestinationOffset: 7, Lag: 0, StateValue: "MIRRORING",
+							SourceOffsetAgeMillis: 95000, Stalled: true},
 					}},
 					{TopicName: "audit"},
 				}},
@@ -256,6 +273,7 @@ func TestGolden(t *testing.T) {
 			ErrorCode: ErrUnknownClusterMirror, ErrorMessage: sp("e"), MirrorName: "m", AuthorizedOperations: math.MinInt32,
 			Topics: []DescribeClusterMirrorsResponseTopic{{TopicName: "t", Partitions: []DescribeClusterMirrorsResponsePartition{{
 				PartitionIndex: 1, SourceOffset: 2, DestinationOffset: 3, Lag: 4, StateValue: "S", RetryAttempt: 5,
+				SourceOffsetAgeMillis: -1,
 			}}}},
 		}}},
 		hex: "00000000" + "0000" + "00" + "02" +
@@ -263,6 +281,22 @@ func TestGolden(t *testing.T) {
 			"00000001" + "0000000000000002" + "0000000000000003" + "0000000000000004" + "0253" + "0005" + "00" + "00" +
 			"00" + // topic tags
 			"01" + "00" + "02" + "0265" + // mirror tags: ErrorMessage
+			"00",
+	}, {
+		name: "describe response kmirror tags",
+		m: &DescribeClusterMirrorsResponse{Mirrors: []DescribeClusterMirrorsResponseMirror{{
+			MirrorName: "m", AuthorizedOperations: math.MinInt32,
+			Topics: []DescribeClusterMirrorsResponseTopic{{TopicName: "t", TopicID: uuidA, Partitions: []DescribeClusterMirrorsResponsePartition{{
+				PartitionIndex: 1, SourceOffset: 2, DestinationOffset: 3, Lag: 0, StateValue: "S",
+				SourceOffsetAgeMillis: 95000, Stalled: true,
+			}}}},
+		}}},
+		hex: "00000000" + "0000" + "00" + "02" +
+			"0000" + "026d" + "80000000" + "02" + "0274" + "02" +
+			"00000001" + "0000000000000002" + "0000000000000003" + "0000000000000000" + "0253" + "0000" + "00" +
+			"02" + "00" + "08" + "0000000000017318" + "01" + "01" + "01" + // partition tags: age, stalled
+			"01" + "00" + "10" + "0102030405060708090a0b0c0d0e0f10" + // topic tags: TopicID
+			"00" + // mirror tags
 			"00",
 	}}
 	for _, tt := range tests {
@@ -302,6 +336,15 @@ func TestTaggedFieldsOmitted(t *testing.T) {
 		}
 		if a[len(a)-1] != 0 {
 			t.Errorf("%s: body %x does not end with an empty tag section", tt.name, a)
+		}
+	}
+	// A partition and a topic at their defaults carry no tags.
+	for _, b := range [][]byte{
+		(&DescribeClusterMirrorsResponseTopic{TopicName: "t"}).appendTo(nil),
+		func() []byte { p := NewDescribeClusterMirrorsResponsePartition(); return p.appendTo(nil) }(),
+	} {
+		if b[len(b)-1] != 0 {
+			t.Errorf("defaults written as tags: %x", b)
 		}
 	}
 	// A set ClusterID is written even when empty: nil and "" differ.
@@ -597,7 +640,8 @@ func TestDefaults(t *testing.T) {
 	if m := NewDescribeClusterMirrorsResponseMirror(); m.AuthorizedOperations != math.MinInt32 {
 		t.Errorf("mirror AuthorizedOperations = %d", m.AuthorizedOperations)
 	}
-	if p := NewDescribeClusterMirrorsResponsePartition(); p.SourceOffset != -1 || p.DestinationOffset != -1 || p.Lag != -1 {
+	if p := NewDescribeClusterMirrorsResponsePartition(); p.SourceOffset != -1 || p.DestinationOffset != -1 || p.Lag != -1 ||
+		p.SourceOffsetAgeMillis != -1 || p.Stalled {
 		t.Errorf("partition defaults %+v", p)
 	}
 }
@@ -724,7 +768,7 @@ func TestDifferentialMirrorTopicsResponse(t *testing.T) {
 		}
 		k.UnknownTags.Set(7, []byte("top"))
 		if len(k.Results) > 0 {
-			k.Results[0].UnknownTags.Set(1, []byte("nested"))
+			k.Results[0].UnknownTags.Set(9, []byte("nested")) // tags 0-2 are the stop's additions
 		}
 		var ours StartMirrorTopicsResponse
 		if err := ours.ReadFrom(k.AppendTo(nil)); err != nil {

@@ -5,9 +5,9 @@
 // the consumer groups' metadata and committed offsets (Kafka's
 // __consumer_offsets), the local leader epochs of mirrored partitions, the
 // cluster mirrors (configs, patterns, topics' desired states) and the
-// mirror partition states with their last mirror epochs and offsets (the
-// prototype's __mirror_state). A later step adds ACLs under a key prefix
-// of their own.
+// mirror partition states with their last mirror epochs and offsets and
+// their last known source offsets (the prototype's __mirror_state). A
+// later step adds ACLs under a key prefix of their own.
 //
 // # Why a Badger directory
 //
@@ -23,7 +23,9 @@
 //
 // Badger runs without SyncWrites; the store decides per write instead.
 // Every method that writes fsyncs (DB.Sync) before it returns, so a change
-// reported as done survives kill -9 and power loss, except CommitOffsets:
+// reported as done survives kill -9 and power loss, except CommitOffsets
+// (and PutMirrorSourceOffsets, a checkpoint whose loss only leaves an
+// older source offset, shown with its time):
 // committed offsets reach the OS before it returns (Badger's write-ahead
 // log is an mmap), so they survive kill -9 of the process but not
 // necessarily a power loss or an OS crash. That is Kafka's own guarantee
@@ -66,6 +68,11 @@
 //	v1/scram/<mechanism i8><user n>      one SCRAM credential (scram.go)
 //	v1/meta/secret-salt                  salt of the credential sealing key
 //	                                     (secrets.go)
+//	v1/mirror-acl/<mirror name>/<acl key fields>
+//	                                     one binding a mirror's ACL sync
+//	                                     created (mirror_sync.go)
+//	v1/mirror-sync/<mirror name>         when a mirror's group offsets were
+//	                                     last synced (mirror_sync.go)
 //
 // Keys are ASCII strings but for the group families and the fields after
 // the mirror name of a partition state key. A group name is any

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -136,6 +137,14 @@ type MirrorPartitionState struct {
 	// LastMirrorOffset is the local log end offset when mirroring
 	// stopped; -1 if unknown.
 	LastMirrorOffset int64
+	// SourceOffset is the source high watermark last read for the
+	// partition, and SourceOffsetTime when it was read (kept to the
+	// millisecond): the last known end of the source, which Describe
+	// shows, with its age, in the states without a live fetcher (PAUSED,
+	// STOPPED, FAILED) and after a restart until the source answers. A
+	// zero SourceOffsetTime means never read; SourceOffset is then 0.
+	SourceOffset     int64
+	SourceOffsetTime time.Time
 }
 
 // PutMirrorPartitionState persists p, replacing the partition's stored
@@ -151,13 +160,17 @@ type MirrorPartitionState struct {
 // State clears them, and the zero Previous (LOG_ALIGNMENT) of a literal
 // needs no care.
 //
+// The source offset never goes back in time: when the stored one was read
+// later than p's (a checkpoint, PutMirrorSourceOffsets, ran after the
+// caller read the state it changes), the stored one is kept.
+//
 // It also refuses an invalid p: an invalid mirror or topic name, a negative
 // partition, a State that is StateUnknown or no state, a FAILED state whose
 // Previous is FAILED or no state or whose RetryAttempt is neither -1 nor
-// positive, or a LastMirrorEpoch or LastMirrorOffset below -1. A stored
-// state that is
-// corrupt fails the write with an error wrapping ErrCorrupt; delete it with
-// DeleteMirrorPartitionStates or DeleteMirror.
+// positive, a LastMirrorEpoch or LastMirrorOffset below -1, or a source
+// offset that is negative, read before 1970, or set without a time. A
+// stored state that is corrupt fails the write with an error wrapping
+// ErrCorrupt; delete it with DeleteMirrorPartitionStates or DeleteMirror.
 func (s *Store) PutMirrorPartitionState(p MirrorPartitionState) error {
 	k := mirrorPartitionKey{p.Mirror, p.Topic, p.Partition}
 	if err := checkMirrorPartitionKey(k); err != nil {
@@ -166,19 +179,23 @@ func (s *Store) PutMirrorPartitionState(p MirrorPartitionState) error {
 	if p.State != StateFailed {
 		p.Previous, p.RetryAttempt = StateUnknown, 0
 	}
+	p.SourceOffsetTime = toMillis(p.SourceOffsetTime)
 	if err := checkMirrorPartitionValue(&p); err != nil {
 		return fmt.Errorf("state: put mirror partition state: mirror %q topic %q partition %d: %v",
 			p.Mirror, p.Topic, p.Partition, err)
 	}
-	key, val := appendMirrorPartitionKey(nil, k), appendMirrorPartitionState(nil, p)
+	key := appendMirrorPartitionKey(nil, k)
 	return s.update(func(txn *badger.Txn) error {
 		if err := mirrorExists(txn, p.Mirror); err != nil {
 			return err
 		}
-		from := StateUnknown
+		from, put := StateUnknown, p // put: a copy, as the txn may run again
 		if _, err := getRecord(txn, key, func(v []byte) error {
 			old, err := decodeMirrorPartitionState(v)
 			from = old.State
+			if old.SourceOffsetTime.After(put.SourceOffsetTime) {
+				put.SourceOffset, put.SourceOffsetTime = old.SourceOffset, old.SourceOffsetTime
+			}
 			return err
 		}); err != nil {
 			return err
@@ -187,7 +204,7 @@ func (s *Store) PutMirrorPartitionState(p MirrorPartitionState) error {
 			return fmt.Errorf("%w: mirror %q topic %q partition %d: %v -> %v",
 				ErrInvalidTransition, p.Mirror, p.Topic, p.Partition, from, p.State)
 		}
-		return txn.Set(key, val)
+		return txn.Set(key, appendMirrorPartitionState(nil, put))
 	})
 }
 
@@ -356,26 +373,55 @@ func checkMirrorPartitionValue(p *MirrorPartitionState) error {
 	case p.LastMirrorOffset < -1:
 		return fmt.Errorf("last mirror offset %d", p.LastMirrorOffset)
 	}
-	return nil
+	return checkSourceOffset(p.SourceOffset, p.SourceOffsetTime)
 }
+
+// A partition state value (part of the on-disk format):
+//
+//	v1: | 1 | state i8 | previous i8 | retry attempt i32 | last mirror
+//	    epoch i32 | last mirror offset i64 | error message (u32 n + bytes) |
+//	v2: | 2 | the v1 fields | source offset i64 | source offset time i64 |
+//
+// The source offset time is in milliseconds since 1970, always positive.
+// A value without a source offset is written as v1, so the encoding stays
+// canonical (what decodes re-encodes to the same bytes) and states
+// written before v2 existed read as "never read". Integers are big endian.
+const mirrorPartitionFormatV2 byte = 2
 
 // appendMirrorPartitionState appends the value of p: every field but
 // Mirror, Topic and Partition, which the key holds. REQUIRES:
 // checkMirrorPartitionValue(&p) == nil.
 func appendMirrorPartitionState(dst []byte, p MirrorPartitionState) []byte {
-	dst = append(dst, formatV1, byte(p.State), byte(p.Previous))
+	format := formatV1
+	if !p.SourceOffsetTime.IsZero() {
+		format = mirrorPartitionFormatV2
+	}
+	dst = append(dst, format, byte(p.State), byte(p.Previous))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(p.RetryAttempt))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(p.LastMirrorEpoch))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(p.LastMirrorOffset))
-	return appendString(dst, p.ErrorMessage)
+	dst = appendString(dst, p.ErrorMessage)
+	if format == formatV1 {
+		return dst
+	}
+	dst = binary.BigEndian.AppendUint64(dst, uint64(p.SourceOffset))
+	return binary.BigEndian.AppendUint64(dst, uint64(p.SourceOffsetTime.UnixMilli()))
 }
 
-// decodeMirrorPartitionState decodes a partition state value; Mirror, Topic
-// and Partition are left zero (they come from the key). Errors wrap
-// ErrCorrupt.
+// decodeMirrorPartitionState decodes a partition state value, v1 or v2;
+// Mirror, Topic and Partition are left zero (they come from the key).
+// Errors wrap ErrCorrupt.
 func decodeMirrorPartitionState(b []byte) (MirrorPartitionState, error) {
 	r := reader{b: b, what: "mirror partition state"}
-	r.version()
+	format := byte(0)
+	if len(b) > 0 {
+		format = b[0]
+	}
+	if format == mirrorPartitionFormatV2 {
+		r.b = r.b[1:]
+	} else {
+		r.version()
+	}
 	var p MirrorPartitionState
 	p.State = PartitionState(r.i8())
 	p.Previous = PartitionState(r.i8())
@@ -383,6 +429,12 @@ func decodeMirrorPartitionState(b []byte) (MirrorPartitionState, error) {
 	p.LastMirrorEpoch = int32(r.u32())
 	p.LastMirrorOffset = int64(r.u64())
 	p.ErrorMessage = r.str()
+	if format == mirrorPartitionFormatV2 {
+		p.SourceOffset = int64(r.u64())
+		// Any i64 is a valid UnixMilli; checkSourceOffset refuses the
+		// ones no writer produces (not after 1970).
+		p.SourceOffsetTime = time.UnixMilli(int64(r.u64()))
+	}
 	if err := r.complete(); err != nil {
 		return MirrorPartitionState{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Fuzz targets of the mirror records, with the invariants of checkRecord
@@ -56,16 +57,38 @@ func FuzzDecodeMirrorPartitionState(f *testing.F) {
 			LastMirrorEpoch: 3, LastMirrorOffset: 0},
 		{State: StateFailed, Previous: StateUnknown, RetryAttempt: -1, ErrorMessage: strings.Repeat("e", 300),
 			LastMirrorEpoch: -1, LastMirrorOffset: -1},
+		// v2: with the last known source offset.
+		{State: StateMirroring, Previous: StateUnknown, LastMirrorEpoch: -1, LastMirrorOffset: -1,
+			SourceOffset: 0, SourceOffsetTime: time.UnixMilli(1)},
+		{State: StateStopped, Previous: StateUnknown, LastMirrorEpoch: 9, LastMirrorOffset: 1000, ErrorMessage: "x",
+			SourceOffset: 1<<63 - 1, SourceOffsetTime: time.UnixMilli(1<<63 - 1)},
+		{State: StateFailed, Previous: StateMirroring, RetryAttempt: 2, ErrorMessage: "y",
+			LastMirrorEpoch: -1, LastMirrorOffset: -1, SourceOffset: 77, SourceOffsetTime: time.UnixMilli(1_700_000_000_000)},
 	} {
 		f.Add(appendMirrorPartitionState(nil, p))
 	}
+	// Damaged v2 values: no time (ms 0), a time before 1970, a negative
+	// source offset, v2 cut inside its new fields, and a v1 value
+	// relabelled v2 (too short).
+	v2good := appendMirrorPartitionState(nil, MirrorPartitionState{State: StatePaused, Previous: StateUnknown,
+		LastMirrorEpoch: -1, LastMirrorOffset: -1, SourceOffset: 5, SourceOffsetTime: time.UnixMilli(99)})
+	for _, tail := range []string{"\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00",
+		"\x00\x00\x00\x00\x00\x00\x00\x05\xff\xff\xff\xff\xff\xff\xff\xff",
+		"\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x00\x00\x00\x00\x63"} {
+		f.Add(append(slices.Clone(v2good[:len(v2good)-16]), tail...))
+	}
+	f.Add(v2good[:len(v2good)-3])
+	v1as2 := appendMirrorPartitionState(nil, MirrorPartitionState{State: StatePaused, Previous: StateUnknown,
+		LastMirrorEpoch: -1, LastMirrorOffset: -1})
+	v1as2[0] = 2
+	f.Add(v1as2)
 	good := appendMirrorPartitionState(nil, MirrorPartitionState{State: StateMirroring, Previous: StateUnknown,
 		ErrorMessage: "m", LastMirrorEpoch: 4, LastMirrorOffset: 5})
 	// Damaged variants: unknown version, each field's rule broken, a huge
 	// message length, truncated, trailing byte.
-	v2 := slices.Clone(good)
-	v2[0] = 2
-	f.Add(v2)
+	unknown := slices.Clone(good)
+	unknown[0] = 3
+	f.Add(unknown)
 	for _, p := range []MirrorPartitionState{
 		{State: StateUnknown, Previous: StateUnknown},
 		{State: 9, Previous: StateUnknown},

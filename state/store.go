@@ -245,7 +245,7 @@ func (s *Store) view(fn func(txn *badger.Txn) error) error {
 // update runs fn in a read-write transaction, commits it and fsyncs it
 // (DB.Sync) before returning, or fails with ErrClosed. The change then
 // survives kill -9 and power loss. Every method writes through update
-// except CommitOffsets (see updateNoSync).
+// except CommitOffsets and PutMirrorSourceOffsets (see updateNoSync).
 //
 // A commit that loses a conflict to a concurrent transaction runs fn again
 // on fresh data, so fn must not keep effects outside the transaction other
@@ -269,11 +269,13 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 	return nil
 }
 
-// updateNoSync is update without the fsync, for committed offsets only: a
-// change reaches the OS before updateNoSync returns and survives kill -9
-// of the process, but not necessarily a power loss or an OS crash. This
-// is Kafka's guarantee for __consumer_offsets, which it does not fsync
-// either, and it allows commit rates an fsync per commit cannot. The
+// updateNoSync is update without the fsync, for committed offsets and the
+// mirror source offset checkpoints only: a change reaches the OS before
+// updateNoSync returns and survives kill -9 of the process, but not
+// necessarily a power loss or an OS crash. This is Kafka's guarantee for
+// __consumer_offsets, which it does not fsync either, and it allows
+// commit rates an fsync per commit cannot; a lost checkpoint only leaves
+// an older source offset, shown with its older time. The
 // change becomes durable at Close, at the flush of its memtable to an
 // SSTable, or at a later update's Sync while its memtable is still the
 // active one.

@@ -1,10 +1,11 @@
 package state
 
 import (
-	"encoding/hex"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/kmirror/kmirror/internal/topicid"
 )
 
 // Topic is one entry of the topic registry.
@@ -46,7 +47,7 @@ func (s *Store) PutTopic(t Topic) error {
 			}
 			if ok && other.ID == t.ID {
 				return fmt.Errorf("state: put topic %q: topic id %s already belongs to topic %q",
-					t.Name, hex.EncodeToString(t.ID[:]), owner)
+					t.Name, topicid.String(t.ID), owner)
 			}
 			s.log.Warn("state: replacing stale topic id index entry",
 				"key", string(idKey), "stale_topic", owner, "topic", t.Name)
@@ -110,7 +111,7 @@ func (s *Store) TopicByID(id [16]byte) (Topic, error) {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("%w: topic id %s", ErrNotFound, hex.EncodeToString(id[:]))
+			return fmt.Errorf("%w: topic id %s", ErrNotFound, topicid.String(id))
 		}
 		return nil
 	})

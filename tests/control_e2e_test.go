@@ -317,8 +317,11 @@ func (n *ctlNode) list(ctx context.Context) map[string]mirrorapi.ListClusterMirr
 func describePartitions(ps []mirrorapi.DescribeClusterMirrorsResponsePartition) string {
 	var sb strings.Builder
 	for _, p := range ps {
-		fmt.Fprintf(&sb, "[%d %s src %d dst %d lag %d retry %d", p.PartitionIndex, p.StateValue, p.SourceOffset,
-			p.DestinationOffset, p.Lag, p.RetryAttempt)
+		fmt.Fprintf(&sb, "[%d %s src %d (%d ms old) dst %d lag %d retry %d", p.PartitionIndex, p.StateValue, p.SourceOffset,
+			p.SourceOffsetAgeMillis, p.DestinationOffset, p.Lag, p.RetryAttempt)
+		if p.Stalled {
+			sb.WriteString(" stalled")
+		}
 		if p.ErrorMessage != nil {
 			fmt.Fprintf(&sb, " %q", *p.ErrorMessage)
 		}
@@ -355,7 +358,7 @@ func (n *ctlNode) waitMirroredWithin(ctx context.Context, d time.Duration, mirro
 }
 
 // checkStates checks that Describe shows parts partitions of topic, all
-// in state want.
+// in state want, with offsets that agree (checkDescribed).
 func (n *ctlNode) checkStates(ctx context.Context, mirror, topic string, parts int, want string) {
 	n.t.Helper()
 	ps := n.describe(ctx, mirror)[topic]
@@ -366,10 +369,28 @@ func (n *ctlNode) checkStates(ctx context.Context, mirror, topic string, parts i
 		if p.StateValue != want {
 			n.t.Fatalf("node %s: %s: want every partition %s: %s", n.name, topic, want, describePartitions(ps))
 		}
-		if want != "MIRRORING" && (p.SourceOffset != -1 || p.DestinationOffset != -1 || p.Lag != -1) {
-			n.t.Fatalf("node %s: %s: offsets of a partition not MIRRORING must be -1: %s", n.name, topic, describePartitions(ps))
+		if err := checkDescribed(p); err != nil {
+			n.t.Fatalf("node %s: %s: %v: %s", n.name, topic, err, describePartitions(ps))
 		}
 	}
+}
+
+// checkDescribed checks a described partition's offsets against each
+// other: the destination offset is known in every state (the local high
+// watermark, or where a stop left it), and the lag and the source
+// offset's age are known exactly when the source offset is, the lag being
+// source minus destination, never negative.
+func checkDescribed(p mirrorapi.DescribeClusterMirrorsResponsePartition) error {
+	switch {
+	case p.DestinationOffset < 0:
+		return fmt.Errorf("partition %d: destination offset %d unknown", p.PartitionIndex, p.DestinationOffset)
+	case p.SourceOffset < 0 && (p.SourceOffset != -1 || p.Lag != -1 || p.SourceOffsetAgeMillis != -1):
+		return fmt.Errorf("partition %d: source offset unknown but lag %d, age %d ms", p.PartitionIndex, p.Lag, p.SourceOffsetAgeMillis)
+	case p.SourceOffset >= 0 && (p.Lag != max(p.SourceOffset-p.DestinationOffset, 0) || p.SourceOffsetAgeMillis < 0):
+		return fmt.Errorf("partition %d: source %d, destination %d: lag %d, age %d ms", p.PartitionIndex,
+			p.SourceOffset, p.DestinationOffset, p.Lag, p.SourceOffsetAgeMillis)
+	}
+	return nil
 }
 
 // checkNoFetcher checks that no fetcher runs for topic's partitions (a
@@ -433,16 +454,15 @@ func checkSameLogLed(t *testing.T, ctx context.Context, srcCl *kgo.Client, leade
 	return out
 }
 
-// checkReadOnly checks that a produce to topic at addr is refused with
-// READ_ONLY_TOPIC.
+// checkReadOnly checks that a produce to topic at addr is refused as a
+// write to a mirror topic: POLICY_VIOLATION (see readonly_e2e_test.go).
 func checkReadOnly(t *testing.T, ctx context.Context, addr, topic string) {
 	t.Helper()
 	cl := newClient(t, addr, kgo.DisableIdempotentWrite())
 	defer cl.Close()
 	err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("refused")}).FirstErr()
-	var ke *kerr.Error
-	if !errors.As(err, &ke) || ke.Code != mirrorapi.ErrReadOnlyTopic {
-		t.Fatalf("producing to mirror topic %s: %v, want READ_ONLY_TOPIC (%d)", topic, err, mirrorapi.ErrReadOnlyTopic)
+	if !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("producing to mirror topic %s: %v, want POLICY_VIOLATION", topic, err)
 	}
 }
 
@@ -695,6 +715,32 @@ func TestControlE2EErrors(t *testing.T) {
 	a.expect(ctx, createReq("self", a.addr()), "", kerr.InvalidConfig.Code)
 }
 
+// corruptFirstFetch answers the first mirror fetch of topic's partition 0
+// from offset 0 with its batches up to end, the second one damaged in its
+// records (its CRC fails), and returns that batch's base offset and
+// whether the answer was served. Later fetches are answered as usual.
+func corruptFirstFetch(t *testing.T, ctx context.Context, src *kfake.Cluster, srcCl *kgo.Client, topic string, end int64) (int64, *atomic.Bool) {
+	t.Helper()
+	raw := readRaw(t, ctx, srcCl, -1, topic, 0, 0, end)
+	bs := splitBatches(t, raw)
+	corrupt := []byte(string(raw))
+	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
+	served := new(atomic.Bool)
+	ft := sourceTopic(t, ctx, kadm.NewClient(srcCl), topic)
+	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		req, ok := r.(*kmsg.FetchRequest)
+		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
+			return nil, nil, false
+		}
+		served.Store(true) // answered once, then the control is dropped
+		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
+			sp.RecordBatches = corrupt
+		}), nil, true
+	})
+	return bs[1].BaseOffset(), served
+}
+
 // TestControlE2ERecover fails a partition (the source answers a corrupt
 // batch): Describe shows it FAILED with the error, the other partition
 // keeps mirroring; once the source is sound again, RecoverMirrorTopics
@@ -711,25 +757,7 @@ func TestControlE2ERecover(t *testing.T) {
 	for p := range int32(2) {
 		ends[p] = produceBatchesTo(t, ctx, pr, topic, p, 5, 10, "a")
 	}
-	raw := readRaw(t, ctx, srcCl, -1, topic, 0, 0, ends[0])
-	bs := splitBatches(t, raw)
-	badAt := bs[1].BaseOffset()
-	corrupt := []byte(string(raw))
-	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
-
-	ft := sourceTopic(t, ctx, kadm.NewClient(srcCl), topic)
-	var served atomic.Bool
-	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		req, ok := r.(*kmsg.FetchRequest)
-		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
-			return nil, nil, false
-		}
-		served.Store(true) // answered once, then the control is dropped
-		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = ends[0], ends[0], 0
-			sp.RecordBatches = corrupt
-		}), nil, true
-	})
+	badAt, served := corruptFirstFetch(t, ctx, src, srcCl, topic, ends[0])
 
 	n := startCtlNode(t, "rec", control.Config{RetryInitial: time.Hour, RetryMax: time.Hour})
 	n.ok(ctx, createReq("rec", src.ListenAddrs()[0]))

@@ -41,6 +41,17 @@ func kcatPath(t *testing.T) string {
 // failure reports kcat's stderr.
 func runKcat(t *testing.T, addr, stdin string, args ...string) string {
 	t.Helper()
+	stdout, stderr, err := kcatRun(t, addr, stdin, args...)
+	if err != nil {
+		t.Fatalf("kcat %s: %v\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), err, stderr, stdout)
+	}
+	return stdout
+}
+
+// kcatRun runs kcat against addr with stdin, within kcatTimeout, and
+// returns what it wrote and how it exited (a timeout says so).
+func kcatRun(t *testing.T, addr, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	path := kcatPath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), kcatTimeout)
 	defer cancel()
@@ -49,13 +60,13 @@ func runKcat(t *testing.T, addr, stdin string, args ...string) string {
 	args = append([]string{"-b", addr, "-X", "broker.address.family=v4"}, args...)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kcat %s: %v (ctx: %v)\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), err, ctx.Err(), stderr.String(), stdout.String())
+	if err = cmd.Run(); err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (after kcatTimeout %v: %v)", err, kcatTimeout, ctx.Err())
 	}
-	return stdout.String()
+	return out.String(), errOut.String(), err
 }
 
 // kcatMetadata is kcat -L -J's JSON.

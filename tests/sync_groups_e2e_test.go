@@ -221,9 +221,9 @@ func sameOffsets(a, b map[int32]kadm.Offset) bool {
 }
 
 // syncNow runs one metadata sync cycle on n and fails the test if its
-// group offset part failed for mirror (the sync logs and counts errors,
-// it never returns them).
-func syncNow(t *testing.T, n *ctlNode, mirror string) {
+// group offset part (or each of kinds, when given) failed for mirror
+// (the sync logs and counts errors, it never returns them).
+func syncNow(t *testing.T, n *ctlNode, mirror string, kinds ...string) {
 	t.Helper()
 	stat := func() control.SyncStat {
 		for _, s := range n.ctl.SyncStats() {
@@ -239,9 +239,13 @@ func syncNow(t *testing.T, n *ctlNode, mirror string) {
 	if after.Cycles <= before.Cycles {
 		t.Fatalf("SyncOnce ran no cycle for mirror %s: %d cycles before, %d after", mirror, before.Cycles, after.Cycles)
 	}
-	if b, a := before.Errors[control.SyncGroupOffsets], after.Errors[control.SyncGroupOffsets]; a != b {
-		t.Fatalf("SyncOnce: the group offset sync of mirror %s failed (%s errors %d -> %d; the node's log says why)",
-			mirror, control.SyncGroupOffsets, b, a)
+	if len(kinds) == 0 {
+		kinds = []string{control.SyncGroupOffsets}
+	}
+	for _, k := range kinds {
+		if b, a := before.Errors[k], after.Errors[k]; a != b {
+			t.Fatalf("SyncOnce: the %s sync of mirror %s failed (errors %d -> %d; the node's log says why)", k, mirror, b, a)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,7 +26,9 @@ Manages the cluster mirrors of a kmirror node, like Kafka's kafka-cluster-mirror
 Exactly one action:
   --create    create a mirror (--mirror, --mirror-config FILE with bootstrap.servers)
   --start     start mirroring --topics (names or regexes matched at the source; --exclude)
-  --stop      stop mirroring --topics (failover: the topics become writable)
+  --stop      stop mirroring --topics (failover: the topics become writable), after
+              a last sync of their group offsets and configs; prints how far
+              behind the source each copy stopped
   --pause     pause --topics (they stay read-only)
   --resume    resume paused --topics
   --recover   restart failed partitions of --topics
@@ -44,6 +45,9 @@ type mirrorsFlags struct {
 	failed, asJSON                                                  bool
 	timeout                                                         time.Duration
 	actions                                                         map[string]*bool
+	// notes receives what is said about a table but is no row of it
+	// (stderr), so scripts that parse the table keep working.
+	notes io.Writer
 }
 
 func runMirrors(args []string, stdout, stderr io.Writer) int {
@@ -57,7 +61,7 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.topics, "topics", "", "comma list of topic names or regexes")
 	fs.StringVar(&f.exclude, "exclude", "", "comma list of regexes to exclude (--start)")
 	fs.BoolVar(&f.failed, "failed", false, "describe failed partitions only")
-	fs.BoolVar(&f.asJSON, "json", false, "print the response as JSON")
+	fs.BoolVar(&f.asJSON, "json", false, "print JSON (--describe: an array of partitions, as kafka-cluster-mirrors.sh prints it)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up when the node has not answered within this `duration`")
 	f.actions = map[string]*bool{}
 	for _, a := range []string{"create", "start", "stop", "pause", "resume", "recover", "delete", "list", "describe"} {
@@ -70,6 +74,7 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	f.notes = stderr
 	action, err := f.validate(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "kmirror mirrors: %v\n", err)
@@ -188,14 +193,17 @@ func (f *mirrorsFlags) run(ctx context.Context, action string, out io.Writer) er
 		return fmt.Errorf("%s: %w", mirrorapi.NameForKey(req.Key()), err)
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(resp); err != nil {
+		if err := f.printJSON(action, resp, out); err != nil {
 			return err
 		}
 		return responseError(resp)
 	}
 	if err := responseError(resp); err != nil {
+		if sr, ok := resp.(*mirrorapi.StopMirrorTopicsResponse); ok {
+			// The topics that did stop are reported (how far behind
+			// each copy was) before the error on the others.
+			printStop(out, sr, time.Now())
+		}
 		return err
 	}
 	return f.print(action, resp, out)
@@ -304,21 +312,10 @@ func responseError(resp kmsg.Response) error {
 		}
 		return nil
 	}
+	if a, ok := actionAnswerOf(resp); ok {
+		return topics(a.code, a.msg, a.topics)
+	}
 	switch r := resp.(type) {
-	case *mirrorapi.CreateClusterMirrorResponse:
-		return top(r.ErrorCode, r.ErrorMessage)
-	case *mirrorapi.DeleteClusterMirrorResponse:
-		return top(r.ErrorCode, r.ErrorMessage)
-	case *mirrorapi.StartMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.StopMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.PauseMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.ResumeMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
-	case *mirrorapi.RecoverMirrorTopicsResponse:
-		return topics(r.ErrorCode, r.ErrorMessage, r.Topics)
 	case *mirrorapi.ListClusterMirrorsResponse:
 		return top(r.ErrorCode, nil)
 	case *mirrorapi.DescribeClusterMirrorsResponse:
@@ -331,7 +328,8 @@ func responseError(resp kmsg.Response) error {
 	return nil
 }
 
-// print writes the human form: SPEC.md section 8's columns.
+// print writes the human form: SPEC.md section 8's columns (for
+// --describe, see mirrors_describe.go).
 func (f *mirrorsFlags) print(action string, resp kmsg.Response, out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
@@ -346,39 +344,86 @@ func (f *mirrorsFlags) print(action string, resp kmsg.Response, out io.Writer) e
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MirrorName, strings.Join(m.TopicNames, ","), id, m.SourceBootstrap)
 		}
 	case *mirrorapi.DescribeClusterMirrorsResponse:
-		if f.failed {
-			fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tRETRY\tERROR")
-		} else {
-			fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSOURCE-OFFSET\tDESTINATION-OFFSET\tLAG\tSTATE")
+		rows := describeRows(r, f.failed)
+		printDescribe(tw, rows, f.failed)
+		if f.notes != nil {
+			printDescribeNotes(f.notes, rows)
 		}
-		for _, m := range r.Mirrors {
-			for _, t := range m.Topics {
-				for _, p := range t.Partitions {
-					if !f.failed {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", m.MirrorName, t.TopicName, p.PartitionIndex,
-							p.SourceOffset, p.DestinationOffset, p.Lag, p.StateValue)
-						continue
-					}
-					if p.StateValue != "FAILED" {
-						continue
-					}
-					retry := "NonRetryable"
-					if p.RetryAttempt >= 0 {
-						retry = fmt.Sprint(p.RetryAttempt)
-					}
-					msg := ""
-					if p.ErrorMessage != nil {
-						msg = *p.ErrorMessage
-					}
-					if len(msg) > 80 {
-						msg = msg[:80]
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MirrorName, t.TopicName, p.PartitionIndex, retry, msg)
-				}
-			}
-		}
+	case *mirrorapi.StopMirrorTopicsResponse:
+		printStop(out, r, time.Now())
 	default:
 		fmt.Fprintf(out, "%s: done\n", action)
 	}
 	return nil
+}
+
+// printStop writes a stop's report: per stopped topic whether the final
+// sync ran and, summed over its partitions, the source's end offset (as
+// last known), the copy's end and how far behind the copy was; then a
+// line per topic whose final sync did not run or failed, saying why, and
+// a WARNING line per topic whose copy lacks records the source held (or
+// may: its source offsets are unknown). Topics the stop refused are left
+// to the error line. The exit status does not change: the stop itself
+// succeeded, and what was left behind is reported, not undone.
+func printStop(out io.Writer, r *mirrorapi.StopMirrorTopicsResponse, now time.Time) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tFINAL-SYNC\tSOURCE-OFFSET\tDESTINATION-OFFSET\tBEHIND")
+	var notes []string
+	for _, t := range r.Topics {
+		if t.ErrorCode != 0 {
+			continue
+		}
+		var src, dst, behind, unknown int64
+		oldest := int64(-1)
+		for _, p := range t.Partitions {
+			if p.SourceOffset < 0 || p.Lag < 0 {
+				unknown++
+			} else {
+				src, behind = src+p.SourceOffset, behind+p.Lag
+			}
+			dst += max(p.DestinationOffset, 0)
+			if p.SourceOffsetMillis >= 0 && (oldest < 0 || p.SourceOffsetMillis < oldest) {
+				oldest = p.SourceOffsetMillis
+			}
+		}
+		srcCell, behindCell, dstCell := fmt.Sprint(src), fmt.Sprint(behind), fmt.Sprint(dst)
+		if unknown > 0 || len(t.Partitions) == 0 {
+			srcCell, behindCell = "unknown", "unknown"
+		}
+		if len(t.Partitions) == 0 {
+			dstCell = "unknown"
+		}
+		status := map[int8]string{mirrorapi.FinalSyncDone: "done", mirrorapi.FinalSyncSkipped: "skipped",
+			mirrorapi.FinalSyncFailed: "failed"}[t.FinalSync]
+		if status == "" {
+			status = "unknown"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, status, srcCell, dstCell, behindCell)
+
+		switch {
+		case t.FinalSync == mirrorapi.FinalSyncUnknown:
+			notes = append(notes, t.Name+": the node reports no final sync and no offsets (a kmirror before the report)")
+		case t.FinalSync != mirrorapi.FinalSyncDone:
+			note := fmt.Sprintf("%s: final sync %s", t.Name, status)
+			if t.FinalSyncMessage != nil {
+				note += ": " + *t.FinalSyncMessage
+			}
+			if oldest >= 0 && len(t.Partitions) > 0 {
+				note += fmt.Sprintf("; source offsets as last known, read %v before this report",
+					now.Sub(time.UnixMilli(oldest)).Round(time.Second))
+			}
+			notes = append(notes, note)
+		}
+		if behind > 0 {
+			notes = append(notes, fmt.Sprintf("WARNING: %s: the copy stopped %d records behind the source; they are not on this node", t.Name, behind))
+		}
+		if unknown > 0 && len(t.Partitions) > 0 {
+			notes = append(notes, fmt.Sprintf("WARNING: %s: the source offset of %d of %d partitions is unknown; the copy may lack records the source held",
+				t.Name, unknown, len(t.Partitions)))
+		}
+	}
+	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(out, n)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -101,8 +104,9 @@ func parseTable(out string, header ...string) ([][]string, error) {
 
 var (
 	listHeader     = []string{"MIRROR", "TOPICS", "SOURCE-CLUSTER-ID", "SOURCE-BOOTSTRAP-SERVER"}
-	describeHeader = []string{"MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE"}
-	failedHeader   = []string{"MIRROR", "TOPIC", "PARTITION", "RETRY", "ERROR"}
+	describeHeader = []string{"MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE",
+		"SOURCE-OFFSET-AGE", "STALLED", "GROUPS-SYNCED"}
+	failedHeader = []string{"MIRROR", "TOPIC", "PARTITION", "RETRY", "ERROR"}
 )
 
 // startMirrorsNode starts an in-process node in a temporary dir, closed at
@@ -184,6 +188,25 @@ func TestMirrorsFlags(t *testing.T) {
 			}
 		}
 	})
+}
+
+// describeJSON decodes --describe --json output, checking each row has
+// exactly kafka-cluster-mirrors.sh's keys plus kmirror's.
+func describeJSON(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("--describe --json: %v\n%s", err, out)
+	}
+	want := []string{"destinationOffset", "errorMessage", "groupOffsetsSyncedAt", "lag", "mirror", "partition", "retryAttempt",
+		"sourceHasNoTopicIds", "sourceOffset", "sourceOffsetAgeMs", "stalled", "state", "topic", "topicId"}
+	for _, r := range rows {
+		keys := slices.Sorted(maps.Keys(r))
+		if !slices.Equal(keys, want) {
+			t.Fatalf("--describe --json row keys %q, want %q", keys, want)
+		}
+	}
+	return rows
 }
 
 // TestMirrorsLifecycle walks one mirror through every action against two
@@ -271,27 +294,60 @@ func TestMirrorsLifecycle(t *testing.T) {
 		return nil
 	})
 
-	var d mirrorapi.DescribeClusterMirrorsResponse
-	if err := json.Unmarshal([]byte(mustMirrors(t, cmd("--describe", "--json")...)), &d); err != nil {
-		t.Fatalf("--describe --json: %v", err)
+	// --json: kafka-cluster-mirrors.sh's array, the topic id as Kafka
+	// prints it (the source's: a mirror topic keeps its id).
+	srcTopics, err := kadm.NewClient(a.cl).ListTopics(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(d.Mirrors) != 1 || d.Mirrors[0].MirrorName != "dr" || len(d.Mirrors[0].Topics) != 1 ||
-		d.Mirrors[0].Topics[0].TopicName != "orders" || len(d.Mirrors[0].Topics[0].Partitions) != 3 {
-		t.Fatalf("--describe --json decoded to %+v", d)
+	wantID := topicid.String(srcTopics["orders"].ID)
+	js := describeJSON(t, mustMirrors(t, cmd("--describe", "--json")...))
+	if len(js) != 3 {
+		t.Fatalf("--describe --json: %d rows, want 3: %v", len(js), js)
 	}
-	for _, p := range d.Mirrors[0].Topics[0].Partitions {
-		if p.StateValue != "MIRRORING" || p.Lag != 0 {
-			t.Errorf("--describe --json partition %+v, want MIRRORING with lag 0", p)
+	for i, r := range js {
+		if r["mirror"] != "dr" || r["topic"] != "orders" || r["partition"] != float64(i) || r["state"] != "MIRRORING" ||
+			r["lag"] != float64(0) || r["topicId"] != wantID || r["errorMessage"] != nil || r["stalled"] != false {
+			t.Errorf("--describe --json row %d: %v, want dr orders %d MIRRORING lag 0 topicId %s", i, r, i, wantID)
 		}
+	}
+	if out := mustMirrors(t, cmd("--describe", "--failed", "--json")...); out != "[]\n" {
+		t.Errorf("--describe --failed --json with nothing failed printed %q, want []", out)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(mustMirrors(t, cmd("--list", "--json")...)), &list); err != nil {
+		t.Fatalf("--list --json: %v", err)
+	}
+	if len(list) != 1 || list[0]["mirror"] != "dr" || list[0]["topicCount"] != float64(1) ||
+		list[0]["sourceClusterId"] != a.b.ClusterID() || list[0]["sourceBootstrapServer"] != a.b.Addr() ||
+		fmt.Sprint(list[0]["topics"]) != "[orders]" {
+		t.Errorf("--list --json: %v", list)
 	}
 
 	mustMirrors(t, cmd("--pause", "--mirror", "dr", "--topics", "orders")...)
 	if err := wantStates(describe(), "PAUSED"); err != nil {
 		t.Fatalf("after --pause: %v", err)
 	}
-	mustMirrors(t, cmd("--resume", "--mirror", "dr", "--topics", "orders")...)
+	// --json of a topic action: the request and each topic's answer, by
+	// error name; an error is in the JSON and, as without --json, on
+	// stderr with exit 1.
+	var res map[string]any
+	if err := json.Unmarshal([]byte(mustMirrors(t, cmd("--resume", "--mirror", "dr", "--topics", "orders", "--json")...)), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["action"] != "resume" || res["mirror"] != "dr" || res["error"] != nil ||
+		fmt.Sprint(res["topics"]) != "[map[error:<nil> errorMessage:<nil> topic:orders]]" {
+		t.Errorf("--resume --json: %v", res)
+	}
 	if err := wantStates(describe(), "MIRRORING"); err != nil {
 		t.Fatalf("after --resume: %v", err)
+	}
+	code, out, errOut := mirrorsCmd(cmd("--pause", "--mirror", "dr", "--topics", "nosuch", "--json")...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 || !strings.Contains(errOut, "TOPIC_NOT_IN_CLUSTER_MIRROR") {
+		t.Fatalf("--pause --json of a topic not mirrored: exit %d, %v\nstdout %s\nstderr %s", code, err, out, errOut)
+	}
+	if topics, _ := res["topics"].([]any); len(topics) != 1 || topics[0].(map[string]any)["error"] != "TOPIC_NOT_IN_CLUSTER_MIRROR" {
+		t.Errorf("--pause --json of a topic not mirrored: %v", res)
 	}
 
 	rows, err = parseTable(mustMirrors(t, cmd("--describe", "--failed")...), failedHeader...)
@@ -303,9 +359,25 @@ func TestMirrorsLifecycle(t *testing.T) {
 	failMirrors(t, 1, []string{"UNKNOWN_CLUSTER_MIRROR"}, cmd("--describe", "--mirror", "nosuch")...)
 	failMirrors(t, 1, []string{"CLUSTER_MIRROR_NOT_EMPTY"}, cmd("--delete", "--mirror", "dr")...)
 
-	mustMirrors(t, cmd("--stop", "--mirror", "dr", "--topics", "orders")...)
-	if err := wantStates(describe("--mirror", "dr"), "STOPPED"); err != nil {
+	stopRows, err := parseTable(mustMirrors(t, cmd("--stop", "--mirror", "dr", "--topics", "orders")...), stopHeader...)
+	if want := fmt.Sprintf("orders done %d %d 0", records, records); err != nil || len(stopRows) != 1 || strings.Join(stopRows[0], " ") != want {
+		t.Fatalf("--stop: rows %q, err %v; want %q", stopRows, err, want)
+	}
+	rows = describe("--mirror", "dr")
+	if err := wantStates(rows, "STOPPED"); err != nil {
 		t.Fatalf("after --stop: %v", err)
+	}
+	// The final offsets stay readable after the failover.
+	total := 0
+	for _, r := range rows {
+		n, err := strconv.Atoi(r[4])
+		if err != nil || r[3] != r[4] || r[5] != "0" || r[7] == "-" {
+			t.Fatalf("after --stop: row %q, want the final source and destination offsets, lag 0, an age", r)
+		}
+		total += n
+	}
+	if total != records {
+		t.Fatalf("after --stop: destination offsets sum to %d, want %d: %q", total, records, rows)
 	}
 	mustMirrors(t, cmd("--delete", "--mirror", "dr")...)
 	if rows, err := parseTable(mustMirrors(t, cmd("--list")...), listHeader...); err != nil || len(rows) != 0 {
@@ -430,5 +502,177 @@ func TestMirrorsStartRegex(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0][0] != "ex" || rows[0][1] != "t.a" {
 		t.Fatalf("--list rows %q, want mirror ex with topic t.a", rows)
+	}
+}
+
+// describeAnswer is a Describe answer with one partition of each kind:
+// live, stalled with an old source offset, paused with nothing read, and
+// two failures, one with an error longer than three lines. Mirrors and
+// topics come out of order: the output sorts them.
+func describeAnswer() *mirrorapi.DescribeClusterMirrorsResponse {
+	long := "fetching from source broker 3 (127.0.0.1:9092): source answered TOPIC_AUTHORIZATION_FAILED: " +
+		"the mirror's principal User:mirror lacks READ on topic orders; grant it with kafka-acls.sh --add " +
+		"--allow-principal User:mirror --operation READ --topic orders, then run kmirror mirrors --recover " +
+		"--mirror dr --topics orders; a_token_longer_than_the_wrap_width_" + strings.Repeat("x", 90)
+	part := func(i int32, src, dst, lag, age int64, state string, stalled bool) mirrorapi.DescribeClusterMirrorsResponsePartition {
+		p := mirrorapi.NewDescribeClusterMirrorsResponsePartition()
+		p.PartitionIndex, p.SourceOffset, p.DestinationOffset, p.Lag = i, src, dst, lag
+		p.SourceOffsetAgeMillis, p.StateValue, p.Stalled = age, state, stalled
+		return p
+	}
+	failed := part(1, 90, 90, 0, 133_000, "FAILED", false)
+	failed.RetryAttempt, failed.ErrorMessage = 2, &long
+	nr := part(0, 5, 5, 0, 400, "FAILED", false)
+	nr.RetryAttempt, nr.ErrorMessage = -1, kmsg.StringPtr("source cluster id changed")
+	return &mirrorapi.DescribeClusterMirrorsResponse{Mirrors: []mirrorapi.DescribeClusterMirrorsResponseMirror{
+		{MirrorName: "west", Topics: []mirrorapi.DescribeClusterMirrorsResponseTopic{{TopicName: "audit", Partitions: []mirrorapi.DescribeClusterMirrorsResponsePartition{nr}}}},
+		{MirrorName: "dr", Topics: []mirrorapi.DescribeClusterMirrorsResponseTopic{
+			{TopicName: "orders", TopicID: [16]byte{0xfb, 0xef, 0xbe, 0xff, 0xff, 0xff, 0xfb, 0xef, 0xbe, 0xff, 0xff, 0xff, 0xfb, 0xef, 0xbe, 0xff},
+				Partitions: []mirrorapi.DescribeClusterMirrorsResponsePartition{
+					part(2, -1, 40, -1, -1, "PAUSED", false), failed, part(0, 120, 100, 20, 400, "MIRRORING", false)}},
+			{TopicName: "billing", Partitions: []mirrorapi.DescribeClusterMirrorsResponsePartition{
+				part(0, 7, 7, 0, 95_400, "MIRRORING", true)}},
+		}},
+	}}
+}
+
+// --describe: kafka-cluster-mirrors.sh's seven columns first, "-" for
+// what is unknown, then how old the source offset is and whether the
+// partition is stalled.
+func TestMirrorsDescribeTable(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	f := &mirrorsFlags{}
+	resp := describeAnswer()
+	for i := range resp.Mirrors {
+		if resp.Mirrors[i].MirrorName == "west" {
+			resp.Mirrors[i].LastGroupSyncMillis = time.Now().Add(-2 * time.Hour).UnixMilli()
+		}
+	}
+	if err := f.print("describe", resp, &out); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := parseTable(out.String(), describeHeader...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"dr", "billing", "0", "7", "7", "0", "MIRRORING", "1m35s", "yes", "never"},
+		{"dr", "orders", "0", "120", "100", "20", "MIRRORING", "0.4s", "no", "never"},
+		{"dr", "orders", "1", "90", "90", "0", "FAILED", "2m13s", "no", "never"},
+		{"dr", "orders", "2", "-", "40", "-", "PAUSED", "-", "no", "never"},
+		{"west", "audit", "0", "5", "5", "0", "FAILED", "0.4s", "no", "2h0m0s-ago"},
+	}
+	if !slices.EqualFunc(rows, want, slices.Equal) {
+		t.Fatalf("rows\n%q\nwant\n%q", rows, want)
+	}
+}
+
+// A topic whose source has no topic ids gets one note line after the
+// table, naming the id kmirror assigned, in Kafka's form.
+func TestMirrorsDescribeNoSourceTopicIDs(t *testing.T) {
+	t.Parallel()
+	resp := describeAnswer()
+	id := [16]byte{0xfb, 0xff, 1}
+	resp.Mirrors[0].Topics[0].TopicID, resp.Mirrors[0].Topics[0].NoSourceTopicIDs = id, true
+	var table, out strings.Builder
+	if err := (&mirrorsFlags{notes: &out}).print("describe", resp, &table); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(table.String(), "note:") {
+		t.Fatalf("notes in the table:\n%s", table.String())
+	}
+	topic := resp.Mirrors[0].Topics[0].TopicName
+	note := fmt.Sprintf("note: mirror %s topic %s: the source has no topic ids (Kafka before 2.8); kmirror assigned topic id %s",
+		resp.Mirrors[0].MirrorName, topic, topicid.String(id))
+	if strings.Count(out.String(), "topic ids") != 1 || !strings.Contains(out.String(), note+"\n") {
+		t.Fatalf("want exactly the note %q in\n%s", note, out.String())
+	}
+}
+
+// --describe --failed prints the whole error, wrapped under the ERROR
+// column, never cut.
+func TestMirrorsDescribeFailedWraps(t *testing.T) {
+	t.Parallel()
+	resp := describeAnswer()
+	var out strings.Builder
+	f := &mirrorsFlags{failed: true}
+	if err := f.print("describe", resp, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	col := strings.Index(lines[0], "ERROR")
+	if got := strings.Fields(lines[0]); !slices.Equal(got, failedHeader) || col < 0 {
+		t.Fatalf("header %q", lines[0])
+	}
+	// Rows start with a mirror name; continuation lines with blanks up
+	// to the ERROR column.
+	errs := map[string]string{}
+	key := ""
+	for _, l := range lines[1:] {
+		if len(l) > col+errorWidth {
+			t.Errorf("line of %d characters, ERROR wraps at %d: %q", len(l), errorWidth, l)
+		}
+		if strings.TrimSpace(l[:col]) != "" {
+			fs := strings.Fields(l[:col])
+			key = strings.Join(fs, " ")
+			errs[key] = l[col:]
+			continue
+		}
+		if key == "" {
+			t.Fatalf("continuation line before any row: %q", l)
+		}
+		errs[key] += "\n" + l[col:]
+	}
+	long := *resp.Mirrors[1].Topics[0].Partitions[1].ErrorMessage
+	want := map[string]string{"dr orders 1 2": long, "west audit 0 NonRetryable": "source cluster id changed"}
+	if len(errs) != len(want) {
+		t.Fatalf("rows %q, want the two FAILED partitions\n%s", slices.Sorted(maps.Keys(errs)), out.String())
+	}
+	for k, w := range want {
+		got := errs[k]
+		if strings.Count(got, "\n") < 3 && w == long {
+			t.Errorf("%s: error on %d lines, want it wrapped on at least 4:\n%s", k, strings.Count(got, "\n")+1, out.String())
+		}
+		// Rejoined (a wrap at a space is a space, a cut word is not), the
+		// lines give the whole message back.
+		joined := strings.NewReplacer("\n", " ").Replace(got)
+		if strings.ReplaceAll(joined, " ", "") != strings.ReplaceAll(w, " ", "") || !strings.Contains(joined, "--recover") && w == long {
+			t.Errorf("%s: error printed as\n%s\nwant all of %q", k, got, w)
+		}
+	}
+}
+
+// --json prints kafka-cluster-mirrors.sh's array of partitions, sorted,
+// with kmirror's keys added and the topic id as Kafka prints it; with
+// --failed, the FAILED partitions only.
+func TestMirrorsDescribeJSON(t *testing.T) {
+	t.Parallel()
+	for _, failed := range []bool{false, true} {
+		var out strings.Builder
+		f := &mirrorsFlags{failed: failed}
+		if err := f.printJSON("describe", describeAnswer(), &out); err != nil {
+			t.Fatal(err)
+		}
+		rows := describeJSON(t, out.String())
+		var got []string
+		for _, r := range rows {
+			got = append(got, fmt.Sprint(r["mirror"], " ", r["topic"], " ", r["partition"], " ", r["state"], " ",
+				r["sourceOffset"], " ", r["destinationOffset"], " ", r["lag"], " ", r["retryAttempt"], " ",
+				r["sourceOffsetAgeMs"], " ", r["stalled"], " ", r["topicId"], " ", r["errorMessage"] != nil))
+		}
+		want := []string{
+			"dr billing 0 MIRRORING 7 7 0 0 95400 true <nil> false",
+			"dr orders 0 MIRRORING 120 100 20 0 400 false ----____----____----_w false",
+			"dr orders 1 FAILED 90 90 0 2 133000 false ----____----____----_w true",
+			"dr orders 2 PAUSED -1 40 -1 0 -1 false ----____----____----_w false",
+			"west audit 0 FAILED 5 5 0 -1 400 false <nil> true",
+		}
+		if failed {
+			want = []string{want[2], want[4]}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("--failed=%v: rows\n%s\nwant\n%s", failed, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }

@@ -3,16 +3,41 @@
 // source have the same rights here.
 //
 // Each sync lists the source's bindings with one DescribeAcls whose filter
-// is ANY in every field, keeps those that a rule of acls.include selects,
-// and makes this node hold exactly that set: missing bindings are created,
-// then bindings here that the selected source set lacks are deleted,
-// including ones created here by hand (SPEC.md: the destination follows
-// the source). Bindings on CLUSTER_MIRROR resources (type 8) are this
-// node's own mirror administration and are left alone both ways: never
-// deleted here, and never copied from a source, since a copy could never
-// be removed again. A source with no authorizer answers SECURITY_DISABLED;
-// the sync then does nothing and reports no error (SPEC.md: "security
-// disabled -> skip").
+// is ANY in every field (ReadSource), keeps those that a rule of
+// acls.include selects, and brings this node in step (Apply): selected
+// source bindings missing here are created, and bindings the sync created
+// itself are deleted once the selected source set lacks them (a right
+// revoked at the source is revoked here). The sync records each binding it
+// creates (Dest.RecordSynced, persisted per mirror), so it never deletes
+// a binding it did not create: one created on this node by hand stays,
+// even when the source holds (and later revokes) the same binding. A
+// recorded binding deleted here by hand is dropped from the record; if
+// the source still has it, it is created (and recorded) again.
+//
+// Bindings on CLUSTER_MIRROR resources (type 8) are this node's own
+// mirror administration and are left alone both ways: never deleted here,
+// and never copied from a source, since a copy could never be removed
+// again. A source with no authorizer answers SECURITY_DISABLED; the sync
+// then does nothing and reports no error (SPEC.md: "security disabled ->
+// skip").
+//
+// # Stopped topics
+//
+// After a failover this node owns the stopped topics, so the source no
+// longer decides who may use them: a binding that grants or denies
+// something on a stopped topic is frozen, neither created nor deleted by
+// the sync (Apply's frozen argument, from control). A TOPIC binding covers
+// a topic (CoversTopic) when it is LITERAL with the topic's name or the
+// wildcard "*", or PREFIXED with a prefix of the name. So a prefixed or
+// wildcard binding that also covers topics still mirrored is frozen as
+// soon as one topic it covers is stopped: changing it would change the
+// rights on the stopped topic, and an operator who failed over a topic
+// expects its rights to stay as they were at the stop. Such a binding
+// changed at the source after the stop must then be changed here by hand
+// if wanted. Bindings on other resources (groups, the cluster,
+// transactional ids) keep following the source while the mirror still
+// mirrors a topic; once every topic of the mirror is stopped, control runs
+// no ACL sync for it any more.
 //
 // # acls.include
 //
@@ -37,11 +62,12 @@
 // comma) are ignored; an empty field is an error (write "*" for any). An
 // empty or unset acls.include means "*". Since commas and semicolons
 // separate rules and fields, a regex can hold neither: write a{1,3} as
-// aa?a?, as with every comma-list config.
+// aa?a?, as with every comma-list config. Narrowing acls.include deletes
+// the recorded bindings it no longer selects.
 //
 // The package talks to the source with kadm and to this node through the
-// Dest interface, which *broker.Broker implements; it runs on the control
-// plane's loop, never on an event loop.
+// Dest interface (control adapts the broker and the mirror's record); it
+// runs on the control plane's loop, never on an event loop.
 package acls
 
 import (
@@ -64,7 +90,7 @@ import (
 // error names the rule and the field.
 var ErrInvalidRule = errors.New("acls: invalid acls.include")
 
-// Dest is this node, as the sync sees it.
+// Dest is this node, as the sync of one mirror sees it.
 type Dest interface {
 	// ACLs returns every binding here.
 	ACLs() ([]state.ACL, error)
@@ -72,6 +98,12 @@ type Dest interface {
 	CreateACLs([]state.ACL) error
 	// DeleteACLs deletes bindings; absent ones are ignored.
 	DeleteACLs([]state.ACL) error
+	// Synced returns the record: the bindings this sync created here and
+	// has not deleted since. RecordSynced adds bindings to it,
+	// ForgetSynced removes them; neither touches the bindings.
+	Synced() ([]state.ACL, error)
+	RecordSynced([]state.ACL) error
+	ForgetSynced([]state.ACL) error
 }
 
 // anyValue in an enum field of a Rule matches every value. It is Kafka's
@@ -238,35 +270,77 @@ func Filter(rules []Rule, acls []state.ACL) []state.ACL {
 	return out
 }
 
-// Plan compares the source's bindings with this node's: add holds the
-// source bindings that rules select and dest lacks, remove the dest
-// bindings that the selected source set lacks. CLUSTER_MIRROR bindings
-// are in neither (see the package doc). Both are sorted with
+// Changes is what Plan decided. Each list is sorted with
 // state.CompareACLs and free of duplicates.
-func Plan(source, dest []state.ACL, rules []Rule) (add, remove []state.ACL) {
+type Changes struct {
+	// Add: selected source bindings missing here and not frozen; they are
+	// recorded and created.
+	Add []state.ACL
+	// Remove: recorded bindings still here that the selected source set
+	// lacks, not frozen; they are deleted and forgotten.
+	Remove []state.ACL
+	// Forget: recorded bindings no longer here (deleted by hand); they
+	// leave the record.
+	Forget []state.ACL
+}
+
+// Plan compares the source's bindings with this node's and the record of
+// those the sync created (synced). frozen, if not nil, names the bindings
+// to leave as they are (see the package doc); CLUSTER_MIRROR bindings are
+// never added or removed.
+func Plan(source, dest, synced []state.ACL, rules []Rule, frozen func(state.ACL) bool) Changes {
+	keep := func(a state.ACL) bool {
+		return a.ResourceType != state.ResourceClusterMirror && (frozen == nil || !frozen(a))
+	}
 	want := make(map[state.ACL]struct{})
 	for _, a := range Filter(rules, source) {
-		if a.ResourceType != state.ResourceClusterMirror {
-			want[a] = struct{}{}
-		}
+		want[a] = struct{}{}
 	}
 	have := make(map[state.ACL]struct{}, len(dest))
 	for _, a := range dest {
 		have[a] = struct{}{}
 	}
+	var ch Changes
 	for a := range want {
-		if _, ok := have[a]; !ok {
-			add = append(add, a)
+		if _, ok := have[a]; !ok && keep(a) {
+			ch.Add = append(ch.Add, a)
 		}
 	}
-	for a := range have {
-		if _, ok := want[a]; !ok && a.ResourceType != state.ResourceClusterMirror {
-			remove = append(remove, a)
+	seen := make(map[state.ACL]struct{}, len(synced))
+	for _, a := range synced {
+		if _, dup := seen[a]; dup {
+			continue
+		}
+		seen[a] = struct{}{}
+		_, here := have[a]
+		_, wanted := want[a]
+		switch {
+		case !here:
+			ch.Forget = append(ch.Forget, a)
+		case !wanted && keep(a):
+			ch.Remove = append(ch.Remove, a)
 		}
 	}
-	slices.SortFunc(add, state.CompareACLs)
-	slices.SortFunc(remove, state.CompareACLs)
-	return add, remove
+	for _, l := range [][]state.ACL{ch.Add, ch.Remove, ch.Forget} {
+		slices.SortFunc(l, state.CompareACLs)
+	}
+	return ch
+}
+
+// CoversTopic reports whether binding a grants or denies something on
+// topic: a TOPIC binding, LITERAL with the topic's name or "*", or
+// PREFIXED with a prefix of it.
+func CoversTopic(a state.ACL, topic string) bool {
+	if a.ResourceType != int8(kmsg.ACLResourceTypeTopic) {
+		return false
+	}
+	switch kmsg.ACLResourcePatternType(a.PatternType) {
+	case kmsg.ACLResourcePatternTypeLiteral:
+		return a.ResourceName == topic || a.ResourceName == "*"
+	case kmsg.ACLResourcePatternTypePrefixed:
+		return strings.HasPrefix(topic, a.ResourceName)
+	}
+	return false
 }
 
 // Result counts what a sync did.
@@ -283,12 +357,10 @@ func allACLs() *kadm.ACLBuilder {
 		Allow().AllowHosts().Deny().DenyHosts()
 }
 
-// Sync makes this node's ACLs follow the source's once. Creation runs
-// before deletion, and a failed creation does not stop the deletion: a
-// right revoked at the source must go here even while some binding cannot
-// be created (it then fails every sync until fixed at either end).
-func Sync(ctx context.Context, src *kadm.Client, dst Dest, rules []Rule) (Result, error) {
-	var res Result
+// ReadSource lists every binding of the source. ok is false, with no
+// error, when the source has no authorizer (SECURITY_DISABLED): there is
+// then nothing to sync, and nothing here may be removed for it.
+func ReadSource(ctx context.Context, src *kadm.Client) (source []state.ACL, ok bool, err error) {
 	described, err := src.DescribeACLs(ctx, allACLs())
 	if err == nil {
 		for _, d := range described {
@@ -300,11 +372,10 @@ func Sync(ctx context.Context, src *kadm.Client, dst Dest, rules []Rule) (Result
 	}
 	switch {
 	case errors.Is(err, kerr.SecurityDisabled):
-		return res, nil
+		return nil, false, nil
 	case err != nil:
-		return res, fmt.Errorf("describing source ACLs: %w", err)
+		return nil, false, fmt.Errorf("describing source ACLs: %w", err)
 	}
-	var source []state.ACL
 	for _, d := range described {
 		for _, a := range d.Described {
 			source = append(source, state.ACL{
@@ -318,24 +389,59 @@ func Sync(ctx context.Context, src *kadm.Client, dst Dest, rules []Rule) (Result
 			})
 		}
 	}
+	return source, true, nil
+}
+
+// Apply brings this node in step with the source's bindings once (see
+// Plan). Each binding is recorded before it is created and forgotten only
+// after it is deleted: a crash in between leaves a record of a binding
+// absent here, which the next sync forgets or creates, never a binding
+// created by the sync that it would not know to delete when the source
+// revokes it. Creation runs before deletion, and a failed creation does
+// not stop the deletion: a right revoked at the source must go here even
+// while some binding cannot be created (it then fails every sync until
+// fixed at either end).
+func Apply(dst Dest, source []state.ACL, rules []Rule, frozen func(state.ACL) bool) (Result, error) {
+	var res Result
 	local, err := dst.ACLs()
 	if err != nil {
 		return res, fmt.Errorf("reading local ACLs: %w", err)
 	}
-	add, remove := Plan(source, local, rules)
+	synced, err := dst.Synced()
+	if err != nil {
+		return res, fmt.Errorf("reading the synced ACLs record: %w", err)
+	}
+	ch := Plan(source, local, synced, rules, frozen)
 	var errs []error
-	if len(add) > 0 {
-		if err := dst.CreateACLs(add); err != nil {
-			errs = append(errs, fmt.Errorf("creating %d ACLs: %w", len(add), err))
-		} else {
-			res.Added = len(add)
+	if len(ch.Forget) > 0 {
+		if err := dst.ForgetSynced(ch.Forget); err != nil {
+			errs = append(errs, fmt.Errorf("forgetting %d ACLs deleted here: %w", len(ch.Forget), err))
 		}
 	}
-	if len(remove) > 0 {
-		if err := dst.DeleteACLs(remove); err != nil {
-			errs = append(errs, fmt.Errorf("deleting %d ACLs: %w", len(remove), err))
+	if len(ch.Add) > 0 {
+		err := dst.RecordSynced(ch.Add)
+		if err == nil {
+			if err = dst.CreateACLs(ch.Add); err != nil {
+				// Not created: forgotten again, so that one created by
+				// hand later is not taken for the sync's.
+				err = errors.Join(err, dst.ForgetSynced(ch.Add))
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("creating %d ACLs: %w", len(ch.Add), err))
 		} else {
-			res.Removed = len(remove)
+			res.Added = len(ch.Add)
+		}
+	}
+	if len(ch.Remove) > 0 {
+		err := dst.DeleteACLs(ch.Remove)
+		if err == nil {
+			err = dst.ForgetSynced(ch.Remove)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deleting %d ACLs: %w", len(ch.Remove), err))
+		} else {
+			res.Removed = len(ch.Remove)
 		}
 	}
 	return res, errors.Join(errs...)

@@ -3,6 +3,7 @@ package acls
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -15,12 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/state"
 )
-
-// The broker is the Dest the control plane hands to Sync.
-var _ Dest = (*broker.Broker)(nil)
 
 func ruleStrings(rules []Rule) []string {
 	out := make([]string, len(rules))
@@ -189,63 +186,128 @@ func TestPlan(t *testing.T) {
 	tmp := acl(topic, "tmp", literal, bob, opWrite, allow) // filtered out by the rules
 	destOnly := acl(topic, "local", prefixed, bob, opRead, deny)
 	destMirror := acl(clusterMirror, "west", literal, mirrorAdmin, opAlter, allow)
+	revoked := acl(group, "old", literal, bob, opRead, allow) // synced once, gone at the source
+	goneHere := acl(group, "g2", literal, bob, opRead, allow) // synced once, deleted here by hand
 
 	rules, err := ParseRules("TOPIC;orders,GROUP")
 	if err != nil {
 		t.Fatal(err)
 	}
 	source := []state.ACL{ordersWrite, groupG, sourceMirror, tmp, orders, orders}
-	dest := []state.ACL{destMirror, tmp, groupG, destOnly}
-	add, remove := Plan(source, dest, rules)
+	dest := []state.ACL{destMirror, tmp, groupG, destOnly, revoked}
+	synced := []state.ACL{tmp, revoked, goneHere, revoked}
+	ch := Plan(source, dest, synced, rules, nil)
 	// Sorted: by type, name, pattern, principal, host, operation.
-	if want := []state.ACL{orders, ordersWrite}; !slices.Equal(add, want) {
-		t.Fatalf("add = %v\nwant %v", add, want)
+	if want := []state.ACL{orders, ordersWrite}; !slices.Equal(ch.Add, want) {
+		t.Fatalf("add = %v\nwant %v", ch.Add, want)
 	}
-	// tmp is at the source but filtered out, so its copy goes; the
-	// destination's CLUSTER_MIRROR binding stays and the source's is not
-	// copied.
-	if want := []state.ACL{destOnly, tmp}; !slices.Equal(remove, want) {
-		t.Fatalf("remove = %v\nwant %v", remove, want)
+	// tmp was copied once and is now filtered out, so its copy goes, as
+	// does the revoked binding; destOnly was never copied and stays, like
+	// the destination's CLUSTER_MIRROR binding (the source's is not
+	// copied).
+	if want := []state.ACL{tmp, revoked}; !slices.Equal(ch.Remove, want) {
+		t.Fatalf("remove = %v\nwant %v", ch.Remove, want)
+	}
+	if want := []state.ACL{goneHere}; !slices.Equal(ch.Forget, want) {
+		t.Fatalf("forget = %v\nwant %v", ch.Forget, want)
 	}
 
 	// The same inputs in another order plan the same.
 	slices.Reverse(source)
 	slices.Reverse(dest)
-	add2, remove2 := Plan(source, dest, rules)
-	if !slices.Equal(add, add2) || !slices.Equal(remove, remove2) {
-		t.Fatalf("order-dependent plan: %v %v vs %v %v", add, remove, add2, remove2)
+	slices.Reverse(synced)
+	if ch2 := Plan(source, dest, synced, rules, nil); !reflect.DeepEqual(ch, ch2) {
+		t.Fatalf("order-dependent plan: %v vs %v", ch, ch2)
 	}
 
 	// In step: nothing to do.
-	if add, remove := Plan([]state.ACL{orders}, []state.ACL{orders, destMirror}, nil); add != nil || remove != nil {
-		t.Fatalf("in step: add %v remove %v", add, remove)
+	if ch := Plan([]state.ACL{orders}, []state.ACL{orders, destMirror}, []state.ACL{orders}, nil, nil); !reflect.DeepEqual(ch, Changes{}) {
+		t.Fatalf("in step: %+v", ch)
+	}
+
+	// Frozen bindings are neither added nor removed; forgetting one
+	// deleted here by hand still happens (it changes no binding).
+	frozen := func(a state.ACL) bool { return CoversTopic(a, "orders") || CoversTopic(a, "tmp") }
+	ch = Plan(source, dest, synced, rules, frozen)
+	if ch.Add != nil || !slices.Equal(ch.Remove, []state.ACL{revoked}) || !slices.Equal(ch.Forget, []state.ACL{goneHere}) {
+		t.Fatalf("frozen orders and tmp: %+v", ch)
+	}
+}
+
+func TestCoversTopic(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		acl  state.ACL
+		want bool
+	}{
+		{acl(topic, "orders", literal, alice, opRead, allow), true},
+		{acl(topic, "orders.eu", literal, alice, opRead, allow), false},
+		{acl(topic, "*", literal, alice, opRead, allow), true},
+		{acl(topic, "ord", prefixed, alice, opRead, allow), true},
+		{acl(topic, "orders", prefixed, alice, opRead, allow), true},
+		{acl(topic, "orders.", prefixed, alice, opRead, allow), false},
+		{acl(topic, "*", prefixed, alice, opRead, allow), false}, // a prefix "*", not the wildcard
+		{acl(group, "orders", literal, alice, opRead, allow), false},
+		{acl(cluster, "kafka-cluster", literal, alice, opAlter, allow), false},
+	} {
+		if got := CoversTopic(tc.acl, "orders"); got != tc.want {
+			t.Errorf("CoversTopic(%v, orders) = %v, want %v", tc.acl, got, tc.want)
+		}
 	}
 }
 
 // memDest is an in-memory Dest.
 type memDest struct {
-	mu         sync.Mutex
-	acls       map[state.ACL]struct{}
-	failCreate error
+	mu           sync.Mutex
+	acls, synced map[state.ACL]struct{}
+	failCreate   error
 }
 
 func newMemDest(acls ...state.ACL) *memDest {
-	d := &memDest{acls: map[state.ACL]struct{}{}}
+	d := &memDest{acls: map[state.ACL]struct{}{}, synced: map[state.ACL]struct{}{}}
 	for _, a := range acls {
 		d.acls[a] = struct{}{}
 	}
 	return d
 }
 
-func (d *memDest) ACLs() ([]state.ACL, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]state.ACL, 0, len(d.acls))
-	for a := range d.acls {
+func sortedSet(set map[state.ACL]struct{}) []state.ACL {
+	out := make([]state.ACL, 0, len(set))
+	for a := range set {
 		out = append(out, a)
 	}
 	slices.SortFunc(out, state.CompareACLs)
-	return out, nil
+	return out
+}
+
+func (d *memDest) ACLs() ([]state.ACL, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return sortedSet(d.acls), nil
+}
+
+func (d *memDest) Synced() ([]state.ACL, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return sortedSet(d.synced), nil
+}
+
+func (d *memDest) RecordSynced(acls []state.ACL) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range acls {
+		d.synced[a] = struct{}{}
+	}
+	return nil
+}
+
+func (d *memDest) ForgetSynced(acls []state.ACL) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range acls {
+		delete(d.synced, a)
+	}
+	return nil
 }
 
 func (d *memDest) CreateACLs(acls []state.ACL) error {
@@ -315,14 +377,23 @@ func mustCreate(t *testing.T, adm *kadm.Client, b *kadm.ACLBuilder) {
 	}
 }
 
+// sync1 is one cycle as control runs it: ReadSource, then Apply.
+func sync1(ctx context.Context, adm *kadm.Client, dst Dest, rules []Rule) (Result, error) {
+	source, ok, err := ReadSource(ctx, adm)
+	if err != nil || !ok {
+		return Result{}, err
+	}
+	return Apply(dst, source, rules, nil)
+}
+
 func mustSync(t *testing.T, adm *kadm.Client, dst Dest, rules []Rule, want Result) {
 	t.Helper()
-	got, err := Sync(syncCtx(t), adm, dst, rules)
+	got, err := sync1(syncCtx(t), adm, dst, rules)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != want {
-		t.Fatalf("Sync = %+v, want %+v", got, want)
+		t.Fatalf("sync = %+v, want %+v", got, want)
 	}
 }
 
@@ -346,17 +417,18 @@ func TestSyncFromKfake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustSync(t, src, dst, all, Result{Added: 3, Removed: 1})
-	dst.want(t, aliceOrders, bobOrd, aliceGroup, mirror)
+	mustSync(t, src, dst, all, Result{Added: 3})
+	dst.want(t, aliceOrders, bobOrd, aliceGroup, localOnly, mirror)
 	mustSync(t, src, dst, all, Result{}) // in step
 
-	// A binding deleted at the source goes at the next sync.
+	// A binding deleted at the source goes at the next sync; the one
+	// created here by hand stays.
 	if _, err := src.DeleteACLs(syncCtx(t), kadm.NewACLs().Topics("orders").Allow(alice).AllowHosts(anyHost).
 		Operations(kadm.OpRead)); err != nil {
 		t.Fatal(err)
 	}
 	mustSync(t, src, dst, all, Result{Removed: 1})
-	dst.want(t, bobOrd, aliceGroup, mirror)
+	dst.want(t, bobOrd, aliceGroup, localOnly, mirror)
 
 	// Narrower rules drop what they no longer select.
 	groups, err := ParseRules("GROUP")
@@ -364,7 +436,10 @@ func TestSyncFromKfake(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustSync(t, src, dst, groups, Result{Removed: 1})
-	dst.want(t, aliceGroup, mirror)
+	dst.want(t, aliceGroup, localOnly, mirror)
+	if synced, _ := dst.Synced(); !slices.Equal(synced, []state.ACL{aliceGroup}) {
+		t.Fatalf("record after the syncs: %v, want only the copied binding still here", synced)
+	}
 }
 
 func TestSyncSecurityDisabled(t *testing.T) {
@@ -379,8 +454,9 @@ func TestSyncSecurityDisabled(t *testing.T) {
 	})
 	local := acl(topic, "local", literal, bob, opRead, allow)
 	dst := newMemDest(local)
+	dst.synced[local] = struct{}{}
 	mustSync(t, src, dst, nil, Result{})
-	dst.want(t, local) // skipped: nothing removed
+	dst.want(t, local) // skipped: nothing removed, even a synced binding
 }
 
 func TestSyncErrors(t *testing.T) {
@@ -396,7 +472,8 @@ func TestSyncErrors(t *testing.T) {
 		})
 		local := acl(topic, "local", literal, bob, opRead, allow)
 		dst := newMemDest(local)
-		_, err := Sync(syncCtx(t), src, dst, nil)
+		dst.synced[local] = struct{}{}
+		_, err := sync1(syncCtx(t), src, dst, nil)
 		if !errors.Is(err, kerr.ClusterAuthorizationFailed) || !strings.Contains(err.Error(), "describing source ACLs") {
 			t.Fatalf("Sync: %v", err)
 		}
@@ -406,17 +483,21 @@ func TestSyncErrors(t *testing.T) {
 		t.Parallel()
 		_, src := newSource(t)
 		mustCreate(t, src, kadm.NewACLs().Topics("orders").Allow(alice).Operations(kadm.OpRead))
-		local := acl(topic, "local", literal, bob, opRead, allow)
-		dst := newMemDest(local)
+		copied := acl(topic, "copied", literal, bob, opRead, allow) // revoked at the source since
+		dst := newMemDest(copied)
+		dst.synced[copied] = struct{}{}
 		boom := errors.New("boom")
 		dst.failCreate = boom
-		res, err := Sync(syncCtx(t), src, dst, nil)
+		res, err := sync1(syncCtx(t), src, dst, nil)
 		if !errors.Is(err, boom) || !strings.Contains(err.Error(), "creating 1 ACLs") {
-			t.Fatalf("Sync: %v", err)
+			t.Fatalf("sync: %v", err)
 		}
 		if res != (Result{Removed: 1}) {
-			t.Fatalf("Sync = %+v", res)
+			t.Fatalf("sync = %+v", res)
 		}
 		dst.want(t)
+		if synced, _ := dst.Synced(); len(synced) != 0 {
+			t.Fatalf("record %v: the binding not created was recorded", synced)
+		}
 	})
 }
