@@ -37,7 +37,7 @@ func clusterProps(n int) map[string]string {
 // clusterJVM trade peak speed for CPU: the JIT's first tier only and the
 // serial collector. A test's load needs no more, and three JVMs starting on
 // a 2-core machine then take about half the CPU time (15 s instead of
-// 27 s for TestClusterKillRestart's 4.4.0 run), which is what their
+// 27 s for TestRealKafkaClusterKillRestart's 4.4.0 run), which is what their
 // start time and the other tests running meanwhile wait on.
 var clusterJVM = []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
 

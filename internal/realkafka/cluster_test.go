@@ -19,7 +19,7 @@ import (
 // run one after the other, not in parallel: two clusters are six JVMs,
 // and on a 2-core machine a JVM starved of CPU for longer than the broker
 // session timeout is fenced though alive.
-func TestClusterKillRestart(t *testing.T) {
+func TestRealKafkaClusterKillRestart(t *testing.T) {
 	eachVersion(t, false, 3*time.Minute, func(t *testing.T, ctx context.Context, v string) {
 		began := time.Now()
 		c, err := StartCluster(3, Config{Version: v})

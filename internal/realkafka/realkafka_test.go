@@ -12,7 +12,7 @@ import (
 
 // Each required version installs, starts, takes and serves records,
 // restarts with a higher partition leader epoch, and runs a tool.
-func TestBrokerLifecycle(t *testing.T) {
+func TestRealKafkaBrokerLifecycle(t *testing.T) {
 	eachVersion(t, true, 4*time.Minute, func(t *testing.T, ctx context.Context, v string) {
 		b, err := Start(Config{Version: v})
 		if err != nil {
