@@ -15,10 +15,11 @@ import (
 // Each required version starts a 3-node cluster, takes records on an RF 3
 // topic, survives a kill -9 of a partition leader (a new leader is
 // elected and serves every acknowledged record, and takes more with
-// acks=all) and takes the node back (it rejoins every ISR). The versions
-// run one after the other, not in parallel: two clusters are six JVMs,
-// and on a 2-core machine a JVM starved of CPU for longer than the broker
-// session timeout is fenced though alive.
+// acks=all) and takes the node back (it rejoins every ISR); then a
+// controlled shutdown (Stop) of a leader moves its leaders away at once.
+// The versions run one after the other, not in parallel: two clusters are
+// six JVMs, and on a 2-core machine a JVM starved of CPU for longer than
+// the broker session timeout is fenced though alive.
 func TestRealKafkaClusterKillRestart(t *testing.T) {
 	eachVersion(t, false, 3*time.Minute, func(t *testing.T, ctx context.Context, v string) {
 		began := time.Now()
@@ -119,6 +120,30 @@ func TestRealKafkaClusterKillRestart(t *testing.T) {
 		t.Logf("Kafka %s: node %d restarted and back in every ISR in %v", v, dead, time.Since(restarted).Round(time.Millisecond))
 		// Back in the ISR, the node acknowledges acks=all writes too.
 		produce("after-restart")
+		checkRecords(t, ctx, c.Bootstrap(), topic, want)
+
+		// A controlled shutdown moves the node's leaders away before it
+		// exits: once Stop returns they are elsewhere, well within the 6 s
+		// a killed node's session takes to expire.
+		var stopped int32
+		waitTopic(t, ctx, 5*time.Second, adm, topic, "partition 0's leader", func(ps kadm.PartitionDetails) error {
+			stopped = ps[0].Leader
+			return nil
+		})
+		stopAt := time.Now()
+		if err := c.Node(stopped).Stop(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Kafka %s: node %d stopped (SIGTERM) in %v", v, stopped, time.Since(stopAt).Round(time.Millisecond))
+		waitTopic(t, ctx, 5*time.Second, adm, topic, fmt.Sprintf("no leader on node %d after its controlled shutdown", stopped), func(ps kadm.PartitionDetails) error {
+			for _, p := range ps {
+				if p.Leader < 1 || p.Leader == stopped {
+					return fmt.Errorf("partition %d: leader %d, ISR %v", p.Partition, p.Leader, p.ISR)
+				}
+			}
+			return nil
+		})
+		produce("after-stop")
 		checkRecords(t, ctx, c.Bootstrap(), topic, want)
 		t.Logf("Kafka %s: whole test %v", v, time.Since(began).Round(time.Millisecond))
 	})
