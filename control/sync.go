@@ -285,8 +285,11 @@ func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stop
 				DestinationOffset: -1, Lag: -1}
 			if st, err := c.fm.Status(m.Name, t, p); err == nil && st.SourceHighWatermark >= 0 && !st.SourceUpdated.IsZero() {
 				sp.SourceOffset, sp.SourceOffsetMillis = st.SourceHighWatermark, st.SourceUpdated.UnixMilli()
+			} else if ps := c.partitionState(m.Name, t, p); !ps.SourceOffsetTime.IsZero() {
+				// No live fetcher (a FAILED partition): the last one persisted.
+				sp.SourceOffset, sp.SourceOffsetMillis = ps.SourceOffset, ps.SourceOffsetTime.UnixMilli()
 			}
-			_ = c.fm.StopPartition(m.Name, t, p)
+			c.stopFetcher(m.Name, t, p)
 			if local, err := c.b.MirrorPartition(t, p); err == nil {
 				sp.DestinationOffset = local.Log().LogEndOffset()
 			}

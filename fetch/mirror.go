@@ -197,7 +197,16 @@ func (mr *mirror) resolveOnce() (pending bool) {
 		}
 		if ps.takeEpochCheck() {
 			if err := mr.truncateToSource(ps, li); err != nil {
-				ps.fail(err, true)
+				retriable := !errors.Is(err, ErrNotRetriable)
+				if retriable {
+					// The check must run before the first fetch: a source
+					// without diverging epochs in Fetch would otherwise
+					// hand over records of a history the copy left.
+					ps.mu.Lock()
+					ps.checkEpoch = true
+					ps.mu.Unlock()
+				}
+				ps.fail(err, retriable)
 				pending = true
 				continue
 			}

@@ -27,7 +27,7 @@ import (
 //	                                                +Inf while one has never been read
 //	kmirror_mirror_stalled_partitions{mirror,topic[,partition]}
 //	                                                partitions without a good fetch answer for
-//	                                                longer than request.timeout.ms
+//	                                                longer than request.timeout.ms + mirror.fetch.wait.max.ms
 //
 // Partition labels are opt-in (STYLE.md item 36): per-topic sums (the age:
 // maximum) by default. A lag is only as current as its age: a dead source
@@ -59,7 +59,7 @@ func NewFetchCollector(m *fetch.Manager, partitionLabels bool) *FetchCollector {
 		age: prometheus.NewDesc("kmirror_mirror_source_offset_age_seconds",
 			"Age of the source high watermark the lag is measured against (oldest partition; +Inf: never read).", lagLabels, nil),
 		stalled: prometheus.NewDesc("kmirror_mirror_stalled_partitions",
-			"Mirrored partitions without a fetch answered without error for longer than request.timeout.ms.", lagLabels, nil),
+			"Mirrored partitions without a fetch answered without error for longer than request.timeout.ms plus mirror.fetch.wait.max.ms.", lagLabels, nil),
 	}
 }
 

@@ -725,20 +725,7 @@ func corruptFirstFetch(t *testing.T, ctx context.Context, src *kfake.Cluster, sr
 	bs := splitBatches(t, raw)
 	corrupt := []byte(string(raw))
 	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
-	served := new(atomic.Bool)
-	ft := sourceTopic(t, ctx, kadm.NewClient(srcCl), topic)
-	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		req, ok := r.(*kmsg.FetchRequest)
-		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
-			return nil, nil, false
-		}
-		served.Store(true) // answered once, then the control is dropped
-		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
-			sp.RecordBatches = corrupt
-		}), nil, true
-	})
-	return bs[1].BaseOffset(), served
+	return bs[1].BaseOffset(), serveFirstFetch(src, sourceTopic(t, ctx, kadm.NewClient(srcCl), topic), end, corrupt)
 }
 
 // TestControlE2ERecover fails a partition (the source answers a corrupt

@@ -446,6 +446,25 @@ func craftFetch(req *kmsg.FetchRequest, ft fetchTopic, partition int32, fill fun
 	return resp
 }
 
+// serveFirstFetch answers the first mirror fetch of ft/0 at offset 0, and
+// only that one, with records (the source's high watermark end); until
+// then it observes. The flag says whether it answered.
+func serveFirstFetch(src *kfake.Cluster, ft fetchTopic, end int64, records []byte) *atomic.Bool {
+	served := new(atomic.Bool)
+	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		req, ok := r.(*kmsg.FetchRequest)
+		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
+			return nil, nil, false
+		}
+		served.Store(true) // answered once, then the control is dropped
+		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
+			sp.RecordBatches = records
+		}), nil, true
+	})
+	return served
+}
+
 // fetchesAt reports whether req asks for ft/partition at offset.
 func fetchesAt(req *kmsg.FetchRequest, ft fetchTopic, partition int32, offset int64) bool {
 	for _, rt := range req.Topics {
@@ -692,18 +711,7 @@ func TestMirrorE2ECorruptBatch(t *testing.T) {
 	corrupt[len(bs[0])+len(bs[1])-3] ^= 0x5a // in the second batch's records
 
 	ft := sourceTopic(t, ctx, env.srcAdm, topic)
-	var served atomic.Bool
-	env.src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		req, ok := r.(*kmsg.FetchRequest)
-		if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
-			return nil, nil, false // observes until it answers once
-		}
-		served.Store(true)
-		return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = ends[0], ends[0], 0
-			sp.RecordBatches = corrupt
-		}), nil, true
-	})
+	served := serveFirstFetch(env.src, ft, ends[0], corrupt)
 	env.mirrorTopic(topic)
 
 	checkFailed := func(what string) {

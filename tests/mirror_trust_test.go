@@ -452,18 +452,7 @@ func TestMirrorTrustBatchOffsets(t *testing.T) {
 				t.Fatalf("the patched batch fails its CRC (%v): the test would not show what it means to", err)
 			}
 			ft := sourceTopic(t, ctx, env.srcAdm, topic)
-			var served atomic.Bool
-			env.src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
-				req, ok := r.(*kmsg.FetchRequest)
-				if !isMirrorFetch(r) || !ok || !fetchesAt(req, ft, 0, 0) {
-					return nil, nil, false
-				}
-				served.Store(true)
-				return craftFetch(req, ft, 0, func(sp *kmsg.FetchResponseTopicPartition) {
-					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
-					sp.RecordBatches = bad
-				}), nil, true
-			})
+			served := serveFirstFetch(env.src, ft, end, bad)
 			env.mirrorTopic(topic)
 			mirrorWait(t, ctx, mirrorCatchUp, "the partition failing on the moved batch", func() error {
 				st := env.status(topic, 0)

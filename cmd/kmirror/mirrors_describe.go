@@ -24,7 +24,8 @@ import (
 // SOURCE-OFFSET-AGE is how old the source offset is ("0.4s", "2m13s", "-"
 // when none was ever read): a LAG of 0 measured two minutes ago says
 // nothing about now. STALLED is "yes" when the partition's fetcher has had
-// no good answer for longer than request.timeout.ms. STATE stays the bare
+// no good answer for longer than request.timeout.ms plus
+// mirror.fetch.wait.max.ms. STATE stays the bare
 // state name, as kafka-cluster-mirrors.sh prints it, so a filter on it
 // still matches. GROUPS-SYNCED is how long ago the mirror's consumer group
 // offsets were last synced ("35s-ago", "never"): what a consumer failing
