@@ -50,6 +50,9 @@ type fetcher struct {
 	names map[[16]byte]string
 	// answered is touchQuiet's scratch set, reused across responses.
 	answered map[topicPartition]bool
+	// failing is set from a failed fetch until one succeeds, so a dead
+	// broker is logged once, not at every backoff. Fetcher goroutine only.
+	failing bool
 
 	// The pipeline: while one response is applied (CRC check, append) on
 	// an applier goroutine, the next Fetch is already on the wire, asking
@@ -202,8 +205,15 @@ func (f *fetcher) releaseAll(err error) {
 		}
 	}
 	f.mr.wakeResolverAfter(delay)
-	f.mr.m.log.Warn("source fetch failed; looking up the leaders again after the backoff", "mirror", f.mr.cfg.Name,
-		"broker", f.addr, "partitions", released, "backoff", f.mr.cfg.FetchBackoff, "err", err)
+	// Logged when the broker starts failing, not at every backoff while
+	// it stays dead (the partitions come back to it until the source
+	// elects other leaders); the recovery is logged by fetchOnce.
+	if !f.failing {
+		f.failing = true
+		f.mr.m.log.Warn("source fetch failed; looking up the leaders again after each backoff (logged once until "+
+			"the broker answers again)", "mirror", f.mr.cfg.Name, "broker", f.addr, "partitions", released,
+			"backoff", f.mr.cfg.FetchBackoff, "err", err)
+	}
 }
 
 func (f *fetcher) hasPartitions() bool {
@@ -255,6 +265,10 @@ func (f *fetcher) fetchOnce() error {
 	start := time.Now()
 	if err := f.conn.roundTrip(f.ctx, f.req, resp); err != nil {
 		return err
+	}
+	if f.failing {
+		f.failing = false
+		f.mr.m.log.Info("source broker answers again", "mirror", f.mr.cfg.Name, "broker", f.addr)
 	}
 	if version >= 13 {
 		for i := range resp.Topics {

@@ -31,7 +31,11 @@ import (
 //     before any truncation.
 //
 // A topic that fails the check fails the partition for good
-// (ErrNotRetriable); the local log is never touched.
+// (ErrNotRetriable); the local log is never touched. A topic the source
+// no longer lists keeps its partitions waiting for a leader (visibly
+// stalled): it may be recreated a moment later, and then fails the check
+// naming both ids; if it stays deleted, the metadata sync, which checks
+// with the source's topic list, fails it as deleted at the source.
 
 // checkTopic runs the identity check of ps against the source metadata li.
 func (mr *mirror) checkTopic(ps *partState, li leaderInfo) error {
@@ -59,7 +63,7 @@ func (mr *mirror) checkTopic(ps *partState, li leaderInfo) error {
 				topicid.String(li.topicID)))
 		}
 		ps.mu.Lock()
-		ps.sourceTopicID, ps.verifyTopic, ps.idGone = li.topicID, false, false
+		ps.sourceTopicID, ps.verifyTopic = li.topicID, false
 		ps.mu.Unlock()
 		return nil
 	}
@@ -80,19 +84,6 @@ func (mr *mirror) checkTopic(ps *partState, li leaderInfo) error {
 	ps.verifyTopic = false
 	ps.mu.Unlock()
 	return nil
-}
-
-// topicGone fails a partition whose by-id fetch was refused and whose
-// topic the source no longer lists.
-func (ps *partState) topicGone() error {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if !ps.idGone {
-		return nil
-	}
-	return permanent(fmt.Errorf("source topic %s (topic id %s) was deleted at the source: a fetch by its id answered "+
-		"UNKNOWN_TOPIC_ID and the source lists no topic %s; the local copy is kept", ps.tp.topic,
-		topicid.String(ps.local.TopicID()), ps.tp.topic))
 }
 
 // maxIdentitySteps bounds how far back sameTopic looks for a batch that

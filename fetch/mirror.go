@@ -179,12 +179,6 @@ func (mr *mirror) resolveOnce() (pending bool) {
 	}
 	for _, ps := range waiting {
 		li, ok := meta.leaders[ps.tp]
-		if meta.missing[ps.tp.topic] {
-			if err := ps.topicGone(); err != nil {
-				ps.fail(err, false)
-				continue
-			}
-		}
 		switch {
 		case !ok || li.err != nil || li.leader < 0:
 			pending = true
@@ -233,8 +227,6 @@ type leaderInfo struct {
 type sourceMetadata struct {
 	brokers map[int32]string
 	leaders map[topicPartition]leaderInfo
-	// missing are the topics the source says it does not have.
-	missing map[string]bool
 }
 
 // metadata asks the source for the leaders of topics.
@@ -251,7 +243,7 @@ func (mr *mirror) metadata(topics map[string]bool) (sourceMetadata, error) {
 	if err != nil {
 		return sourceMetadata{}, err
 	}
-	sm := sourceMetadata{brokers: map[int32]string{}, leaders: map[topicPartition]leaderInfo{}, missing: map[string]bool{}}
+	sm := sourceMetadata{brokers: map[int32]string{}, leaders: map[topicPartition]leaderInfo{}}
 	for _, b := range resp.Brokers {
 		sm.brokers[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	}
@@ -260,9 +252,6 @@ func (mr *mirror) metadata(topics map[string]bool) (sourceMetadata, error) {
 			continue
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			if t.ErrorCode == kerr.UnknownTopicOrPartition.Code {
-				sm.missing[*t.Topic] = true
-			}
 			for tp := range topics {
 				if tp == *t.Topic {
 					mr.m.log.Warn("source topic unavailable", "mirror", mr.cfg.Name, "topic", tp, "err", err)

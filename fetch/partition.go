@@ -110,9 +110,9 @@ type partState struct {
 	sourceTopicID [16]byte
 	// verifyTopic asks the resolver to check again that the source topic
 	// is still the one copied (the source answered UNKNOWN_TOPIC_ID or
-	// UNKNOWN_TOPIC_OR_PARTITION); idGone means a by-id fetch was refused.
-	verifyTopic, idGone bool
-	noSourceIDs         bool // the source metadata had no id for the topic
+	// UNKNOWN_TOPIC_OR_PARTITION).
+	verifyTopic bool
+	noSourceIDs bool // the source metadata had no id for the topic
 }
 
 func (ps *partState) status() Status {
@@ -285,11 +285,7 @@ func (ps *partState) handleError(f *fetcher, rp *kmsg.FetchResponseTopicPartitio
 		// Fetched by topic id and refused: the source topic of that id is
 		// gone (deleted, perhaps recreated under the same name). The
 		// resolver compares the ids again before anything else happens.
-		ps.mu.Lock()
-		ps.verifyTopic, ps.idGone = true, true
-		ps.mu.Unlock()
-		ps.rehome(err)
-		return true
+		fallthrough
 	case kerr.UnknownTopicOrPartition.Code:
 		ps.mu.Lock()
 		ps.verifyTopic = true
