@@ -16,6 +16,8 @@ import (
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 	syncgroups "github.com/kmirror/kmirror/sync/groups"
+
+	"github.com/kmirror/kmirror/internal/topicid"
 )
 
 // The metadata sync (SPEC.md section 6): every
@@ -367,7 +369,7 @@ func (c *Controller) finalSyncFrom(ctx context.Context, m state.Mirror, topics [
 			reps[t].status, reps[t].msg = mirrorapi.FinalSyncSkipped, msg
 		case st.ID != ([16]byte{}) && st.ID != ids[t]:
 			reps[t].status, reps[t].msg = mirrorapi.FinalSyncSkipped, fmt.Sprintf("topic %s at the source is another topic"+
-				" (id %s, mirrored %s): not synced", t, kadm.TopicID(st.ID), kadm.TopicID(ids[t]))
+				" (id %s, mirrored %s): not synced", t, topicid.String(st.ID), topicid.String(ids[t]))
 		default:
 			synced = append(synced, t)
 		}
