@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -20,7 +21,7 @@ import (
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
-const mirrorsUsage = `Usage: kmirror mirrors --bootstrap-server HOST:PORT <action> [options]
+const mirrorsUsage = `Usage: kmirror mirrors --bootstrap-server HOST:PORT[,HOST:PORT...] <action> [options]
 
 Manages the cluster mirrors of a kmirror node, like Kafka's kafka-cluster-mirrors.sh.
 Exactly one action:
@@ -54,7 +55,7 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mirrors", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f mirrorsFlags
-	fs.StringVar(&f.bootstrap, "bootstrap-server", "", "the kmirror node to manage, `host:port` (required)")
+	fs.StringVar(&f.bootstrap, "bootstrap-server", "", "the kmirror nodes to manage, `host:port[,host:port...]`: whichever answers (required)")
 	fs.StringVar(&f.commandConfig, "command-config", "", "client properties `file`: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.* (PEM)")
 	fs.StringVar(&f.mirror, "mirror", "", "the mirror `name`")
 	fs.StringVar(&f.mirrorConfig, "mirror-config", "", "mirror configs properties `file` (--create)")
@@ -105,6 +106,8 @@ func (f *mirrorsFlags) validate(extra []string) (string, error) {
 		return "", errors.New("exactly one of --create --start --stop --pause --resume --recover --delete --list --describe is required")
 	case f.bootstrap == "":
 		return "", errors.New("--bootstrap-server is required")
+	case bootstrapErr(f.bootstrap) != nil:
+		return "", bootstrapErr(f.bootstrap)
 	case f.timeout <= 0:
 		return "", fmt.Errorf("--timeout must be positive, got %v", f.timeout)
 	}
@@ -124,6 +127,22 @@ func (f *mirrorsFlags) validate(extra []string) (string, error) {
 	return a, nil
 }
 
+// bootstrapErr checks a --bootstrap-server list: comma-separated
+// host:port entries, as Kafka's tools take them.
+func bootstrapErr(list string) error {
+	for _, hp := range splitTopics(list) {
+		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" {
+			return fmt.Errorf("--bootstrap-server: %q is not host:port", hp)
+		}
+	}
+	if len(splitTopics(list)) == 0 {
+		return errors.New("--bootstrap-server is required")
+	}
+	return nil
+}
+
+// splitTopics splits a comma list (topics, bootstrap servers), dropping
+// blanks.
 func splitTopics(s string) []string {
 	var out []string
 	for _, t := range strings.Split(s, ",") {
@@ -140,7 +159,10 @@ var topicNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // client security settings (security.protocol, sasl.*, PEM ssl.*), as
 // kafka-cluster-mirrors.sh does; other client settings are ignored.
 func (f *mirrorsFlags) client() (*kgo.Client, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(f.bootstrap), kgo.ClientID("kmirror-mirrors"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))}
+	// Every address is a seed: the request goes to whichever node
+	// answers, as with Kafka's tools.
+	opts := []kgo.Opt{kgo.SeedBrokers(splitTopics(f.bootstrap)...), kgo.ClientID("kmirror-mirrors"),
+		kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))}
 	if f.commandConfig != "" {
 		ps, err := readProps(f.commandConfig)
 		if err != nil {

@@ -142,6 +142,7 @@ func TestMirrorsFlags(t *testing.T) {
 		{"no action", bs, "exactly one of --create"},
 		{"two actions", append([]string{"--list", "--describe"}, bs...), "exactly one of --create"},
 		{"missing bootstrap", []string{"--list"}, "--bootstrap-server is required"},
+		{"bootstrap without a port", []string{"--list", "--bootstrap-server", "127.0.0.1:1,h1"}, `--bootstrap-server: "h1" is not host:port`},
 		{"start without topics", append([]string{"--start", "--mirror", "m"}, bs...), "--start needs --topics"},
 		{"pause without topics", append([]string{"--pause", "--mirror", "m"}, bs...), "--pause needs --topics"},
 		{"pause without mirror", append([]string{"--pause", "--topics", "a"}, bs...), "--pause needs --mirror"},
@@ -180,8 +181,8 @@ func TestMirrorsFlags(t *testing.T) {
 			if code != 0 || out != "" {
 				t.Fatalf("%s: exit %d, want 0; stdout %q", h, code, out)
 			}
-			for _, want := range []string{"Usage: kmirror mirrors --bootstrap-server HOST:PORT <action>", "--describe",
-				"-bootstrap-server host:port", "-mirror-config file", "-command-config file"} {
+			for _, want := range []string{"Usage: kmirror mirrors --bootstrap-server HOST:PORT[,HOST:PORT...] <action>", "--describe",
+				"-bootstrap-server host:port[,host:port...]", "-mirror-config file", "-command-config file"} {
 				if !strings.Contains(errOut, want) {
 					t.Errorf("%s: usage lacks %q:\n%s", h, want, errOut)
 				}
