@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/storage"
 )
@@ -344,7 +345,9 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 	case err != nil:
 		fp.errCode = kerr.KafkaStorageError.Code
 		fp.region = storage.Region{}
-		b.log.Warn("fetch read failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		if !batch.IsCorruption(err) { // damage is logged once by the log, not at every fetch that meets it
+			b.log.Warn("fetch read failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		}
 		return
 	}
 	if !first && fp.region.Length > limit {

@@ -96,7 +96,7 @@ func (l *Log) locate(offset, maxBytes, upTo int64) (seg *segment, pos, end int64
 		size := s.size.Load()
 		p, base, err := s.find(offset, size)
 		if err != nil {
-			return nil, 0, 0, info, err
+			return nil, 0, 0, info, l.readFailed(s, err)
 		}
 		if p == size {
 			continue // offset lies in a gap after this segment's last batch
@@ -107,12 +107,12 @@ func (l *Log) locate(offset, maxBytes, upTo int64) (seg *segment, pos, end int64
 		limit := size
 		if upTo < s.next.Load() {
 			if limit, _, err = s.find(upTo, size); err != nil {
-				return nil, 0, 0, info, err
+				return nil, 0, 0, info, l.readFailed(s, err)
 			}
 		}
 		e, err := s.boundaryAtOrBelow(p, p+max(maxBytes, 1), limit)
 		if err != nil {
-			return nil, 0, 0, info, err
+			return nil, 0, 0, info, l.readFailed(s, err)
 		}
 		if e <= p {
 			break
@@ -121,6 +121,15 @@ func (l *Log) locate(offset, maxBytes, upTo int64) (seg *segment, pos, end int64
 		return s, p, e, info, nil
 	}
 	return nil, 0, 0, info, nil
+}
+
+// readFailed logs the first read that meets damage in segment s (later
+// ones answer the same error without a line each) and returns err.
+func (l *Log) readFailed(s *segment, err error) error {
+	if batch.IsCorruption(err) && s.damageLogged.CompareAndSwap(false, true) {
+		l.cfg.Logger.Error("read from a damaged segment; reads there fail until it is repaired", "segment", s.path, "err", err)
+	}
+	return err
 }
 
 // readCheck is check for readers, which do not take l.mu.

@@ -61,6 +61,16 @@ func (l *Log) recover() error {
 			cutAt = i
 			break
 		}
+		if !verify {
+			// Not scanned (a clean shutdown): the cheap checks Kafka
+			// runs on open. A damaged segment is kept, never cut (its
+			// records may exist nowhere else); reads inside it answer
+			// a corruption error instead of hanging, and this says where.
+			if err := s.sanityCheck(); err != nil {
+				l.cfg.Logger.Error("damaged segment: reads from it fail until it is repaired or the partition "+
+					"is restored from a replica or the mirror source", "segment", s.path, "err", err)
+			}
+		}
 		segs = append(segs, s)
 		if cut {
 			l.cfg.Logger.Warn("cut a damaged tail during recovery", "segment", s.path, "size", s.size.Load())

@@ -29,6 +29,9 @@ type segment struct {
 	// ixMu guards ix against readers while the writer appends entries.
 	ixMu            sync.RWMutex
 	bytesSinceIndex int64
+	// damageLogged is set once a read met damage here: logged once, not
+	// at every fetch that meets it again.
+	damageLogged atomic.Bool
 }
 
 func segmentPath(dir string, base int64) string {
@@ -263,6 +266,58 @@ func (s *segment) readHeader(pos int64, h *[batch.HeaderSize]byte) (batch.Batch,
 // batchSize is the on-disk size of the batch whose header is h.
 func batchSize(h batch.Batch) int64 { return int64(batch.LogOverhead) + int64(h.Length()) }
 
+// minBatchLength is the smallest length field a v2 batch can have: its
+// header after the offset and length fields, with no records.
+const minBatchLength = batch.HeaderSize - batch.LogOverhead
+
+// readBatchHeader reads the header of the batch at pos and checks that the
+// batch is one: a length no smaller than a header's, and the whole batch
+// inside the file. WHY on every read path: a damaged length (0x7fffffff)
+// would send a reader 2 GiB past the end of the file, and a consumer would
+// wait forever for bytes that never come. The error is a corruption
+// (batch.IsCorruption) naming the file and position.
+func (s *segment) readBatchHeader(pos int64, h *[batch.HeaderSize]byte) (batch.Batch, error) {
+	b, err := s.readHeader(pos, h)
+	if err != nil {
+		return nil, err
+	}
+	if size := s.size.Load(); b.Length() < minBatchLength || pos+batchSize(b) > size {
+		return nil, &batch.Error{Offset: b.BaseOffset(), Err: batch.ErrCorrupt,
+			Detail: fmt.Sprintf("damaged segment %s.log: the batch at position %d claims %d bytes, %d are left in the file",
+				s.path, pos, batchSize(b), size-pos)}
+	}
+	return b, nil
+}
+
+// sanityCheck is the cheap check of a segment opened without a full scan
+// (a clean shutdown): its first batch is whole and starts at or after the
+// segment's base offset, and its index points inside the file.
+func (s *segment) sanityCheck() error {
+	size := s.size.Load()
+	if size == 0 {
+		return nil
+	}
+	h := headerPool.Get().(*[batch.HeaderSize]byte)
+	defer headerPool.Put(h)
+	b, err := s.readBatchHeader(0, h)
+	if err != nil {
+		return err
+	}
+	if b.BaseOffset() < s.base {
+		return &batch.Error{Offset: b.BaseOffset(), Err: batch.ErrCorrupt,
+			Detail: fmt.Sprintf("damaged segment %s.log: its first batch starts at offset %d, below the segment's base %d",
+				s.path, b.BaseOffset(), s.base)}
+	}
+	s.ixMu.RLock()
+	last := s.ix.floorPositionBelow(size)
+	s.ixMu.RUnlock()
+	if last >= size {
+		return &batch.Error{Offset: -1, Err: batch.ErrCorrupt,
+			Detail: fmt.Sprintf("damaged index of %s: it points at position %d of a %d-byte segment", s.path, last, size)}
+	}
+	return nil
+}
+
 // find returns the position of the first batch whose last offset is >=
 // offset, or size when there is none, with that batch's base offset.
 func (s *segment) find(offset int64, size int64) (pos int64, base int64, err error) {
@@ -279,7 +334,7 @@ func (s *segment) find(offset int64, size int64) (pos int64, base int64, err err
 	h := headerPool.Get().(*[batch.HeaderSize]byte)
 	defer headerPool.Put(h)
 	for pos < size {
-		b, err := s.readHeader(pos, h)
+		b, err := s.readBatchHeader(pos, h)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -304,7 +359,7 @@ func (s *segment) boundaryAtOrBelow(start, limit, size int64) (int64, error) {
 	h := headerPool.Get().(*[batch.HeaderSize]byte)
 	defer headerPool.Put(h)
 	for pos < size {
-		b, err := s.readHeader(pos, h)
+		b, err := s.readBatchHeader(pos, h)
 		if err != nil {
 			return 0, err
 		}
