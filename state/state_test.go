@@ -681,6 +681,33 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// TestOpenDamagedSaysWhatToDo damages a closed store's manifest: the open
+// is refused, and the error says what the operator can do next.
+func TestOpenDamagedSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	openDir(t, dir).Close()
+	manifest := filepath.Join(dir, "MANIFEST")
+	b, err := os.ReadFile(manifest)
+	if err != nil || len(b) < 4 {
+		t.Fatalf("reading the manifest: %v (%d bytes)", err, len(b))
+	}
+	b[len(b)-3] ^= 0xff
+	if err := os.WriteFile(manifest, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("a store with a damaged manifest opened")
+	}
+	for _, want := range []string{dir, "checksum mismatch", "restore " + dir + " from a backup", "move it aside"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
 // captureHandler records the levels and messages it is handed.
 type captureHandler struct {
 	mu   sync.Mutex

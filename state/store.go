@@ -150,7 +150,17 @@ func Open(dir string, opts Options) (*Store, error) {
 
 	db, err := badger.Open(bopts)
 	if err != nil {
-		return nil, fmt.Errorf("state: opening %s: %w", dir, err)
+		if opts.InMemory {
+			return nil, fmt.Errorf("state: opening an in-memory store: %w", err)
+		}
+		// Badger's damage errors (a manifest or table checksum mismatch)
+		// are not all exported, so every refusal says what the operator
+		// can do; the partition logs are not in this directory and are
+		// never touched by it.
+		return nil, fmt.Errorf("state: opening %s: %w. If another kmirror runs on this data dir, stop it first. If the "+
+			"store is damaged (a checksum mismatch, a corrupt manifest or table), kmirror will not start on it: restore %s "+
+			"from a backup, or move it aside to start with an empty store, after which topics, mirrors, group offsets, "+
+			"ACLs and SCRAM users must be created again (the partition logs are kept)", dir, err, dir)
 	}
 	s := &Store{db: db, log: logger}
 	created, err := s.initClusterID()
