@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -73,6 +74,29 @@ func (b *Broker) Flexible(key, version int16) bool {
 // same way.
 var errUnsupported = errors.New("unsupported API key or version")
 
+// errTruncatedRequest replaces the decoders' "response did not contain
+// enough data" (kbin's words, written for a client reading responses):
+// here it is a client's request that ends before its fields do.
+var errTruncatedRequest = errors.New("the request ends before its fields do (truncated or malformed)")
+
+// kmsgShort is the error kmsg's decoders return for a body that ends too
+// early: a sentinel of kmsg's internal copy of kbin, so it is taken from
+// a decode of an empty body rather than named.
+var kmsgShort = kmsg.NewPtrMetadataRequest().ReadFrom(nil)
+
+// decodeRequest decodes a request body of a registered key and version.
+func decodeRequest(key, version int16, body []byte) (kmsg.Request, error) {
+	kreq := requestForKey(key)
+	kreq.SetVersion(version)
+	if err := kreq.ReadFrom(body); err != nil {
+		if errors.Is(err, kbin.ErrNotEnoughData) || (kmsgShort != nil && errors.Is(err, kmsgShort)) {
+			err = errTruncatedRequest
+		}
+		return nil, fmt.Errorf("decoding a %s v%d request: %w", nameForKey(key), version, err)
+	}
+	return kreq, nil
+}
+
 // Serve implements netio.Handler.
 func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte) ([]byte, bool, error) {
 	<-b.ready
@@ -90,10 +114,9 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 		}
 	}
 	b.stats.Requests[hdr.Key].Add(1)
-	kreq := requestForKey(hdr.Key)
-	kreq.SetVersion(hdr.Version)
-	if err := kreq.ReadFrom(body); err != nil {
-		return out, false, fmt.Errorf("decoding %s v%d: %w", nameForKey(hdr.Key), hdr.Version, err)
+	kreq, err := decodeRequest(hdr.Key, hdr.Version, body)
+	if err != nil {
+		return out, false, err
 	}
 	r := &request{conn: c, hdr: hdr, kreq: kreq, out: out}
 	resp, err := h.serve(b, r)

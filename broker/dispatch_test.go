@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -368,5 +369,24 @@ func TestDispatchFlexibleHeaders(t *testing.T) {
 		if got := b.Flexible(tc.key, tc.version); got != tc.want {
 			t.Errorf("Flexible(%d, %d) = %v, want %v", tc.key, tc.version, got, tc.want)
 		}
+	}
+}
+
+// A request that ends early is reported as a request, in words about the
+// client's bytes, not kbin's "response did not contain enough data".
+func TestDecodeRequestTruncated(t *testing.T) {
+	t.Parallel()
+	body := kmsg.NewPtrMetadataRequest().AppendTo(nil)
+	body = binary.BigEndian.AppendUint32(body[:0], 3) // v1: three topics, none follows
+	_, err := decodeRequest(3, 1, body)
+	if err == nil {
+		t.Fatal("a truncated Metadata v1 request decoded")
+	}
+	if msg := err.Error(); strings.Contains(msg, "response") || !strings.Contains(msg, "Metadata v1 request") ||
+		!errors.Is(err, errTruncatedRequest) {
+		t.Fatalf("error %q: want it to name the Metadata v1 request and its truncation, not a response", msg)
+	}
+	if _, err := decodeRequest(3, 1, binary.BigEndian.AppendUint32(nil, 0)); err != nil {
+		t.Fatalf("a whole Metadata v1 request: %v", err)
 	}
 }
