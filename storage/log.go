@@ -20,6 +20,12 @@ var (
 	// ErrOffline means an I/O error took the partition offline; the
 	// wrapped error says which. Nothing more is appended until reopen.
 	ErrOffline = errors.New("storage: partition offline after an I/O error")
+	// ErrNoSpace is a write of an append the disk had no room for, undone
+	// whole (an append of several runs keeps the runs written before it):
+	// the log stays readable and writable, and the next append tries
+	// again, so appends resume by themselves once space is freed. It
+	// wraps the ENOSPC of the write.
+	ErrNoSpace = errors.New("storage: no space left on the device: nothing of the append was written")
 	// ErrOffsetOutOfRange is a read outside [log start, log end].
 	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
 	// ErrOffsetOrder is a mirror append whose batches do not start at or

@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/kmirror/kmirror/batch"
 )
@@ -185,6 +187,9 @@ func (l *Log) writeRun(run []byte, res *AppendResult) error {
 	}
 	seg := l.active()
 	if err := seg.write(run); err != nil {
+		if errors.Is(err, ErrNoSpace) {
+			return err // undone whole: the log is as before, readable and writable
+		}
 		return l.fail(err)
 	}
 	start := seg.size.Load()
@@ -254,6 +259,12 @@ func (l *Log) roll(base int64) error {
 	}
 	seg, err := createSegment(l.fs, l.dir, base)
 	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			// Nothing changed but maybe an empty leftover file, which the
+			// next roll replaces: the append that rolled fails, and the
+			// next one rolls again.
+			return fmt.Errorf("%w: %w", ErrNoSpace, err)
+		}
 		return l.fail(err)
 	}
 	// Copy on write: readers keep iterating the slice they loaded.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"syscall"
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/codec"
@@ -132,9 +133,12 @@ func (l *Log) readFailed(s *segment, err error) error {
 	return err
 }
 
-// readCheck is check for readers, which do not take l.mu.
+// readCheck is check for readers, which do not take l.mu. A log taken
+// offline by a full disk still serves what it holds: readers only see
+// bytes whose write completed (size and the log end are published after
+// it), and a full disk damages nothing written before.
 func (l *Log) readCheck() error {
-	if p := l.offline.Load(); p != nil {
+	if p := l.offline.Load(); p != nil && !errors.Is(*p, syscall.ENOSPC) {
 		return *p
 	}
 	return nil

@@ -351,7 +351,11 @@ func TestOffsetForTimestamp(t *testing.T) {
 // A full disk or an I/O error fails the append, takes the partition
 // offline, and leaves nothing partial behind: a reopen sees exactly the
 // batches appended before the failure.
-func TestDiskFullTakesPartitionOffline(t *testing.T) {
+// TestDiskFull: an append the disk has no room for is undone whole and
+// answers ErrNoSpace (with the ENOSPC); the log stays readable and, once
+// space is back, takes appends again by itself, no reopen. Other I/O
+// errors (a failed fsync) still take the partition offline.
+func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ffs := vfs.NewFaultFS(vfs.Default)
@@ -361,22 +365,31 @@ func TestDiskFullTakesPartitionOffline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	want := readAll(t, l, 0)
 	ffs.DiskFull(50)
-	_, err := l.AppendMirror(dataBatch(5, 1, 100, 0, -1, -1, 1))
-	if !errors.Is(err, ErrOffline) || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("append on a full disk: %v", err)
+	for i := range 2 {
+		_, err := l.AppendMirror(dataBatch(5, 1, 100, 0, -1, -1, 1))
+		if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrOffline) {
+			t.Fatalf("append %d on a full disk: %v, want ErrNoSpace, not offline", i, err)
+		}
+		if _, err := l.AppendProduce(dataBatch(0, 1, 100, 0, -1, -1, 1), 0); !errors.Is(err, ErrNoSpace) {
+			t.Fatalf("produce on a full disk: %v", err)
+		}
 	}
-	if _, err := l.AppendMirror(dataBatch(6, 1, 100, 0, -1, -1, 1)); !errors.Is(err, ErrOffline) {
-		t.Fatalf("append while offline: %v", err)
+	if l.LogEndOffset() != 5 {
+		t.Fatalf("log end %d after the refused appends, want 5", l.LogEndOffset())
 	}
-	if _, _, err := l.Read(0, 100, 10, nil); !errors.Is(err, ErrOffline) {
-		t.Fatalf("read while offline: %v", err)
+	if got := readAll(t, l, 0); len(got) != len(want) {
+		t.Fatalf("reads on a full disk: %d batches, want %d", len(got), len(want))
+	}
+	ffs.DiskFull(-1)
+	if _, err := l.AppendMirror(dataBatch(5, 1, 100, 0, -1, -1, 1)); err != nil {
+		t.Fatalf("append once space is back: %v", err)
 	}
 	l.Close()
-	ffs.DiskFull(-1)
 	l = openTestLog(t, dir, Config{})
 	defer l.Close()
-	if got := readAll(t, l, 0); len(got) != 5 || l.LogEndOffset() != 5 {
+	if got := readAll(t, l, 0); len(got) != 6 || l.LogEndOffset() != 6 {
 		t.Fatalf("after reopen: %d batches, leo %d", len(got), l.LogEndOffset())
 	}
 
@@ -386,6 +399,9 @@ func TestDiskFullTakesPartitionOffline(t *testing.T) {
 	ffs2.Fail(vfs.OpSync, syscall.EIO)
 	if _, err := l2.AppendMirror(dataBatch(0, 1, 10, 0, -1, -1, 1)); !errors.Is(err, ErrOffline) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("fsync failure: %v", err)
+	}
+	if _, _, err := l2.Read(0, 100, 10, nil); !errors.Is(err, ErrOffline) {
+		t.Fatalf("read after an fsync failure: %v, want offline", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/vfs"
@@ -385,6 +386,9 @@ func (s *segment) write(chunk []byte) error {
 		}
 		if _, serr := s.file.Seek(size, io.SeekStart); serr != nil {
 			return fmt.Errorf("writing %s.log: %w (and seeking back failed: %v)", s.path, err, serr)
+		}
+		if errors.Is(err, syscall.ENOSPC) {
+			return fmt.Errorf("%w: writing %s.log: %w", ErrNoSpace, s.path, err)
 		}
 		return fmt.Errorf("writing %s.log: %w", s.path, err)
 	}
