@@ -112,6 +112,14 @@ func New(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the state store: %w", err)
 	}
+	stored, err := store.Topics()
+	if err == nil {
+		err = checkLogDirs(cfg.LogDirs, cfg.StateDir, store.ClusterID(), cfg.NodeID, len(stored) == 0)
+	}
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	decoy := make([]byte, 32)
 	rand.Read(decoy)
 	b := &Broker{

@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/kmirror/kmirror/internal/props"
+	"github.com/kmirror/kmirror/internal/vfs"
+)
+
+// Every log dir holds a meta.properties, as Kafka's do, naming the cluster
+// and node its partitions belong to:
+//
+//	version=1
+//	cluster.id=<the state store's cluster id>
+//	node.id=<node.id>
+//
+// WHY: the partition logs and the state store that names them (topics,
+// ids, mirrors) live apart. When the store is lost (deleted, another
+// node's, a data dir copied half), a node that started anyway would take
+// a new cluster id and serve none of the logs, with no word. So a node
+// refuses to start when a log dir belongs to another cluster or node, or,
+// for a log dir from before meta.properties, when its state store names
+// no topic but the log dir holds partitions. (Not "the store is new": a
+// refused start has made it, and the next start must refuse too.)
+
+const metaPropertiesFile = "meta.properties"
+
+// partitionDirRe matches a partition directory's name: <topic>-<partition>.
+var partitionDirRe = regexp.MustCompile(`^[A-Za-z0-9._-]+-[0-9]+$`)
+
+// errForeignLogDir marks a log dir that this node must not use.
+var errForeignLogDir = errors.New("log.dirs")
+
+// checkLogDirs checks each log dir against the state store (clusterID, and
+// storeEmpty when it names no topic) and nodeID, then writes the
+// meta.properties of those that have none.
+func checkLogDirs(dirs []string, stateDir, clusterID string, nodeID int32, storeEmpty bool) error {
+	for _, d := range dirs {
+		meta, err := readMetaProperties(d)
+		if err != nil {
+			return err
+		}
+		switch {
+		case meta != nil && meta["cluster.id"] != clusterID:
+			return fmt.Errorf("%w: %s belongs to cluster %s, the state store %s to cluster %s: this is another cluster's "+
+				"log dir, or the state store was lost and made anew. Restore the state store of cluster %s, or point "+
+				"log.dirs at an empty directory", errForeignLogDir, d, meta["cluster.id"], stateDir, clusterID, meta["cluster.id"])
+		case meta != nil && meta["node.id"] != strconv.Itoa(int(nodeID)):
+			return fmt.Errorf("%w: %s belongs to node %s, this is node %d: set node.id=%s, or point log.dirs at this "+
+				"node's own directory", errForeignLogDir, d, meta["node.id"], nodeID, meta["node.id"])
+		case meta == nil && storeEmpty:
+			if parts := partitionDirs(d, stateDir); len(parts) > 0 {
+				return fmt.Errorf("%w: %s holds %d partition directories (%s) but the state store %s names no topic: "+
+					"the store that names them was deleted or is another node's, and they would not be served. Restore "+
+					"the state store from a backup; or, to start afresh, move those partition directories aside",
+					errForeignLogDir, d, len(parts), strings.Join(parts[:min(3, len(parts))], ", "), stateDir)
+			}
+		}
+		if meta == nil {
+			body := fmt.Sprintf("#kmirror log dir: do not edit\nversion=1\ncluster.id=%s\nnode.id=%d\n", clusterID, nodeID)
+			if err := vfs.WriteFileAtomic(vfs.Default, d, filepath.Join(d, metaPropertiesFile), []byte(body)); err != nil {
+				return fmt.Errorf("log.dirs: writing %s: %w", filepath.Join(d, metaPropertiesFile), err)
+			}
+		}
+	}
+	return nil
+}
+
+// readMetaProperties reads a log dir's meta.properties; nil when there is
+// none.
+func readMetaProperties(dir string) (map[string]string, error) {
+	path := filepath.Join(dir, metaPropertiesFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log.dirs: reading %s: %w", path, err)
+	}
+	defer f.Close()
+	ps, err := props.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("log.dirs: %s: %w", path, err)
+	}
+	meta := map[string]string{}
+	for _, p := range ps {
+		meta[p.Key] = p.Value
+	}
+	if meta["cluster.id"] == "" || meta["node.id"] == "" {
+		return nil, fmt.Errorf("log.dirs: %s names no cluster.id or node.id: restore it, or remove it if this log dir "+
+			"is this node's", path)
+	}
+	return meta, nil
+}
+
+// partitionDirs lists the partition directories of log dir d, sorted (the
+// state dir, which may sit inside it, is none).
+func partitionDirs(d, stateDir string) []string {
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && partitionDirRe.MatchString(e.Name()) && filepath.Join(d, e.Name()) != filepath.Clean(stateDir) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
