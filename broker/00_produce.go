@@ -182,6 +182,11 @@ func produceErrorCode(err error) int16 {
 		return kerr.UnknownProducerID.Code
 	case errors.Is(err, storage.ErrTransactionCoordinatorFenced):
 		return kerr.TransactionCoordinatorFenced.Code
+	case errors.Is(err, storage.ErrClosed):
+		// The topic was deleted after the handler found the partition:
+		// the answer a Produce after the deletion gets (retriable; the
+		// client refreshes its metadata), not a storage error.
+		return kerr.UnknownTopicOrPartition.Code
 	}
 	return kerr.KafkaStorageError.Code
 }
