@@ -1,12 +1,26 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
+
+// compactedNode starts a node holding topic: one partition,
+// cleanup.policy=compact.
+func compactedNode(t *testing.T, ctx context.Context, topic string) (*node, *kadm.Client) {
+	t.Helper()
+	n := startNode(t)
+	adm := newAdmin(t, n.addr())
+	policy := "compact"
+	createTopic(t, ctx, adm, topic, 1, map[string]*string{"cleanup.policy": &policy})
+	return n, adm
+}
 
 // TestKcatKeylessToCompactedTopic: librdkafka (kcat), producing records
 // with and without a key in one zstd batch to a compacted topic, is
@@ -16,12 +30,9 @@ import (
 func TestKcatKeylessToCompactedTopic(t *testing.T) {
 	t.Parallel()
 	kcatPath(t)
-	n := startNode(t)
 	ctx := testCtx(t, 45*time.Second)
-	adm := newAdmin(t, n.addr())
 	const topic = "kcat-compact"
-	policy := "compact"
-	createTopic(t, ctx, adm, topic, 1, map[string]*string{"cleanup.policy": &policy})
+	n, adm := compactedNode(t, ctx, topic)
 	produce := func(stdin string) (string, error) {
 		// -K: on a line without the delimiter sends it with a null key;
 		// linger.ms keeps the lines in one batch.
@@ -32,12 +43,8 @@ func TestKcatKeylessToCompactedTopic(t *testing.T) {
 	if err == nil || strings.Count(stderr, "Delivery failed for message: Broker: Broker failed to validate record") != 3 {
 		t.Fatalf("kcat with a keyless record: %v, want 3 INVALID_RECORD delivery failures; stderr:\n%s", err, stderr)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, _ := ends.Lookup(topic, 0); o.Offset != 0 {
-		t.Fatalf("log end %d after the refused batch, want 0", o.Offset)
+	if end := endOffsets(t, ctx, adm, topic)[0]; end != 0 {
+		t.Fatalf("log end %d after the refused batch, want 0", end)
 	}
 	if stderr, err := produce("a:1\nb:2\n"); err != nil {
 		t.Fatalf("kcat with keys only: %v\n%s", err, stderr)
@@ -55,12 +62,9 @@ func TestKcatKeylessToCompactedTopic(t *testing.T) {
 func TestJavaKeylessToCompactedTopic(t *testing.T) {
 	// Not parallel with the other tests: see jvmTestsFirst.
 	forEachJava(t, func(t *testing.T, k javaKafka) {
-		n := startNode(t)
 		ctx := testCtx(t, 3*time.Minute)
-		adm := newAdmin(t, n.addr())
 		const topic = "java-compact"
-		policy := "compact"
-		createTopic(t, ctx, adm, topic, 1, map[string]*string{"cleanup.policy": &policy})
+		n, adm := compactedNode(t, ctx, topic)
 		out := k.run(t, ctx, "kafka-verifiable-producer", "--bootstrap-server", n.addr(), "--topic", topic,
 			"--max-messages", "5", "--acks", "-1")
 		want := "Compacted topic cannot accept message without key in topic partition " + topic + "-0"
@@ -86,12 +90,8 @@ func TestJavaKeylessToCompactedTopic(t *testing.T) {
 		if errs != 5 {
 			t.Fatalf("Kafka %s: %d send errors, want 5:\n%s", k.version, errs, out)
 		}
-		ends, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o, _ := ends.Lookup(topic, 0); o.Offset != 0 {
-			t.Fatalf("Kafka %s: log end %d, want 0", k.version, o.Offset)
+		if end := endOffsets(t, ctx, adm, topic)[0]; end != 0 {
+			t.Fatalf("Kafka %s: log end %d, want 0", k.version, end)
 		}
 	})
 }
