@@ -2,6 +2,9 @@ package broker
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,7 +43,10 @@ var errReadOnlyTopic = kerr.PolicyViolation.Code
 // idempotent batches go through producer state (sequence and epoch checks;
 // a retried batch already appended answers with its original offsets).
 // Partitions of a mirror topic answer POLICY_VIOLATION (errReadOnlyTopic:
-// READ_ONLY_TOPIC in the KIP) until failover.
+// READ_ONLY_TOPIC in the KIP) until failover. On a compacted topic
+// (cleanup.policy holds compact) a batch with a record without a key is
+// refused whole with INVALID_RECORD and per-record errors, as Kafka does
+// (refuseKeyless); only then are records read, decompressed if need be.
 // With acks=0 nothing is answered; acks=1 and acks=all are the same on
 // one node: the high watermark is the log end as soon as the append
 // returns.
@@ -136,6 +142,17 @@ func (b *Broker) producePartition(p *partition, records []byte, sp *kmsg.Produce
 		return
 	}
 	bt, err := batch.Parse(records)
+	// A compacted topic's records are read (decompressed if needed) for
+	// their keys; every other topic keeps the batch opaque, so its
+	// produce path costs what it did before the check.
+	if err == nil && p.compact.Load() && !bt.IsControl() {
+		if err = bt.Verify(); err == nil {
+			var refused bool
+			if refused, err = p.refuseKeyless(bt, sp); refused {
+				return
+			}
+		}
+	}
 	if err == nil && p.appendTimestamps.Load() {
 		if err = bt.Verify(); err == nil {
 			sp.LogAppendTime = time.Now().UnixMilli()
@@ -165,6 +182,43 @@ func (b *Broker) producePartition(p *partition, records []byte, sp *kmsg.Produce
 	}
 }
 
+// refuseKeyless answers INVALID_RECORD for a batch to a compacted topic
+// that holds records without a key, as Kafka's LogValidator does: one
+// RecordErrors entry (Produce v8+; kmsg's ErrorRecords) per keyless
+// record, by its index in the batch, and the partition's ErrorMessage
+// summing them up, so a client fails exactly those records with the
+// message and the others of the batch with the batch-level error. Nothing
+// of the batch is appended. The buffers are per call: only compacted
+// topics pay for them.
+// Mirror appends never come here (fetch appends with AppendMirror): a
+// mirrored batch is what the source accepted, byte for byte.
+// REQUIRES: bt's CRC checked.
+func (p *partition) refuseKeyless(bt batch.Batch, sp *kmsg.ProduceResponseTopicPartition) (bool, error) {
+	var keys storage.RecordKeys
+	keyless, err := keys.Keyless(bt, nil)
+	if err != nil || len(keyless) == 0 {
+		return false, err
+	}
+	msg := "Compacted topic cannot accept message without key in topic partition " +
+		p.topic.name + "-" + strconv.Itoa(int(p.index))
+	shown := make([]string, 0, 3)
+	for _, i := range keyless {
+		re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		re.RelativeOffset, re.ErrorMessage = i, &msg // BatchIndex, BatchIndexErrorMessage
+		sp.ErrorRecords = append(sp.ErrorRecords, re)
+		if len(shown) < cap(shown) {
+			shown = append(shown, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", i, msg))
+		}
+	}
+	sp.ErrorCode = kerr.InvalidRecord.Code
+	// Kafka's RecordValidationException text, its list in Java's
+	// List.toString form.
+	summary := fmt.Sprintf("One or more records have been rejected due to %d record errors in total, "+
+		"and only showing the first three errors at most: [%s]", len(keyless), strings.Join(shown, ", "))
+	sp.ErrorMessage = &summary
+	return true, nil
+}
+
 // produceErrorCode maps an append error to its Kafka code.
 func produceErrorCode(err error) int16 {
 	switch {
@@ -182,6 +236,11 @@ func produceErrorCode(err error) int16 {
 		return kerr.UnknownProducerID.Code
 	case errors.Is(err, storage.ErrTransactionCoordinatorFenced):
 		return kerr.TransactionCoordinatorFenced.Code
+	case errors.Is(err, storage.ErrClosed):
+		// The topic was deleted after the handler found the partition:
+		// the answer a Produce after the deletion gets (retriable; the
+		// client refreshes its metadata), not a storage error.
+		return kerr.UnknownTopicOrPartition.Code
 	}
 	return kerr.KafkaStorageError.Code
 }

@@ -49,8 +49,8 @@ type Broker struct {
 	// CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
 	// CreateAcls, DeleteAcls and their Go API twins): each
 	// decides from what it read, so two must not interleave. They are
-	// rare; one lock costs nothing. Lock order: topic.maintainMu,
-	// adminMu, mu, dynMu, then partition locks.
+	// rare; one lock costs nothing. Lock order: adminMu,
+	// topic.maintainMu, mu, dynMu, then partition locks.
 	adminMu sync.Mutex
 
 	mu         sync.RWMutex
@@ -314,15 +314,16 @@ func (b *Broker) closeLogs() error {
 	return errors.Join(errs...)
 }
 
-// maintainInterval is how often retention, compaction, flush.ms and
-// producer expiry run (Kafka's log.retention.check.interval.ms is 5
-// minutes; a shorter pass costs little on one node and keeps tests fast).
-const maintainInterval = 10 * time.Second
+// DefaultMaintainInterval is the default LogRetentionCheckInterval: how
+// often retention, compaction, flush.ms and producer expiry run (Kafka's
+// log.retention.check.interval.ms is 5 minutes; a shorter pass costs
+// little on one node and keeps tests fast).
+const DefaultMaintainInterval = 10 * time.Second
 
 // maintain runs the periodic log work until Close.
 func (b *Broker) maintain() {
 	defer b.bg.Done()
-	t := time.NewTicker(maintainInterval)
+	t := time.NewTicker(b.cfg.LogRetentionCheckInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -50,6 +50,11 @@ type Config struct {
 	Log storage.Config
 	// LogCleanupPolicy is log.cleanup.policy (default "delete").
 	LogCleanupPolicy string
+	// LogRetentionCheckInterval is log.retention.check.interval.ms: how
+	// often retention, compaction, flush.ms and producer expiry run.
+	// Kafka's default is 5 minutes; ours is 10 s (DefaultMaintainInterval,
+	// also used when 0), as a pass costs little on one node.
+	LogRetentionCheckInterval time.Duration
 	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms
 	// (default 3 s; 0 none): the first rebalance of an empty group waits
 	// this long for more members.
@@ -175,6 +180,8 @@ func DefaultConfig() Config {
 		LogCleanupPolicy:      "delete",
 		MetricsListener:       DefaultMetricsListener,
 
+		LogRetentionCheckInterval: DefaultMaintainInterval,
+
 		GroupInitialRebalanceDelay: group.DefaultInitialRebalanceDelay,
 		GroupMinSessionTimeout:     group.DefaultMinSessionTimeout,
 		GroupMaxSessionTimeout:     group.DefaultMaxSessionTimeout,
@@ -269,6 +276,12 @@ func (c *Config) Validate() error {
 	}
 	if c.SocketRequestMaxBytes < 1 {
 		return bad("socket.request.max.bytes", "must be >= 1, got %d", c.SocketRequestMaxBytes)
+	}
+	switch {
+	case c.LogRetentionCheckInterval < 0:
+		return bad("log.retention.check.interval.ms", "must be >= 0, got %v", c.LogRetentionCheckInterval)
+	case c.LogRetentionCheckInterval == 0:
+		c.LogRetentionCheckInterval = DefaultMaintainInterval
 	}
 	switch c.LogCleanupPolicy {
 	case "delete", "compact", "compact,delete", "delete,compact":

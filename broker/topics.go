@@ -33,12 +33,15 @@ type topic struct {
 	// It is atomic because handlers and the maintenance pass read it
 	// without b.mu while SetTopicMirror changes it (failover, failback).
 	mirror atomic.Pointer[string]
-	// maintainMu is read-held by a maintenance pass from its readOnly
-	// check to the end of its retention and compaction, and write-held by
-	// SetTopicMirror: a topic handed to a mirror (failback) is never
-	// cleaned by a pass that checked it just before, after its first
-	// mirrored appends. Taken before Broker.mu.
+	// maintainMu is read-held by a maintenance pass over a partition, and
+	// write-held by SetTopicMirror and deleteTopic: a topic handed to a
+	// mirror (failback) is never cleaned by a pass that checked it just
+	// before, after its first mirrored appends, and a deleted topic's
+	// partitions are never touched by a pass again (deleted). Taken after
+	// Broker.adminMu, before Broker.mu.
 	maintainMu sync.RWMutex
+	// deleted is set by deleteTopic. Guarded by maintainMu.
+	deleted bool
 	// partList is replaced (never modified) under Broker.mu when partitions
 	// are added, so handlers read it without a lock.
 	partList atomic.Pointer[[]*partition]
@@ -164,9 +167,16 @@ func (p *partition) appended() {
 // start up to the source's (fetch's followLogStart) and compacted batches
 // arrive compacted, gaps included. After failover (SetTopicMirror(name,
 // "")) the topic is this node's and both run as for any topic.
+//
+// A pass may have listed the partition just before its topic was deleted;
+// under maintainMu it sees the deletion and does nothing (deleteTopic).
 func (p *partition) maintain(now time.Time) error {
-	var errs []error
 	p.topic.maintainMu.RLock()
+	defer p.topic.maintainMu.RUnlock()
+	if p.topic.deleted {
+		return nil
+	}
+	var errs []error
 	if !p.topic.readOnly() {
 		if _, err := p.log.ApplyRetention(); err != nil {
 			errs = append(errs, fmt.Errorf("retention: %w", err))
@@ -177,7 +187,6 @@ func (p *partition) maintain(now time.Time) error {
 			}
 		}
 	}
-	p.topic.maintainMu.RUnlock()
 	if err := p.log.FlushIfDue(); err != nil {
 		errs = append(errs, fmt.Errorf("flush: %w", err))
 	}
@@ -340,7 +349,19 @@ func (b *Broker) createTopicFor(name string, partitions int32, configs map[strin
 // starts empty; the logs stay open for deletedLogDelay, like Kafka's
 // file.delete.delay.ms, because a Fetch may be sending a region of them
 // with sendfile right now.
+//
+// Nothing may write to a log once its directory is renamed: the writes
+// would go to the old path (gone, or the re-created topic's). So, before
+// the renames:
+//  1. maintainMu is write-held: a maintenance pass running on one of the
+//     partitions finishes first, and a later pass (the partition may still
+//     be in the list it took) sees t.deleted and skips it.
+//  2. Each log is marked deleted (storage.Log.MarkDeleted): a Produce or
+//     mirror append still holding the partition gets ErrClosed, and the
+//     Close at the end of the delay writes nothing.
 func (b *Broker) deleteTopic(t *topic) error {
+	t.maintainMu.Lock()
+	defer t.maintainMu.Unlock()
 	b.mu.Lock()
 	if b.topics[t.name] != t {
 		b.mu.Unlock()
@@ -352,8 +373,10 @@ func (b *Broker) deleteTopic(t *topic) error {
 	}
 	delete(b.topics, t.name)
 	delete(b.topicsByID, t.id)
+	t.deleted = true
 	now := time.Now()
 	for _, p := range t.parts() {
+		p.log.MarkDeleted()
 		dir := p.log.Dir()
 		gone := dir + "." + strconv.FormatInt(now.UnixNano(), 36) + deletedSuffix
 		if err := os.Rename(dir, gone); err != nil {

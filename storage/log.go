@@ -66,6 +66,10 @@ type Log struct {
 	// offline is set under mu and read by readers.
 	offline atomic.Pointer[error]
 	closed  bool
+	// deleted is set by MarkDeleted under mu: the owner renamed the
+	// directory away to remove it, so nothing may be written under dir
+	// again (it may already hold a re-created partition of the same name).
+	deleted bool
 
 	unflushedRecords int64
 	firstUnflushedMs int64
@@ -158,7 +162,7 @@ func (l *Log) check() error {
 	if p := l.offline.Load(); p != nil {
 		return *p
 	}
-	if l.closed {
+	if l.closed || l.deleted {
 		return ErrClosed
 	}
 	return nil
@@ -233,13 +237,37 @@ func (l *Log) flushLocked() error {
 	return nil
 }
 
+// MarkDeleted is for a partition being deleted: from its return no write
+// of any kind (append, truncation, retention, compaction, flush, the
+// metadata and the clean-shutdown marker of Close) touches the directory
+// again; they answer ErrClosed. Readers keep the open segment files until
+// Close, which then only closes them: a Fetch may still be sending a
+// region of them.
+//
+// Why it exists: the owner renames a deleted partition's directory away
+// (so its name can be reused at once) and closes the log only later. A
+// write in between, such as the flush of Close, went to the old path:
+// partition.meta.tmp failed with "no such file or directory" and took the
+// log offline with an ERROR, or, worse, landed in the directory of a
+// partition re-created under the same name.
+func (l *Log) MarkDeleted() {
+	l.mu.Lock()
+	l.deleted = true
+	l.mu.Unlock()
+}
+
 // Close flushes, snapshots producer state and marks a clean shutdown so the
-// next open skips the CRC re-validation.
+// next open skips the CRC re-validation. A log marked deleted is only
+// closed (see MarkDeleted).
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil
+	}
+	if l.deleted {
+		l.closed = true
+		return l.closeSegments()
 	}
 	err := l.check()
 	if err == nil {

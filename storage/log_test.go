@@ -469,3 +469,45 @@ func TestFirstChunkDoesNotRollPerBatch(t *testing.T) {
 		t.Fatalf("%d segments after one chunk", n)
 	}
 }
+
+// TestMarkDeletedStopsEveryWrite: once a log is marked deleted (its owner
+// renames the directory away), no operation writes under its path again,
+// Close included, while reads of the open segments still work.
+func TestMarkDeletedStopsEveryWrite(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "p-0")
+	l := openTestLog(t, dir, Config{FlushMs: 1})
+	if _, err := l.AppendProduce(dataBatch(0, 3, 10, -1, -1, -1, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	l.MarkDeleted()
+	// The owner's rename; a re-created partition takes the name.
+	if err := os.Rename(dir, dir+".x-delete"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"produce":   func() error { _, err := l.AppendProduce(dataBatch(0, 1, 10, -1, -1, -1, 1), 0); return err },
+		"mirror":    func() error { _, err := l.AppendMirror(dataBatch(3, 1, 10, 0, -1, -1, 1)); return err },
+		"flush":     l.Flush,
+		"flushDue":  l.FlushIfDue,
+		"retention": func() error { _, err := l.ApplyRetention(); return err },
+		"compact":   func() error { _, err := l.Compact(time.Now()); return err },
+		"truncate":  func() error { return l.TruncateTo(0) },
+	} {
+		if err := op(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after MarkDeleted: %v, want ErrClosed", name, err)
+		}
+	}
+	if got := readAll(t, l, 0); len(got) != 1 {
+		t.Errorf("read after MarkDeleted: %d batches, want 1", len(got))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close after MarkDeleted: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the deleted log wrote %d files under its old path", len(entries))
+	}
+}

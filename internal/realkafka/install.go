@@ -184,15 +184,16 @@ func Main(libs, tool string) (string, error) {
 }
 
 var toolClasses = map[string][]string{
-	"kafka-storage":            {"kafka.tools.StorageTool"},
-	"kafka-topics":             {"org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"},
-	"kafka-configs":            {"org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"},
-	"kafka-console-producer":   {"org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"},
-	"kafka-console-consumer":   {"org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"},
-	"kafka-consumer-groups":    {"org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"},
-	"kafka-producer-perf-test": {"org.apache.kafka.tools.ProducerPerformance"},
-	"kafka-consumer-perf-test": {"org.apache.kafka.tools.ConsumerPerformance", "kafka.tools.ConsumerPerformance"},
-	"connect-mirror-maker":     {"org.apache.kafka.connect.mirror.MirrorMaker"},
+	"kafka-storage":             {"kafka.tools.StorageTool"},
+	"kafka-topics":              {"org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"},
+	"kafka-configs":             {"org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"},
+	"kafka-console-producer":    {"org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"},
+	"kafka-console-consumer":    {"org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"},
+	"kafka-consumer-groups":     {"org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"},
+	"kafka-producer-perf-test":  {"org.apache.kafka.tools.ProducerPerformance"},
+	"kafka-verifiable-producer": {"org.apache.kafka.tools.VerifiableProducer"},
+	"kafka-consumer-perf-test":  {"org.apache.kafka.tools.ConsumerPerformance", "kafka.tools.ConsumerPerformance"},
+	"connect-mirror-maker":      {"org.apache.kafka.connect.mirror.MirrorMaker"},
 }
 
 // jarClasses lists the classes of every jar in libs.
