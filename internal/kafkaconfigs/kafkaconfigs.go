@@ -51,7 +51,16 @@ type Config struct {
 	Name string
 	Type Type
 	Mode Mode
+	// ListenerOnly configs (the keystores and truststores) may change at
+	// runtime only with a listener prefix: listener.name.<l>.<name>.
+	ListenerOnly bool
+	// Default is Kafka's default in its string form (ConfigDef's
+	// convertToString), nil for none (and for passwords); from the newest
+	// release that knows the config.
+	Default *string
 }
+
+func str(s string) *string { return &s }
 
 // Dynamic reports whether the newest Kafka lets the config change at runtime.
 func (c Config) Dynamic() bool { return c.Mode == PerBroker || c.Mode == ClusterWide }
