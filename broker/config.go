@@ -50,6 +50,11 @@ type Config struct {
 	Log storage.Config
 	// LogCleanupPolicy is log.cleanup.policy (default "delete").
 	LogCleanupPolicy string
+	// KafkaSettings are the Kafka broker settings of server.properties
+	// that kmirror accepts without applying them (num.io.threads,
+	// zookeeper.connect...), by name. DescribeConfigs shows them as
+	// STATIC_BROKER_CONFIG, as Kafka would.
+	KafkaSettings map[string]string
 	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms
 	// (default 3 s; 0 none): the first rebalance of an empty group waits
 	// this long for more members.

@@ -239,7 +239,7 @@ const (
 // not apply, for the start-up log.
 func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignored []string, err error) {
 	vals := map[string]settingValue{}
-	skipped := map[string]bool{}
+	skipped := map[string]string{}
 	if file != "" {
 		ps, err := readPropsFile(file)
 		if err != nil {
@@ -276,8 +276,10 @@ func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignore
 	if err := cfg.Validate(); err != nil {
 		return broker.Config{}, nil, err
 	}
-	ignored = slices.Sorted(maps.Keys(skipped))
-	return cfg, ignored, nil
+	if len(skipped) > 0 {
+		cfg.KafkaSettings = skipped // described as STATIC_BROKER_CONFIG
+	}
+	return cfg, slices.Sorted(maps.Keys(skipped)), nil
 }
 
 // settingValue is the winning value of one key and where it came from, for errors.
@@ -286,16 +288,16 @@ type settingValue struct {
 	origin string // "line 12 of server.properties" or "from --override"
 }
 
-// collectSetting records key=text, or notes in skipped a Kafka setting
-// kmirror does not apply. It refuses the names no Kafka release knows: a
+// collectSetting records key=text, or in skipped a Kafka setting kmirror
+// does not apply. It refuses the names no Kafka release knows: a
 // misspelt key silently ignored is a setting the operator believes is in
 // force.
-func collectSetting(vals map[string]settingValue, skipped map[string]bool, key, text, origin string) error {
+func collectSetting(vals map[string]settingValue, skipped map[string]string, key, text, origin string) error {
 	switch {
 	case lookupSetting(key) != nil:
 		vals[key] = settingValue{text: text, origin: origin}
 	case kafkaconfigs.Known(key):
-		skipped[key] = true
+		skipped[key] = strings.TrimSpace(text)
 	default:
 		return fmt.Errorf("unknown setting %q (%s)", key, origin)
 	}

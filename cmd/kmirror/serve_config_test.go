@@ -204,6 +204,7 @@ func TestLoadServeConfig(t *testing.T) {
 			}
 			want := wantConfig(t, tt.edit)
 			got.Logger, want.Logger = nil, nil // Validate makes a fresh one each time
+			got.KafkaSettings = nil            // TestLoadServeConfigIgnoresKafkaSettings checks them
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("config\n got %+v\nwant %+v", got, want)
 			}
@@ -412,6 +413,9 @@ func TestLoadServeConfigIgnoresKafkaSettings(t *testing.T) {
 	}
 	if cfg.NumPartitions != 4 {
 		t.Errorf("num.partitions not applied: %d", cfg.NumPartitions)
+	}
+	if len(cfg.KafkaSettings) != 11 || cfg.KafkaSettings["delete.topic.enable"] != "false" || cfg.KafkaSettings["num.io.threads"] != "8" {
+		t.Errorf("KafkaSettings (described as static) = %v", cfg.KafkaSettings)
 	}
 	want := []string{"delete.topic.enable", "inter.broker.protocol.version", "listener.name.internal.ssl.keystore.location",
 		"listener.name.sasl.scram-sha-256.sasl.jaas.config", "log.message.format.version", "num.io.threads",
