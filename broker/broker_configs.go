@@ -365,8 +365,8 @@ func (tg configTarget) fallback(b *Broker, name string) string {
 		}
 		return ""
 	}
-	for _, s := range b.staticBrokerChain(name) {
-		return *s.Value // the static or default value, the first in the chain
+	if chain := b.staticBrokerChain(name); len(chain) > 0 {
+		return *chain[0].Value // the static value, else Kafka's default
 	}
 	return ""
 }

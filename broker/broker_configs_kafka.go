@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,7 +89,7 @@ func checkKafkaType(typ kafkaconfigs.Type, value string) string {
 	case kafkaconfigs.TypeLong:
 		bits = 64
 	case kafkaconfigs.TypeDouble:
-		if f, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(f) && v != "NaN" {
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
 			return "Not a number of type DOUBLE"
 		}
 		return ""

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/kafkaconfigs"
 )
 
 // chainOf is a described config's synonyms as "SOURCE=value" strings
@@ -201,6 +203,32 @@ func TestDynamicBrokerConfigsSurviveRestart(t *testing.T) {
 	for name, want := range map[string]string{"sasl.kerberos.min.time.before.relogin": "45000", "num.io.threads": "5"} {
 		if c := node[name]; c.Value == nil || *c.Value != want || c.Source != kmsg.ConfigSourceDynamicBrokerConfig {
 			t.Errorf("%s after restart: %+v, want %s", name, c, want)
+		}
+	}
+}
+
+func TestCheckKafkaType(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		typ   kafkaconfigs.Type
+		value string
+		want  string
+	}{
+		{kafkaconfigs.TypeInt, " 42 ", ""},
+		{kafkaconfigs.TypeInt, "2147483648", "Not a number of type INT"},
+		{kafkaconfigs.TypeShort, "32768", "Not a number of type SHORT"},
+		{kafkaconfigs.TypeShort, "-3", ""},
+		{kafkaconfigs.TypeLong, "9223372036854775807", ""},
+		{kafkaconfigs.TypeLong, "1e3", "Not a number of type LONG"},
+		{kafkaconfigs.TypeDouble, "0.5", ""},
+		{kafkaconfigs.TypeDouble, "half", "Not a number of type DOUBLE"},
+		{kafkaconfigs.TypeBoolean, "TRUE", ""},
+		{kafkaconfigs.TypeBoolean, "1", "Expected value to be either true or false"},
+		{kafkaconfigs.TypeString, "anything", ""},
+		{kafkaconfigs.TypeList, "a,b", ""},
+	} {
+		if got := checkKafkaType(tt.typ, tt.value); got != tt.want {
+			t.Errorf("checkKafkaType(%d, %q) = %q, want %q", tt.typ, tt.value, got, tt.want)
 		}
 	}
 }
