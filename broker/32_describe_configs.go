@@ -19,11 +19,13 @@ import (
 // built-in default, DEFAULT_CONFIG otherwise (the Config struct cannot
 // tell "set to the default" from "not set"). Synonyms list that chain.
 //
-// BROKER named by this node's id lists the node's settings (read-only)
-// and the broker defaults of the topic configs, a dynamic value first
-// (DYNAMIC_BROKER_CONFIG). BROKER "" lists only the dynamic broker
-// configs (DYNAMIC_DEFAULT_BROKER_CONFIG), as Kafka does. kmirror keeps
-// one set of dynamic broker configs for both names. Another id is
+// BROKER named by this node's id lists every broker config of Kafka 4.4
+// and kmirror's own settings (broker_configs_kafka.go), with this node's
+// dynamic value (DYNAMIC_BROKER_CONFIG), the cluster default
+// (DYNAMIC_DEFAULT_BROKER_CONFIG), the static value (STATIC_BROKER_CONFIG)
+// and Kafka's default (DEFAULT_CONFIG) as synonyms, in that order; a topic
+// shows the same chain after its own value. BROKER "" lists only the
+// cluster-default dynamic configs, as Kafka does. Another id is
 // INVALID_REQUEST. BROKER_LOGGER, CLUSTER_MIRROR and the other types are
 // INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
 //
@@ -130,7 +132,7 @@ func (b *Broker) describeTopicConfigs(name string, opts *describeOpts) ([]kmsg.D
 		return nil, newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
 	}
 	own := b.topicConfigsSnapshot(t)
-	dyn := b.dynamicSnapshot()
+	node, dyn := b.nodeSnapshot(), b.dynamicSnapshot()
 	builtin := DefaultConfig()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for i := range topicConfigs {
@@ -143,6 +145,9 @@ func (b *Broker) describeTopicConfigs(name string, opts *describeOpts) ([]kmsg.D
 			chain = append(chain, synonym(tc.name, v, kmsg.ConfigSourceDynamicTopicConfig))
 		}
 		if tc.broker != "" {
+			if v, ok := node[tc.broker]; ok {
+				chain = append(chain, synonym(tc.broker, v, kmsg.ConfigSourceDynamicBrokerConfig))
+			}
 			if v, ok := dyn[tc.broker]; ok {
 				chain = append(chain, synonym(tc.broker, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
 			}
@@ -165,42 +170,26 @@ func (b *Broker) describeBrokerConfigs(name string, opts *describeOpts) ([]kmsg.
 	if cerr := b.checkBrokerName(name, true); cerr != nil {
 		return nil, cerr
 	}
-	dyn := b.dynamicSnapshot()
-	var out []kmsg.DescribeConfigsResponseResourceConfig
-	if name == "" {
-		names := make([]string, 0, len(dyn))
-		for n := range dyn {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			if !opts.wants(n) {
-				continue
-			}
-			typ, doc := configTypeString, ""
-			if bc, ok := lookupBrokerConfig(n); ok {
-				typ, doc = bc.typ, bc.doc
-			}
-			chain := []configSynonym{synonym(n, dyn[n], kmsg.ConfigSourceDynamicDefaultBrokerConfig)}
-			out = append(out, configEntry(n, typ, doc, false, chain, opts))
-		}
-		return out, nil
+	if name != "" {
+		return b.describeNodeConfigs(opts), nil
 	}
-	builtin := DefaultConfig()
-	for i := range brokerConfigs {
-		bc := &brokerConfigs[i]
-		if !opts.wants(bc.name) {
+	dyn := b.dynamicSnapshot()
+	names := make([]string, 0, len(dyn))
+	for n := range dyn {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, n := range names {
+		if !opts.wants(n) {
 			continue
 		}
-		var chain []configSynonym
-		if v, ok := dyn[bc.name]; ok && !bc.readOnly {
-			chain = append(chain, synonym(bc.name, v, kmsg.ConfigSourceDynamicBrokerConfig))
+		doc := ""
+		if bc, ok := lookupBrokerConfig(n); ok {
+			doc = bc.doc
 		}
-		if v, ok := bc.static(&b.cfg); ok {
-			def, _ := bc.static(&builtin)
-			chain = append(chain, synonym(bc.name, v, staticSource(v, def)))
-		}
-		out = append(out, configEntry(bc.name, bc.typ, bc.doc, bc.readOnly, chain, opts))
+		chain := []configSynonym{synonym(n, dyn[n], kmsg.ConfigSourceDynamicDefaultBrokerConfig)}
+		out = append(out, brokerConfigEntry(n, doc, false, chain, opts))
 	}
 	return out, nil
 }

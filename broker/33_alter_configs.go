@@ -9,13 +9,14 @@ import (
 // Behavior:
 // The legacy, non-incremental alteration: a resource's listed configs
 // replace all of its dynamic configs, and any config not listed returns
-// to its default. TOPIC and BROKER (this node's id or "" for the cluster
-// default; one set of dynamic broker configs serves both) only. Every
-// entry is checked before anything changes, as in IncrementalAlterConfigs:
-// a resource named twice, a duplicate config name, a null value, another
-// node's id and BROKER_LOGGER (never alterable here, as in Kafka) or
-// CLUSTER_MIRROR resources are INVALID_REQUEST; an unknown config, an
-// invalid value and a read-only broker config are INVALID_CONFIG.
+// to its default. TOPIC and BROKER (this node's id for its per-broker
+// configs, or "" for the cluster default) only. Every entry is checked
+// before anything changes, as in IncrementalAlterConfigs: a resource named
+// twice, a duplicate config name, a null value, another node's id and
+// BROKER_LOGGER (never alterable here, as in Kafka) or CLUSTER_MIRROR
+// resources are INVALID_REQUEST; an unknown config and an invalid topic
+// value are INVALID_CONFIG; a broker config Kafka refuses at runtime is
+// INVALID_REQUEST with Kafka's message (broker_configs_kafka.go).
 // ValidateOnly checks and answers without changing anything.
 //
 // Authorization: ALTER_CONFIGS on the resource, checked after the

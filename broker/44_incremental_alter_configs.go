@@ -12,8 +12,8 @@ import (
 //
 // Behavior:
 // Changes the listed configs of a TOPIC or of the BROKER (named by this
-// node's id, or "" for the cluster default; kmirror keeps one set of
-// dynamic broker configs for both). Ops: SET, DELETE, APPEND and SUBTRACT
+// node's id for its per-broker configs, or "" for the cluster default;
+// the node's win over the default). Ops: SET, DELETE, APPEND and SUBTRACT
 // (list configs such as cleanup.policy; the list starts from the value in
 // effect when the resource does not set it). Every entry of a resource is
 // checked before anything changes, then the resource changes at once:
@@ -21,10 +21,14 @@ import (
 // named twice, a duplicate config name, a null value for SET, APPEND or
 // SUBTRACT, an unknown op, another node's id, BROKER_LOGGER and
 // CLUSTER_MIRROR resources are INVALID_REQUEST; an unknown config, an
-// invalid value, APPEND or SUBTRACT on a non-list config and a read-only
-// broker config are INVALID_CONFIG (Kafka answers INVALID_REQUEST for
-// broker configs, KAFKA-13609). Topic changes reach the partition logs at
-// once; broker defaults reach every topic that does not override them.
+// invalid topic value and APPEND or SUBTRACT on a non-list config are
+// INVALID_CONFIG; a broker config Kafka refuses at runtime (read-only, a
+// keystore without a listener prefix, a value not of its type) is
+// INVALID_REQUEST with Kafka's message, as Kafka's ConfigAdminManager
+// answers (broker_configs_kafka.go). Every config Kafka 4.4 changes at
+// runtime is accepted; only the broker defaults of topic configs are
+// applied (they reach every topic that does not override them), the
+// others are stored and described.
 // Topics of a cluster mirror may be altered too: with KIP-1279 the
 // mirror's sync overwrites them later. ValidateOnly checks and answers
 // without changing anything.

@@ -366,9 +366,9 @@ func TestAlterConfigsRefusals(t *testing.T) {
 		{"unknown op", incRequest(false, topicT, "fixed", incConfig{9, "segment.ms", str("1")}), kerr.InvalidRequest, "Unknown operations type"},
 		{"unknown topic", incRequest(false, topicT, "nowhere", incConfig{set, "segment.ms", str("1000")}), kerr.UnknownTopicOrPartition, "nowhere"},
 		{"default topic", incRequest(false, topicT, "", incConfig{set, "segment.ms", str("1000")}), kerr.InvalidRequest, "Default topic"},
-		{"read-only broker config", incRequest(false, brokerT, "1", incConfig{set, "node.id", str("2")}), kerr.InvalidConfig, "read-only"},
-		{"num.partitions is not dynamic", incRequest(false, brokerT, "", incConfig{set, "num.partitions", str("3")}), kerr.InvalidConfig, "read-only"},
-		{"unknown broker config", incRequest(false, brokerT, "", incConfig{set, "log.cleaner.threads", str("2")}), kerr.InvalidConfig, "unknown broker config"},
+		{"read-only broker config", incRequest(false, brokerT, "1", incConfig{set, "node.id", str("2")}), kerr.InvalidRequest, "Cannot update these configs dynamically: [node.id]"},
+		{"num.partitions is not dynamic", incRequest(false, brokerT, "", incConfig{set, "num.partitions", str("3")}), kerr.InvalidRequest, "Cannot update these configs dynamically: [num.partitions]"},
+		{"unknown broker config", incRequest(false, brokerT, "", incConfig{set, "log.cleaner.thread", str("2")}), kerr.InvalidConfig, `unknown broker config "log.cleaner.thread"`},
 		{"invalid broker value", incRequest(false, brokerT, "", incConfig{set, "log.retention.ms", str("-7")}), kerr.InvalidConfig, "log.retention.ms"},
 		{"another node", incRequest(false, brokerT, "2", incConfig{set, "log.retention.ms", str("1000")}), kerr.InvalidRequest, "Unexpected broker id"},
 		{"broker logger", incRequest(false, kmsg.ConfigResourceTypeBrokerLogger, "1", incConfig{set, "kafka", str("DEBUG")}), kerr.InvalidRequest, "BROKER_LOGGER"},
@@ -381,7 +381,7 @@ func TestAlterConfigsRefusals(t *testing.T) {
 		{"legacy null value", legacyRequest(false, topicT, "fixed", str("segment.ms"), nil), kerr.InvalidRequest, "Null value"},
 		{"legacy duplicate names", legacyRequest(false, topicT, "fixed", str("segment.ms"), str("1000"), str("segment.ms"), str("2000")), kerr.InvalidRequest, "duplicate"},
 		{"legacy unknown topic", legacyRequest(false, topicT, "nowhere", str("segment.ms"), str("1000")), kerr.UnknownTopicOrPartition, ""},
-		{"legacy read-only broker config", legacyRequest(false, brokerT, "1", str("listeners"), str("PLAINTEXT://:1")), kerr.InvalidConfig, "read-only"},
+		{"legacy read-only broker config", legacyRequest(false, brokerT, "1", str("listeners"), str("PLAINTEXT://:1")), kerr.InvalidRequest, "Cannot update these configs dynamically: [listeners]"},
 		{"legacy another node", legacyRequest(false, brokerT, "7", str("log.retention.ms"), str("1000")), kerr.InvalidRequest, "Unexpected broker id"},
 		{"legacy broker logger", legacyRequest(false, kmsg.ConfigResourceTypeBrokerLogger, "1", str("kafka"), str("DEBUG")), kerr.InvalidRequest, "BROKER_LOGGER"},
 		{"legacy cluster mirror", legacyRequest(false, configResourceClusterMirror, "m"), kerr.InvalidRequest, "CLUSTER_MIRROR"},
@@ -464,8 +464,12 @@ func TestAlterConfigsLegacyReplaces(t *testing.T) {
 	mustAltered(t, rs, err)
 	rs, err = adm.AlterBrokerConfigsState(ctx, []kadm.AlterConfig{setOp("log.segment.bytes", "2000000")}, 1)
 	mustAltered(t, rs, err)
-	if got := b.dynamicSnapshot(); !maps.Equal(got, map[string]string{"log.segment.bytes": "2000000"}) {
-		t.Errorf("broker configs %v, want only log.segment.bytes", got)
+	if got := b.nodeSnapshot(); !maps.Equal(got, map[string]string{"log.segment.bytes": "2000000"}) {
+		t.Errorf("node configs %v, want only log.segment.bytes", got)
+	}
+	// The node's set is replaced, the cluster default's kept.
+	if got := b.dynamicSnapshot(); !maps.Equal(got, map[string]string{"log.retention.ms": "7000", "log.roll.ms": "9000"}) {
+		t.Errorf("cluster default configs %v", got)
 	}
 	if sb := tp.parts()[0].log.Config().SegmentBytes; sb != 2000000 {
 		t.Errorf("segment.bytes %d, want the new broker default 2000000", sb)
@@ -628,8 +632,8 @@ func TestBrokerDynamicConfigs(t *testing.T) {
 		src      kmsg.ConfigSource
 		readOnly bool
 	}{
-		{"log.retention.ms", "7200000", kmsg.ConfigSourceDynamicBrokerConfig, false},
-		{"message.max.bytes", "600", kmsg.ConfigSourceDynamicBrokerConfig, false},
+		{"log.retention.ms", "7200000", kmsg.ConfigSourceDynamicDefaultBrokerConfig, false},
+		{"message.max.bytes", "600", kmsg.ConfigSourceDynamicDefaultBrokerConfig, false},
 		{"log.segment.bytes", "1073741824", kmsg.ConfigSourceDefaultConfig, false},
 		{"node.id", "1", kmsg.ConfigSourceDefaultConfig, true},
 		{"listeners", "PLAINTEXT://127.0.0.1:0", kmsg.ConfigSourceStaticBrokerConfig, true},
@@ -649,22 +653,27 @@ func TestBrokerDynamicConfigs(t *testing.T) {
 		t.Errorf("produce over the broker's message.max.bytes: %v", err)
 	}
 
-	// Named by the node id: the same set of dynamic configs.
+	// Named by the node id: this node's own set, which wins over the
+	// cluster default.
 	rs, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "log.cleanup.policy", Value: str("compact")}}, 1)
 	mustAltered(t, rs, err)
-	if v := b.dynamicSnapshot()["log.cleanup.policy"]; v != "delete,compact" {
+	if v := b.nodeSnapshot()["log.cleanup.policy"]; v != "delete,compact" {
 		t.Errorf("log.cleanup.policy %q after APPEND", v)
+	}
+	if _, ok := b.dynamicSnapshot()["log.cleanup.policy"]; ok {
+		t.Errorf("a per-broker change reached the cluster default")
 	}
 	wantPartitions(t, plain, partitionState{7200000, 600, true})
 
 	rs, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
 		{Op: kadm.DeleteConfig, Name: "log.retention.ms"},
 		{Op: kadm.DeleteConfig, Name: "message.max.bytes"},
-		{Op: kadm.DeleteConfig, Name: "log.cleanup.policy"},
 	})
 	mustAltered(t, rs, err)
-	if got := b.dynamicSnapshot(); len(got) != 0 {
-		t.Errorf("dynamic configs %v after deleting all", got)
+	rs, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "log.cleanup.policy"}}, 1)
+	mustAltered(t, rs, err)
+	if got, node := b.dynamicSnapshot(), b.nodeSnapshot(); len(got) != 0 || len(node) != 0 {
+		t.Errorf("dynamic configs %v and %v after deleting all", got, node)
 	}
 	wantPartitions(t, plain, partitionState{7 * 24 * 3600 * 1000, DefaultMessageMaxBytes, false})
 	wantPartitions(t, own, partitionState{5000, DefaultMessageMaxBytes, false})

@@ -56,12 +56,14 @@ type Broker struct {
 	mu         sync.RWMutex
 	topics     map[string]*topic
 	topicsByID map[[16]byte]*topic
-	// dynamicConfigs are the broker-level configs set with
-	// IncrementalAlterConfigs/AlterConfigs, persisted in state/. dynMu
-	// guards them apart from mu because topic creation reads them while
-	// holding mu.
+	// dynamicConfigs are the cluster-default broker configs set with
+	// IncrementalAlterConfigs/AlterConfigs (BROKER ""), nodeConfigs this
+	// node's (BROKER "<node.id>"), which win over them; both persisted in
+	// state/. dynMu guards them apart from mu because topic creation
+	// reads them while holding mu.
 	dynMu          sync.RWMutex
 	dynamicConfigs map[string]string
+	nodeConfigs    map[string]string
 
 	// deleted are deleted topics' logs kept open a while (topics.go).
 	deleted []deletedLog
@@ -375,6 +377,9 @@ func (b *Broker) load() error {
 		return fmt.Errorf("loading broker configs: %w", err)
 	}
 	b.dynamicConfigs = dyn
+	if b.nodeConfigs, err = b.store.NodeConfigs(b.cfg.NodeID); err != nil {
+		return fmt.Errorf("loading broker configs of node %d: %w", b.cfg.NodeID, err)
+	}
 	ts, err := b.store.Topics()
 	if err != nil {
 		return fmt.Errorf("loading topics: %w", err)

@@ -99,50 +99,41 @@ func lookupBrokerConfig(name string) (*brokerConfig, bool) {
 	return &brokerConfigs[i], true
 }
 
-// validateBrokerConfig checks a dynamic broker config; the error is the
-// message for INVALID_CONFIG. Unknown names are refused, unlike Kafka,
-// which stores them: kmirror would silently ignore them.
-func validateBrokerConfig(name, value string) error {
-	bc, ok := lookupBrokerConfig(name)
-	switch {
-	case !ok:
-		return fmt.Errorf("unknown broker config %q (the dynamic broker configs are the broker defaults of topic configs, such as log.retention.ms)", name)
-	case bc.readOnly:
-		return fmt.Errorf("broker config %s is read-only: it cannot change while the broker runs; set it in server.properties", name)
-	case bc.topic.check != nil:
-		if err := bc.topic.check(value); err != nil {
-			return fmt.Errorf("invalid value for %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // errInvalidBrokerConfig marks a refused setDynamicConfigs.
 var errInvalidBrokerConfig = errors.New("invalid broker config")
 
-// setDynamicConfigs sets and deletes dynamic broker configs, persists them
-// and re-applies every topic's log config, so that a new default (say
-// log.retention.ms) reaches the topics that do not override it.
-func (b *Broker) setDynamicConfigs(set map[string]string, del []string) error {
+// setDynamicConfigs sets and deletes dynamic broker configs, this node's
+// (node) or the cluster default, persists them and re-applies every
+// topic's log config, so that a new default (say log.retention.ms) reaches
+// the topics that do not override it.
+func (b *Broker) setDynamicConfigs(node bool, set map[string]string, del []string) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	return b.setDynamicConfigsLocked(set, del)
+	return b.setDynamicConfigsLocked(node, set, del)
 }
 
 // setDynamicConfigsLocked is setDynamicConfigs. REQUIRES: b.adminMu held.
-func (b *Broker) setDynamicConfigsLocked(set map[string]string, del []string) error {
+func (b *Broker) setDynamicConfigsLocked(node bool, set map[string]string, del []string) error {
 	for name, v := range set {
-		if err := validateBrokerConfig(name, v); err != nil {
-			return fmt.Errorf("%w: %w", errInvalidBrokerConfig, err)
+		if cerr := validateBrokerConfig(name, v); cerr != nil {
+			return fmt.Errorf("%w: %s", errInvalidBrokerConfig, cerr.msg)
 		}
 	}
-	if err := b.store.SetBrokerConfigs(set, del); err != nil {
+	store := b.store.SetBrokerConfigs
+	if node {
+		store = func(set map[string]string, del []string) error { return b.store.SetNodeConfigs(b.cfg.NodeID, set, del) }
+	}
+	if err := store(set, del); err != nil {
 		return fmt.Errorf("storing broker configs: %w", err)
 	}
 	// Copy on write: describe handlers keep the map they read after
 	// releasing dynMu.
 	b.dynMu.Lock()
-	next := maps.Clone(b.dynamicConfigs)
+	cur := &b.dynamicConfigs
+	if node {
+		cur = &b.nodeConfigs
+	}
+	next := maps.Clone(*cur)
 	if next == nil {
 		next = map[string]string{}
 	}
@@ -150,18 +141,25 @@ func (b *Broker) setDynamicConfigsLocked(set map[string]string, del []string) er
 	for _, name := range del {
 		delete(next, name)
 	}
-	b.dynamicConfigs = next
+	*cur = next
 	b.dynMu.Unlock()
 	return b.reapplyTopicConfigs()
 }
 
-// dynamicSnapshot returns the dynamic broker configs; the map is never
-// modified (setDynamicConfigs replaces it), so callers may read it
-// without dynMu.
+// dynamicSnapshot returns the cluster-default dynamic broker configs,
+// nodeSnapshot this node's; the maps are never modified
+// (setDynamicConfigs replaces them), so callers may read them without
+// dynMu.
 func (b *Broker) dynamicSnapshot() map[string]string {
 	b.dynMu.RLock()
 	defer b.dynMu.RUnlock()
 	return b.dynamicConfigs
+}
+
+func (b *Broker) nodeSnapshot() map[string]string {
+	b.dynMu.RLock()
+	defer b.dynMu.RUnlock()
+	return b.nodeConfigs
 }
 
 // reapplyTopicConfigs recomputes every topic's log config after the
@@ -237,7 +235,7 @@ func unsupportedResource(typ kmsg.ConfigResourceType) *configError {
 }
 
 // checkBrokerName accepts this node's id and "" (the cluster-wide
-// default); kmirror keeps one set of dynamic broker configs for both.
+// default).
 func (b *Broker) checkBrokerName(name string, describe bool) *configError {
 	if name == "" {
 		return nil
@@ -257,9 +255,11 @@ func (b *Broker) checkBrokerName(name string, describe bool) *configError {
 }
 
 // configTarget is the resource an alteration changes: a topic, or (topic
-// nil) the broker's dynamic configs.
+// nil) the broker's dynamic configs, this node's (node) or the cluster
+// default.
 type configTarget struct {
 	topic *topic
+	node  bool
 	// mirror names a CLUSTER_MIRROR resource, served by the control plane.
 	mirror string
 	admin  MirrorAdmin
@@ -281,7 +281,7 @@ func (b *Broker) alterTarget(typ kmsg.ConfigResourceType, name string) (configTa
 		}
 		return configTarget{topic: t}, nil
 	case kmsg.ConfigResourceTypeBroker:
-		return configTarget{}, b.checkBrokerName(name, false)
+		return configTarget{node: name != ""}, b.checkBrokerName(name, false)
 	case configResourceClusterMirror:
 		admin := b.admin()
 		if admin == nil {
@@ -304,18 +304,22 @@ func (tg configTarget) current(b *Broker) map[string]string {
 	if tg.topic != nil {
 		return b.topicConfigsSnapshot(tg.topic)
 	}
+	if tg.node {
+		return maps.Clone(b.nodeSnapshot())
+	}
 	return maps.Clone(b.dynamicSnapshot())
 }
 
 // validate checks one value to set.
 func (tg configTarget) validate(name, value string) *configError {
 	var err error
-	if tg.admin != nil {
+	switch {
+	case tg.admin != nil:
 		err = tg.admin.ValidateMirrorConfig(name, value)
-	} else if tg.topic != nil {
+	case tg.topic != nil:
 		err = validateTopicConfig(name, value)
-	} else {
-		err = validateBrokerConfig(name, value)
+	default:
+		return validateBrokerConfig(name, value)
 	}
 	if err != nil {
 		return newConfigError(kerr.InvalidConfig, "%v", err)
@@ -332,8 +336,7 @@ func (tg configTarget) known(name string) bool {
 		_, ok := lookupTopicConfig(name)
 		return ok
 	}
-	_, ok := lookupBrokerConfig(name)
-	return ok
+	return knownBrokerConfig(name)
 }
 
 // isList reports whether name is a list config (APPEND and SUBTRACT).
@@ -345,8 +348,7 @@ func (tg configTarget) isList(name string) bool {
 		tc, ok := lookupTopicConfig(name)
 		return ok && tc.typ == configTypeList
 	}
-	bc, ok := lookupBrokerConfig(name)
-	return ok && bc.typ == configTypeList
+	return brokerConfigType(name) == configTypeList
 }
 
 // fallback is the value APPEND and SUBTRACT start from when the target
@@ -363,9 +365,8 @@ func (tg configTarget) fallback(b *Broker, name string) string {
 		}
 		return ""
 	}
-	if bc, ok := lookupBrokerConfig(name); ok {
-		v, _ := bc.static(&b.cfg)
-		return v
+	if chain := b.staticBrokerChain(name); len(chain) > 0 {
+		return *chain[0].Value // the static value, else Kafka's default
 	}
 	return ""
 }
@@ -404,7 +405,7 @@ func (b *Broker) commit(tg configTarget, old, next map[string]string) *configErr
 	if len(set) == 0 && len(del) == 0 {
 		return nil
 	}
-	if err := b.setDynamicConfigsLocked(set, del); err != nil {
+	if err := b.setDynamicConfigsLocked(tg.node, set, del); err != nil {
 		b.log.Error("altering broker configs", "err", err)
 		return newConfigError(kerr.UnknownServerError, "altering broker configs: %v", err)
 	}

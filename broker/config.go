@@ -55,6 +55,11 @@ type Config struct {
 	// Kafka's default is 5 minutes; ours is 10 s (DefaultMaintainInterval,
 	// also used when 0), as a pass costs little on one node.
 	LogRetentionCheckInterval time.Duration
+	// KafkaSettings are the Kafka broker settings of server.properties
+	// that kmirror accepts without applying them (num.io.threads,
+	// zookeeper.connect...), by name. DescribeConfigs shows them as
+	// STATIC_BROKER_CONFIG, as Kafka would.
+	KafkaSettings map[string]string
 	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms
 	// (default 3 s; 0 none): the first rebalance of an empty group waits
 	// this long for more members.

@@ -317,13 +317,17 @@ func (b *Broker) logConfig(configs map[string]string) (storage.Config, effective
 	return cfg, eff, nil
 }
 
-// dynamicDefault returns a dynamic broker config that sets tc's default.
+// dynamicDefault returns the dynamic broker config that sets tc's
+// default: this node's, else the cluster default, as in Kafka.
 func (b *Broker) dynamicDefault(tc *topicConfig) (string, bool) {
 	if tc.broker == "" {
 		return "", false
 	}
 	b.dynMu.RLock()
 	defer b.dynMu.RUnlock()
+	if v, ok := b.nodeConfigs[tc.broker]; ok {
+		return v, true
+	}
 	v, ok := b.dynamicConfigs[tc.broker]
 	return v, ok
 }

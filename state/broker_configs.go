@@ -2,17 +2,50 @@ package state
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
-// BrokerConfigs returns the dynamic broker configs (those set with
-// IncrementalAlterConfigs on the BROKER resource). The map is never nil.
+// BrokerConfigs returns the cluster-wide default dynamic broker configs
+// (those set with IncrementalAlterConfigs on the BROKER resource ""). The
+// map is never nil.
 func (s *Store) BrokerConfigs() (map[string]string, error) {
+	return s.configsAt(keyBrokerConfigPrefix)
+}
+
+// SetBrokerConfigs sets the cluster-wide default configs in set and
+// deletes those in del, in one transaction: either all changes persist or
+// none. Deleting an unset config is a no-op. An empty config name, or a
+// name both set and deleted, is refused, as Kafka refuses duplicate config
+// names in one alteration.
+func (s *Store) SetBrokerConfigs(set map[string]string, del []string) error {
+	return s.setConfigsAt(keyBrokerConfigPrefix, set, del)
+}
+
+// NodeConfigs returns the per-broker dynamic configs of node (the BROKER
+// resource named by its id). They are kept apart from the cluster default
+// because they win over it, as in Kafka. The map is never nil.
+func (s *Store) NodeConfigs(node int32) (map[string]string, error) {
+	return s.configsAt(nodeConfigPrefix(node))
+}
+
+// SetNodeConfigs is SetBrokerConfigs for node's per-broker configs.
+func (s *Store) SetNodeConfigs(node int32, set map[string]string, del []string) error {
+	return s.setConfigsAt(nodeConfigPrefix(node), set, del)
+}
+
+// nodeConfigPrefix is the key prefix of node's configs. The '/' after the
+// id keeps node 1's scan off node 10's keys.
+func nodeConfigPrefix(node int32) string {
+	return keyNodeConfigPrefix + strconv.FormatInt(int64(node), 10) + "/"
+}
+
+func (s *Store) configsAt(prefix string) (map[string]string, error) {
 	var m map[string]string
 	err := s.view(func(txn *badger.Txn) error {
 		m = make(map[string]string)
-		return scanPrefix(txn, keyBrokerConfigPrefix, func(name string, v []byte) error {
+		return scanPrefix(txn, prefix, func(name string, v []byte) error {
 			val, err := decodeBrokerConfig(v)
 			if err != nil {
 				return err
@@ -27,11 +60,7 @@ func (s *Store) BrokerConfigs() (map[string]string, error) {
 	return m, nil
 }
 
-// SetBrokerConfigs sets the configs in set and deletes those in del, in one
-// transaction: either all changes persist or none. Deleting an unset config
-// is a no-op. An empty config name, or a name both set and deleted, is
-// refused, as Kafka refuses duplicate config names in one alteration.
-func (s *Store) SetBrokerConfigs(set map[string]string, del []string) error {
+func (s *Store) setConfigsAt(prefix string, set map[string]string, del []string) error {
 	for name := range set {
 		if name == "" {
 			return fmt.Errorf("state: set broker configs: empty config name")
@@ -47,12 +76,12 @@ func (s *Store) SetBrokerConfigs(set map[string]string, del []string) error {
 	}
 	return s.update(func(txn *badger.Txn) error {
 		for _, name := range del {
-			if err := txn.Delete(brokerConfigKey(name)); err != nil {
+			if err := txn.Delete([]byte(prefix + name)); err != nil {
 				return err
 			}
 		}
 		for name, v := range set {
-			if err := txn.Set(brokerConfigKey(name), appendBrokerConfig(nil, v)); err != nil {
+			if err := txn.Set([]byte(prefix+name), appendBrokerConfig(nil, v)); err != nil {
 				return err
 			}
 		}

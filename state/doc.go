@@ -53,7 +53,9 @@
 //	v1/meta/next-producer-id             first producer id not yet handed out
 //	v1/topic/<topic name>                a topic (Topic)
 //	v1/topic-id/<32 lowercase hex>       topic id -> topic name index
-//	v1/broker-config/<config name>       one dynamic broker config
+//	v1/broker-config/<config name>       one cluster-default dynamic broker config
+//	v1/node-config/<node id>/<config name>
+//	                                     one per-broker dynamic config
 //	v1/group/<group n>                   a group's meta (GroupMeta)
 //	v1/group-offset/<group n><topic n><partition be32>
 //	                                     one committed offset (GroupOffset)

@@ -14,6 +14,7 @@ const (
 	keyTopicPrefix        = "v1/topic/"
 	keyTopicIDPrefix      = "v1/topic-id/"
 	keyBrokerConfigPrefix = "v1/broker-config/"
+	keyNodeConfigPrefix   = "v1/node-config/"
 	keyGroupPrefix        = "v1/group/"
 	keyGroupOffsetPrefix  = "v1/group-offset/"
 )
@@ -36,8 +37,6 @@ func topicKey(name string) []byte { return []byte(keyTopicPrefix + name) }
 func topicIDKey(id [16]byte) []byte {
 	return hex.AppendEncode([]byte(keyTopicIDPrefix), id[:])
 }
-
-func brokerConfigKey(name string) []byte { return []byte(keyBrokerConfigPrefix + name) }
 
 // checkTopicName applies Kafka's topic name rules (Topic.validate): 1 to 249
 // characters from [a-zA-Z0-9._-], and not "." or "..". A name that Kafka

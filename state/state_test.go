@@ -365,6 +365,23 @@ func TestBrokerConfigs(t *testing.T) {
 			if got == nil || !maps.Equal(got, tc.want) {
 				t.Fatalf("BrokerConfigs() = %v, want %v", got, tc.want)
 			}
+			// The same steps on a node's configs give the same result
+			// and leave the cluster default and other nodes alone.
+			n := openMem(t)
+			for i, st := range tc.steps {
+				if err := n.SetNodeConfigs(1, st.set, st.del); (err != nil) != st.wantErr {
+					t.Fatalf("node step %d: err %v, want error %v", i, err, st.wantErr)
+				}
+			}
+			if got, err := n.NodeConfigs(1); err != nil || got == nil || !maps.Equal(got, tc.want) {
+				t.Fatalf("NodeConfigs(1) = %v, %v, want %v", got, err, tc.want)
+			}
+			for _, other := range []func() (map[string]string, error){n.BrokerConfigs,
+				func() (map[string]string, error) { return n.NodeConfigs(10) }} {
+				if got, err := other(); err != nil || len(got) != 0 {
+					t.Fatalf("another scope sees %v, %v", got, err)
+				}
+			}
 		})
 	}
 }

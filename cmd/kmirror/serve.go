@@ -68,13 +68,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kmirror serve: --log-level: %v\n", err)
 		return 2
 	}
-	cfg, err := loadServeConfig(*file, overrides)
+	cfg, ignored, err := loadServeConfig(*file, overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "kmirror serve: %v\n", err)
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
+	logIgnored(log, ignored)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

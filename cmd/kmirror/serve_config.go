@@ -3,15 +3,19 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/kafkaconfigs"
 	"github.com/kmirror/kmirror/internal/props"
 	"github.com/kmirror/kmirror/storage"
 )
@@ -27,7 +31,8 @@ type setting struct {
 	help string // one line for `kmirror serve --help`
 	// apply parses v onto c. v is already trimmed, as Kafka trims every
 	// value before parsing it. On error c may be half-written; the caller
-	// then discards it. nil accepts the key and ignores it.
+	// then discards it. nil: the key is read with others after the table
+	// (applyServerSecurity reads the ssl.* keys together).
 	apply func(c *broker.Config, v string) error
 	// aliasOf names the setting this key is another name for: the value
 	// goes through that setting's apply, and when both keys are set they
@@ -35,20 +40,22 @@ type setting struct {
 	aliasOf string
 }
 
-// settings is every key kmirror accepts, in application order. Where Kafka
+// settings is every key kmirror applies, in application order. Every other
+// name some Kafka release knows (internal/kafkaconfigs) is accepted and
+// ignored: operators keep one server.properties for Kafka and kmirror, and
+// most of Kafka's settings (thread pools, replication, ZooKeeper, KRaft
+// quorum) have nothing to act on in a single kmirror node. Where Kafka
 // lets one key take precedence over another, the winner comes later and so
 // overwrites: log.dirs after log.dir, log.roll.ms after log.roll.hours,
 // log.retention.ms after .minutes after .hours, and controller.listener.names
 // after the listener lists it prunes. A key's position in a file does not
 // matter, as in Kafka.
 var settings = []setting{
-	// Server basics and KRaft: one kmirror node is the whole cluster.
+	// Server basics. One kmirror node is the whole cluster: the KRaft
+	// quorum settings are accepted and ignored.
 	{name: "node.id", help: "this node's id, an integer >= 0 (default " + strconv.Itoa(broker.DefaultNodeID) + ")",
 		apply: func(c *broker.Config, v string) (err error) { c.NodeID, err = int32At(v, 0); return err }},
 	{name: "broker.id", aliasOf: "node.id", help: "older name of node.id; if both are set they must agree"},
-	{name: "process.roles", help: "ignored: a kmirror node is its own broker and controller"},
-	{name: "controller.quorum.voters", help: "ignored: there is no KRaft quorum"},
-	{name: "controller.quorum.bootstrap.servers", help: "ignored: there is no KRaft quorum"},
 
 	// Sockets.
 	{name: "listeners", help: "comma list of NAME://host:port to bind; empty host means 0.0.0.0, IPv6 in brackets (default " + broker.DefaultConfig().Listeners[0].String() + ")",
@@ -60,13 +67,8 @@ var settings = []setting{
 		}},
 	{name: "controller.listener.names", help: "listeners with these names are dropped: kmirror serves no KRaft controller port",
 		apply: dropControllerListeners},
-	{name: "inter.broker.listener.name", help: "ignored: a single node has no inter-broker traffic"},
 	{name: "listener.security.protocol.map", help: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)",
 		apply: applyProtocolMap},
-	{name: "num.network.threads", help: "ignored: kmirror sizes its own event loops"},
-	{name: "num.io.threads", help: "ignored: kmirror sizes its own workers"},
-	{name: "socket.send.buffer.bytes", help: "ignored"},
-	{name: "socket.receive.buffer.bytes", help: "ignored"},
 	{name: "socket.request.max.bytes", help: "largest request frame, an integer >= 1 (default " + strconv.Itoa(broker.DefaultSocketRequestMaxBytes) + ")",
 		apply: func(c *broker.Config, v string) (err error) { c.SocketRequestMaxBytes, err = int32At(v, 1); return err }},
 	{name: "message.max.bytes", help: "largest record batch, an integer >= 0 (default " + strconv.Itoa(broker.DefaultMessageMaxBytes) + ")",
@@ -86,22 +88,18 @@ var settings = []setting{
 		apply: func(c *broker.Config, v string) error { c.StateDir = v; return nil }},
 	{name: "num.partitions", help: "partitions of auto-created topics, an integer >= 1 (default " + strconv.Itoa(broker.DefaultNumPartitions) + ")",
 		apply: func(c *broker.Config, v string) (err error) { c.NumPartitions, err = int32At(v, 1); return err }},
-	{name: "num.recovery.threads.per.data.dir", help: "ignored"},
 	{name: "auto.create.topics.enable", help: "create unknown topics on first use, true or false (default true)",
 		apply: func(c *broker.Config, v string) (err error) { c.AutoCreateTopics, err = parseBool(v); return err }},
-
-	// Internal topics and replication: one node holds one replica of everything.
-	{name: "offsets.topic.replication.factor", help: "ignored: one node, one replica"},
-	{name: "transaction.state.log.replication.factor", help: "ignored: one node, one replica"},
-	{name: "transaction.state.log.min.isr", help: "ignored: one node, one replica"},
-	{name: "share.coordinator.state.topic.replication.factor", help: "ignored: one node, one replica"},
-	{name: "share.coordinator.state.topic.min.isr", help: "ignored: one node, one replica"},
-	{name: "default.replication.factor", help: "ignored: one node, one replica"},
-	{name: "min.insync.replicas", help: "ignored: one node, one replica"},
 
 	// Flush policy. Kafka's defaults leave flushing to the OS, as ours do.
 	{name: "log.flush.interval.messages", help: "fsync after this many records, an integer >= 1 (default: never, the OS decides)",
 		apply: func(c *broker.Config, v string) (err error) { c.Log.FlushMessages, err = int64At(v, 1); return err }},
+	{name: "log.retention.check.interval.ms", help: "how often retention, compaction and time-based flushes run, an integer >= 1 (default 10000; Kafka's is 300000)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int64At(v, 1)
+			c.LogRetentionCheckInterval = time.Duration(n) * time.Millisecond
+			return err
+		}},
 	{name: "log.flush.interval.ms", help: "fsync when the oldest unflushed record is this old, an integer >= 0 (default: never)",
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.FlushMs, err = zeroAsOne(int64At(v, 0))
@@ -126,7 +124,6 @@ var settings = []setting{
 			c.Log.RetentionBytes, err = retentionBytes(v)
 			return err
 		}},
-	{name: "log.retention.check.interval.ms", help: "ignored"},
 	{name: "log.segment.bytes", help: "roll to a new segment past this size, an integer >= 244 (default " + strconv.Itoa(storage.DefaultSegmentBytes) + ")",
 		apply: func(c *broker.Config, v string) error {
 			n, err := int32At(v, storage.MinSegmentBytes) // four batch headers: Kafka's floor of 14 bytes holds no v2 batch
@@ -244,46 +241,51 @@ const (
 // does: defaults, then the properties file (if file is not empty), then each
 // override ("key=value", Kafka's --override), the last value of a key
 // winning; then Validate. Errors name the setting and where its value came
-// from.
-func loadServeConfig(file string, overrides []string) (broker.Config, error) {
+// from. ignored lists, sorted, the Kafka settings given that kmirror does
+// not apply, for the start-up log.
+func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignored []string, err error) {
 	vals := map[string]settingValue{}
+	skipped := map[string]string{}
 	if file != "" {
 		ps, err := readPropsFile(file)
 		if err != nil {
-			return broker.Config{}, err
+			return broker.Config{}, nil, err
 		}
 		for _, p := range ps {
-			if err := collectSetting(vals, p.Key, p.Value, fmt.Sprintf("line %d of %s", p.Line, file)); err != nil {
-				return broker.Config{}, err
+			if err := collectSetting(vals, skipped, p.Key, p.Value, fmt.Sprintf("line %d of %s", p.Line, file)); err != nil {
+				return broker.Config{}, nil, err
 			}
 		}
 	}
 	for _, o := range overrides {
 		k, v, ok := strings.Cut(o, "=")
 		if k = strings.TrimSpace(k); !ok || k == "" {
-			return broker.Config{}, fmt.Errorf("--override %q: want key=value", o)
+			return broker.Config{}, nil, fmt.Errorf("--override %q: want key=value", o)
 		}
-		if err := collectSetting(vals, k, v, "from --override"); err != nil {
-			return broker.Config{}, err
+		if err := collectSetting(vals, skipped, k, v, "from --override"); err != nil {
+			return broker.Config{}, nil, err
 		}
 	}
 
-	cfg := broker.DefaultConfig()
+	cfg = broker.DefaultConfig()
 	for i := range settings {
 		s := &settings[i]
 		if v, ok := vals[s.name]; ok {
 			if err := s.set(&cfg, v, vals); err != nil {
-				return broker.Config{}, err
+				return broker.Config{}, nil, err
 			}
 		}
 	}
 	if err := applyServerSecurity(&cfg, vals); err != nil {
-		return broker.Config{}, err
+		return broker.Config{}, nil, err
 	}
 	if err := cfg.Validate(); err != nil {
-		return broker.Config{}, err
+		return broker.Config{}, nil, err
 	}
-	return cfg, nil
+	if len(skipped) > 0 {
+		cfg.KafkaSettings = skipped // described as STATIC_BROKER_CONFIG
+	}
+	return cfg, slices.Sorted(maps.Keys(skipped)), nil
 }
 
 // settingValue is the winning value of one key and where it came from, for errors.
@@ -292,14 +294,29 @@ type settingValue struct {
 	origin string // "line 12 of server.properties" or "from --override"
 }
 
-// collectSetting records key=text, refusing unknown keys: a misspelt key silently
-// ignored is a setting the operator believes is in force.
-func collectSetting(vals map[string]settingValue, key, text, origin string) error {
-	if lookupSetting(key) == nil {
+// collectSetting records key=text, or in skipped a Kafka setting kmirror
+// does not apply. It refuses the names no Kafka release knows: a
+// misspelt key silently ignored is a setting the operator believes is in
+// force.
+func collectSetting(vals map[string]settingValue, skipped map[string]string, key, text, origin string) error {
+	switch {
+	case lookupSetting(key) != nil:
+		vals[key] = settingValue{text: text, origin: origin}
+	case kafkaconfigs.Known(key):
+		skipped[key] = strings.TrimSpace(text)
+	default:
 		return fmt.Errorf("unknown setting %q (%s)", key, origin)
 	}
-	vals[key] = settingValue{text: text, origin: origin}
 	return nil
+}
+
+// logIgnored writes the one start-up line naming the Kafka settings the
+// file or overrides set and kmirror does not apply, so that an operator
+// sees which of them have no effect here.
+func logIgnored(log *slog.Logger, ignored []string) {
+	if len(ignored) > 0 {
+		log.Info("ignored Kafka settings: "+strings.Join(ignored, ", "), "count", len(ignored))
+	}
 }
 
 func lookupSetting(name string) *setting {
@@ -379,6 +396,11 @@ func serveConfigHelp() string {
 	for _, s := range settings {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, s.name, s.help)
 	}
+	// The ignored names are too many (hundreds) to list usefully; the
+	// start-up log names those a file actually sets.
+	fmt.Fprintf(&b, "\nEvery other Kafka broker setting (the %d names of Kafka 4.4, 3.9 and older releases,\n"+
+		"such as process.roles, num.network.threads or zookeeper.connect) is accepted and\n"+
+		"ignored; serve logs the ones it ignores at start. Any other name is an error.\n", len(kafkaconfigs.All()))
 	return b.String()
 }
 

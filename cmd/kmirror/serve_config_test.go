@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/kafkaconfigs"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -57,6 +59,7 @@ func TestLoadServeConfig(t *testing.T) {
 		{name: "defaults"},
 		{name: "sample file", path: "testdata/server.properties", edit: func(c *broker.Config) {
 			c.NodeID = 3
+			c.LogRetentionCheckInterval = 5 * time.Minute
 			c.Listeners = plain("0.0.0.0", 19092)
 			c.AdvertisedListeners = plain("broker.example.com", 19092)
 			c.SocketRequestMaxBytes = 52428800
@@ -84,7 +87,7 @@ func TestLoadServeConfig(t *testing.T) {
 			edit: func(c *broker.Config) { c.NumPartitions, c.LogDirs = 7, []string{"/a"} }},
 		{name: "overrides beat the sample file", path: "testdata/server.properties", overrides: []string{"log.retention.ms=-1", "node.id=3", "log.dirs=/x"},
 			edit: func(c *broker.Config) {
-				sample, err := loadServeConfig("testdata/server.properties", nil)
+				sample, _, err := loadServeConfig("testdata/server.properties", nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -196,12 +199,13 @@ func TestLoadServeConfig(t *testing.T) {
 			if path == "" {
 				path = writeConfig(t, tt.contents)
 			}
-			got, err := loadServeConfig(path, tt.overrides)
+			got, _, err := loadServeConfig(path, tt.overrides)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := wantConfig(t, tt.edit)
-			got.Logger, want.Logger = nil, nil // Validate makes a fresh one each time
+			got.Logger, want.Logger = nil, nil               // Validate makes a fresh one each time
+			got.KafkaSettings, want.KafkaSettings = nil, nil // TestLoadServeConfigIgnoresKafkaSettings checks them
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("config\n got %+v\nwant %+v", got, want)
 			}
@@ -292,7 +296,7 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := writeConfig(t, tt.contents)
-			_, err := loadServeConfig(path, tt.overrides)
+			_, _, err := loadServeConfig(path, tt.overrides)
 			want := strings.ReplaceAll(tt.want, "{file}", path)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %v\nwant it to contain %s", err, want)
@@ -305,12 +309,12 @@ func TestLoadServeConfigUnreadable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.properties")
-	_, err := loadServeConfig(missing, nil)
+	_, _, err := loadServeConfig(missing, nil)
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing file: %v; want ErrNotExist naming %s", err, missing)
 	}
 	// A directory opens but does not read.
-	if _, err := loadServeConfig(dir, nil); err == nil || !strings.Contains(err.Error(), dir) {
+	if _, _, err := loadServeConfig(dir, nil); err == nil || !strings.Contains(err.Error(), dir) {
 		t.Errorf("directory: %v; want an error naming %s", err, dir)
 	}
 }
@@ -342,15 +346,26 @@ func TestSettingsTable(t *testing.T) {
 			t.Fatalf("help has a non-ASCII or control character at %d: %q", i, r)
 		}
 	}
-	// The keys of Kafka's sample KRaft file, and ours, all load.
+	// The keys of Kafka's sample KRaft file are accepted and ignored.
 	for _, name := range []string{"process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
 		"inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
 		"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
 		"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
 		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-		"log.retention.check.interval.ms", "default.replication.factor", "min.insync.replicas"} {
-		if s := lookupSetting(name); s == nil || s.apply != nil {
+		"default.replication.factor", "min.insync.replicas"} {
+		if lookupSetting(name) != nil || !kafkaconfigs.Known(name) {
 			t.Errorf("%s: want an accepted, ignored key", name)
+		}
+	}
+	// Every applied setting that is not kmirror's own is a Kafka name: a
+	// typo in the table would otherwise pass as a kmirror extension.
+	own := map[string]bool{"metrics.listener": true, "password.encoder.secret": true, plainJAASPattern: true,
+		"mirror.metadata.refresh.interval.ms": true, "mirror.failed.retry.initial.backoff.ms": true,
+		"mirror.failed.retry.max.backoff.ms": true, "mirror.failed.retry.max.attempts": true,
+		"ssl.keystore.certificate.chain": true, "ssl.keystore.key": true, "ssl.truststore.certificates": true}
+	for _, s := range settings {
+		if !own[s.name] && !kafkaconfigs.Known(s.name) {
+			t.Errorf("%s: no Kafka release knows this name", s.name)
 		}
 	}
 }
@@ -379,5 +394,72 @@ func TestControlConfig(t *testing.T) {
 	cc = controlConfig(cfg, nil)
 	if cc.RefreshInterval >= 0 || cc.RetryMaxAttempts >= 0 {
 		t.Fatalf("off: %+v", cc)
+	}
+}
+
+// A server.properties written for Kafka loads: the settings kmirror does
+// not apply (ZooKeeper, thread pools, old templates' names, per-listener
+// overrides) are accepted and reported in one start-up line, while a name
+// no Kafka release knows still fails.
+func TestLoadServeConfigIgnoresKafkaSettings(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "delete.topic.enable=true\nzookeeper.connect=zk1:2181,zk2:2181/kafka\n"+
+		"num.network.threads=3\nnum.io.threads=8\nlog.message.format.version=2.8\n"+
+		"inter.broker.protocol.version=3.9\nport=9092\nprocess.roles=broker,controller\n"+
+		"listener.name.internal.ssl.keystore.location=/k.jks\nlistener.name.sasl.scram-sha-256.sasl.jaas.config=x\n"+
+		"num.partitions=4\n")
+	cfg, ignored, err := loadServeConfig(path, []string{"delete.topic.enable=false", "unclean.leader.election.enable=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NumPartitions != 4 {
+		t.Errorf("num.partitions not applied: %d", cfg.NumPartitions)
+	}
+	if len(cfg.KafkaSettings) != 11 || cfg.KafkaSettings["delete.topic.enable"] != "false" || cfg.KafkaSettings["num.io.threads"] != "8" {
+		t.Errorf("KafkaSettings (described as static) = %v", cfg.KafkaSettings)
+	}
+	want := []string{"delete.topic.enable", "inter.broker.protocol.version", "listener.name.internal.ssl.keystore.location",
+		"listener.name.sasl.scram-sha-256.sasl.jaas.config", "log.message.format.version", "num.io.threads",
+		"num.network.threads", "port", "process.roles", "unclean.leader.election.enable", "zookeeper.connect"}
+	if !reflect.DeepEqual(ignored, want) {
+		t.Fatalf("ignored\n got %q\nwant %q", ignored, want)
+	}
+	var buf strings.Builder
+	logIgnored(slog.New(slog.NewTextHandler(&buf, nil)), ignored)
+	if line := buf.String(); strings.Count(line, "\n") != 1 || !strings.Contains(line, "level=INFO") ||
+		!strings.Contains(line, `msg="ignored Kafka settings: delete.topic.enable, inter.broker.protocol.version,`) ||
+		!strings.Contains(line, "zookeeper.connect\" count=11") {
+		t.Fatalf("log line %q", line)
+	}
+	buf.Reset()
+	logIgnored(slog.New(slog.NewTextHandler(&buf, nil)), nil)
+	if buf.Len() != 0 {
+		t.Fatalf("nothing ignored, yet logged %q", buf.String())
+	}
+
+	for _, bad := range []string{"delete.topics.enable", "listener.name.internal.no.such.config", "listener.name.ssl.keystore.location"} {
+		if _, _, err := loadServeConfig(writeConfig(t, "delete.topic.enable=true\n"+bad+"=1\n"), nil); err == nil ||
+			!strings.Contains(err.Error(), `unknown setting "`+bad+`" (line 2 of`) {
+			t.Errorf("%s: error %v, want unknown setting", bad, err)
+		}
+	}
+}
+
+// The help lists the applied settings and says what happens to the rest.
+func TestServeHelpNamesIgnoredSettings(t *testing.T) {
+	t.Parallel()
+	var out, errOut strings.Builder
+	if code := run([]string{"serve", "--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	help := errOut.String()
+	for _, want := range []string{"\n  num.partitions ", "\n  log.retention.ms ", "is accepted and\nignored",
+		"num.network.threads or zookeeper.connect"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q:\n%s", want, help)
+		}
+	}
+	if strings.Contains(help, "\n  num.network.threads ") {
+		t.Errorf("help lists an ignored setting as applied")
 	}
 }

@@ -31,7 +31,6 @@ var securitySettings = []setting{
 			}
 			return nil
 		}},
-	{name: "sasl.mechanism.inter.broker.protocol", help: "ignored: a single node has no inter-broker traffic"},
 	{name: "authorizer.class.name", help: "any of Kafka's ACL authorizers (StandardAuthorizer, AclAuthorizer) turns ACL checks on; empty: off (default)",
 		apply: func(c *broker.Config, v string) error {
 			switch path.Ext("." + v) {

@@ -169,3 +169,24 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		})
 	}
 }
+
+// A Kafka deployment's server.properties starts a node; the settings it
+// does not apply are named in one INFO line.
+func TestServeKafkaServerProperties(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "delete.topic.enable=true\nzookeeper.connect=zk:2181\nnum.network.threads=3\n"+
+		"listeners=PLAINTEXT://127.0.0.1:0\nlog.dirs="+t.TempDir()+"\nmetrics.listener=\n")
+	cmd, _ := startServe(t, "--config", path)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM", err)
+	}
+	// After Wait the child's stderr is all copied.
+	stderr := cmd.Stderr.(*strings.Builder).String()
+	if n := strings.Count(stderr, "ignored Kafka settings"); n != 1 ||
+		!strings.Contains(stderr, `level=INFO msg="ignored Kafka settings: delete.topic.enable, num.network.threads, zookeeper.connect" count=3`) {
+		t.Fatalf("want one INFO line naming the ignored settings, got:\n%s", stderr)
+	}
+}
