@@ -99,20 +99,13 @@ func lookupBrokerConfig(name string) (*brokerConfig, bool) {
 	return &brokerConfigs[i], true
 }
 
-// errInvalidBrokerConfig marks a refused setDynamicConfigs.
+// errInvalidBrokerConfig marks a refused setDynamicConfigsLocked.
 var errInvalidBrokerConfig = errors.New("invalid broker config")
 
-// setDynamicConfigs sets and deletes dynamic broker configs, this node's
-// (node) or the cluster default, persists them and re-applies every
+// setDynamicConfigsLocked sets and deletes dynamic broker configs, this
+// node's (node) or the cluster default, persists them and re-applies every
 // topic's log config, so that a new default (say log.retention.ms) reaches
-// the topics that do not override it.
-func (b *Broker) setDynamicConfigs(node bool, set map[string]string, del []string) error {
-	b.adminMu.Lock()
-	defer b.adminMu.Unlock()
-	return b.setDynamicConfigsLocked(node, set, del)
-}
-
-// setDynamicConfigsLocked is setDynamicConfigs. REQUIRES: b.adminMu held.
+// the topics that do not override it. REQUIRES: b.adminMu held.
 func (b *Broker) setDynamicConfigsLocked(node bool, set map[string]string, del []string) error {
 	for name, v := range set {
 		if cerr := validateBrokerConfig(name, v); cerr != nil {
@@ -148,7 +141,7 @@ func (b *Broker) setDynamicConfigsLocked(node bool, set map[string]string, del [
 
 // dynamicSnapshot returns the cluster-default dynamic broker configs,
 // nodeSnapshot this node's; the maps are never modified
-// (setDynamicConfigs replaces them), so callers may read them without
+// (setDynamicConfigsLocked replaces them), so callers may read them without
 // dynMu.
 func (b *Broker) dynamicSnapshot() map[string]string {
 	b.dynMu.RLock()
