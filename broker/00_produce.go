@@ -104,7 +104,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirrorName() + " and read-only until failover"
 				sp.ErrorMessage = &msg
 			default:
-				b.producePartition(t.parts()[rp.Partition], rp.Records, &sp)
+				b.producePartition(r, t.parts()[rp.Partition], rp.Records, &sp)
 			}
 			if sp.ErrorCode != 0 {
 				b.stats.ErrorResponses.Add(1)
@@ -121,14 +121,16 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 }
 
 // producePartition appends one partition's batch and fills its answer.
-func (b *Broker) producePartition(p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 	if len(records) < batch.HeaderSize {
-		sp.ErrorCode = kerr.CorruptMessage.Code
+		b.refuseBatch(r, p, sp, kerr.CorruptMessage.Code,
+			fmt.Sprintf("%d bytes of records: a record batch has a %d-byte header", len(records), batch.HeaderSize))
 		return
 	}
 	if max := p.maxMessageBytes.Load(); len(records) > int(max) {
-		sp.ErrorCode = kerr.MessageTooLarge.Code
+		b.refuseBatch(r, p, sp, kerr.MessageTooLarge.Code,
+			fmt.Sprintf("the batch is %d bytes, above max.message.bytes %d of topic %s", len(records), max, p.topic.name))
 		return
 	}
 	// Parse refuses trailing bytes as corruption; Kafka's answer to a
@@ -164,12 +166,23 @@ func (b *Broker) producePartition(p *partition, records []byte, sp *kmsg.Produce
 		res, err = p.log.AppendProduce(records, p.leaderEpoch())
 	}
 	if err != nil {
-		sp.ErrorCode = produceErrorCode(err)
-		if sp.ErrorCode == kerr.KafkaStorageError.Code {
+		code := produceErrorCode(err)
+		if code != kerr.KafkaStorageError.Code {
+			b.refuseBatch(r, p, sp, code, err.Error())
+			return
+		}
+		// The node's fault, not the client's: the client is told why
+		// (its retries may succeed once space is back), the log says it
+		// once a minute per partition for a full disk, at every append
+		// for anything else (a failing disk).
+		sp.ErrorCode = code
+		msg := err.Error()
+		sp.ErrorMessage = &msg
+		if !errors.Is(err, storage.ErrNoSpace) {
 			b.log.Error("produce append failed", "topic", p.topic.name, "partition", p.index, "err", err)
-		} else {
-			msg := err.Error()
-			sp.ErrorMessage = &msg
+		} else if ok, held := b.warnings.allow("no-space/"+p.topic.name+"/"+strconv.Itoa(int(p.index)), time.Now()); ok {
+			b.log.Warn("produce refused: the disk is full (appends resume by themselves once space is freed)",
+				"topic", p.topic.name, "partition", p.index, "held_back", held, "err", err)
 		}
 		return
 	}
@@ -219,11 +232,36 @@ func (p *partition) refuseKeyless(bt batch.Batch, sp *kmsg.ProduceResponseTopicP
 	return true, nil
 }
 
+// refuseBatch answers a batch the client got wrong with code and msg, and
+// warns about it at most once a minute per client id: a client that sends
+// bad batches in a loop must not flood the log (nor reach it at ERROR: the
+// node is fine).
+func (b *Broker) refuseBatch(r *request, p *partition, sp *kmsg.ProduceResponseTopicPartition, code int16, msg string) {
+	sp.ErrorCode, sp.ErrorMessage = code, &msg
+	var client, remote string
+	if r.hdr != nil {
+		client = string(r.hdr.ClientID)
+	}
+	if r.conn != nil {
+		remote = r.conn.RemoteAddr()
+	}
+	if ok, held := b.warnings.allow("bad-batch/"+client, time.Now()); ok {
+		b.log.Warn("produce refused a bad record batch (one line a minute per client)", "client_id", client,
+			"remote", remote, "topic", p.topic.name, "partition", p.index,
+			"error", kerr.ErrorForCode(code), "reason", msg, "held_back", held)
+	}
+}
+
 // produceErrorCode maps an append error to its Kafka code.
 func produceErrorCode(err error) int16 {
 	switch {
-	case batch.IsCorruption(err):
+	case batch.IsCorruption(err), errors.Is(err, batch.ErrUnknownMagic):
 		return kerr.CorruptMessage.Code
+	case errors.Is(err, batch.ErrLegacyMagic):
+		// Kafka 4 refuses message sets v0/v1 at every Produce version.
+		return kerr.UnsupportedForMessageFormat.Code
+	case errors.Is(err, batch.ErrTooLarge):
+		return kerr.MessageTooLarge.Code
 	case errors.Is(err, storage.ErrInvalidRecord):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, storage.ErrOutOfOrderSequence):

@@ -34,6 +34,8 @@ type Broker struct {
 
 	// saslDecoyKey derives the decoy SCRAM salts of unknown users.
 	saslDecoyKey []byte
+	// warnings rate-limits the warnings a client or a full disk repeats.
+	warnings warnLimiter
 	// authzState is the ACL authorizer (authorizer.go): its cached ACL
 	// index and the denials already logged.
 	authzState atomic.Pointer[authorizer]

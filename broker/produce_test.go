@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/vfs"
 )
 
 // mustTopic creates a topic directly, bypassing any admin API.
@@ -321,6 +323,11 @@ func TestProduceRejects(t *testing.T) {
 	corrupt := plainBatch(2, 10)
 	corrupt[len(corrupt)-1] ^= 0xFF
 	huge := plainBatch(1, DefaultMessageMaxBytes+100)
+	withMagic := func(m byte) []byte {
+		b := plainBatch(1, 10)
+		b[16] = m // the magic byte lies before the CRC's range
+		return b
+	}
 
 	tests := []struct {
 		name      string
@@ -333,11 +340,13 @@ func TestProduceRejects(t *testing.T) {
 	}{
 		{"ok v3", 3, plain, 0, plainBatch(1, 10), 0, false},
 		{"ok v13 by topic id", 13, plain, 1, plainBatch(1, 10), 0, false},
-		{"corrupt crc", 9, plain, 0, corrupt, kerr.CorruptMessage.Code, false},
-		{"shorter than a header", 9, plain, 0, plainBatch(1, 10)[:40], kerr.CorruptMessage.Code, false},
+		{"corrupt crc", 9, plain, 0, corrupt, kerr.CorruptMessage.Code, true},
+		{"shorter than a header", 9, plain, 0, plainBatch(1, 10)[:40], kerr.CorruptMessage.Code, true},
+		{"unknown magic", 9, plain, 0, withMagic(3), kerr.CorruptMessage.Code, true},
+		{"legacy magic", 9, plain, 0, withMagic(1), kerr.UnsupportedForMessageFormat.Code, true},
 		{"two batches", 9, plain, 0, append(plainBatch(1, 10), plainBatch(1, 10)...), kerr.InvalidRecord.Code, true},
 		{"control batch", 9, plain, 0, buildBatch(-1, -1, -1, attrControl, 0, valueRecords(1, 4)...), kerr.InvalidRecord.Code, true},
-		{"too large", 9, plain, 0, huge, kerr.MessageTooLarge.Code, false},
+		{"too large", 9, plain, 0, huge, kerr.MessageTooLarge.Code, true},
 		{"unknown topic", 9, unknown, 0, plainBatch(1, 10), kerr.UnknownTopicOrPartition.Code, false},
 		{"unknown topic id", 13, unknown, 0, plainBatch(1, 10), kerr.UnknownTopicID.Code, false},
 		{"unknown partition", 9, plain, 2, plainBatch(1, 10), kerr.UnknownTopicOrPartition.Code, false},
@@ -378,6 +387,50 @@ func TestProduceRejects(t *testing.T) {
 	}
 }
 
+// TestProduceBadBatchesLogged: a client that keeps sending bad batches is
+// warned about once a minute per client id, never at ERROR (the node is
+// fine), each answer still carrying its message.
+func TestProduceBadBatchesLogged(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	b := newTestBroker(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	tp := mustTopic(t, b, "bad-batches", 1)
+	bad := plainBatch(1, 10)
+	bad[16] = 3
+	rc := dialRaw(t, b)
+	for range 5 {
+		sp := onlyPartition(t, rc.roundTrip(produceReq(9, -1, tp, 0, bad)).(*kmsg.ProduceResponse))
+		if sp.ErrorCode != kerr.CorruptMessage.Code || sp.ErrorMessage == nil || !strings.Contains(*sp.ErrorMessage, "magic 3") {
+			t.Fatalf("bad magic: %v %v", kerr.ErrorForCode(sp.ErrorCode), sp.ErrorMessage)
+		}
+	}
+	if n, errs := logs.count("produce refused a bad record batch"), logs.count("level=ERROR"); n != 1 || errs != 0 {
+		t.Fatalf("%d warnings and %d ERROR lines for 5 bad batches from one client, want 1 and 0", n, errs)
+	}
+}
+
+// warnLimiter lets one warning a minute through per key, counting the
+// ones held back.
+func TestWarnLimiter(t *testing.T) {
+	t.Parallel()
+	var w warnLimiter
+	now := time.Unix(1000, 0)
+	if ok, _ := w.allow("a", now); !ok {
+		t.Fatal("first warning held back")
+	}
+	for i := range 3 {
+		if ok, _ := w.allow("a", now.Add(time.Duration(i)*time.Second)); ok {
+			t.Fatal("a repeat within the minute let through")
+		}
+	}
+	if ok, _ := w.allow("b", now); !ok {
+		t.Fatal("another key held back")
+	}
+	if ok, held := w.allow("a", now.Add(warnEvery)); !ok || held != 3 {
+		t.Fatalf("after a minute: %v, held %d, want let through with 3 held", ok, held)
+	}
+}
+
 // A transactional id keeps its producer id across InitProducerId calls at
 // every version, each call bumping the epoch (fencing the previous
 // instance); a timeout above transaction.max.timeout.ms is refused.
@@ -405,5 +458,41 @@ func TestProduceTransactionalInitProducerID(t *testing.T) {
 	req.TransactionalID, req.TransactionTimeoutMillis = &id, int32(16*time.Minute/time.Millisecond)
 	if resp := rc.roundTrip(req).(*kmsg.InitProducerIDResponse); resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
 		t.Fatalf("a 16 min timeout: error %d, want INVALID_TRANSACTION_TIMEOUT", resp.ErrorCode)
+	}
+}
+
+// TestProduceDiskFull: a produce the disk has no room for answers
+// KAFKA_STORAGE_ERROR with the reason, warned about once a minute per
+// partition (not ERROR per batch), and the partition takes produces again
+// by itself once space is back: no restart.
+func TestProduceDiskFull(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	ffs := vfs.NewFaultFS(vfs.Default)
+	b := newTestBroker(t, func(c *Config) {
+		c.Log.FS = ffs
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	tp := mustTopic(t, b, "disk-full", 1)
+	rc := dialRaw(t, b)
+	produce := func() kmsg.ProduceResponseTopicPartition {
+		return onlyPartition(t, rc.roundTrip(produceReq(9, -1, tp, 0, plainBatch(1, 10))).(*kmsg.ProduceResponse))
+	}
+	if sp := produce(); sp.ErrorCode != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	ffs.DiskFull(10)
+	for range 3 {
+		sp := produce()
+		if sp.ErrorCode != kerr.KafkaStorageError.Code || sp.ErrorMessage == nil || !strings.Contains(*sp.ErrorMessage, "no space") {
+			t.Fatalf("produce on a full disk: %v %v", kerr.ErrorForCode(sp.ErrorCode), sp.ErrorMessage)
+		}
+	}
+	if n, errs := logs.count("the disk is full"), logs.count("level=ERROR"); n != 1 || errs != 0 {
+		t.Fatalf("%d full-disk warnings and %d ERROR lines for 3 refused produces, want 1 and 0", n, errs)
+	}
+	ffs.DiskFull(-1)
+	if sp := produce(); sp.ErrorCode != 0 || sp.BaseOffset != 1 {
+		t.Fatalf("produce once space is back: %v at %d, want offset 1", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
 	}
 }
