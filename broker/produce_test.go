@@ -328,6 +328,33 @@ func TestProduceRejects(t *testing.T) {
 		b[16] = m // the magic byte lies before the CRC's range
 		return b
 	}
+	// resealed patches a valid batch and fixes its CRC: the bytes are what
+	// a buggy client would send, checksummed as it would.
+	resealed := func(patch func(b []byte)) []byte {
+		b := plainBatch(3, 10)
+		patch(b)
+		binary.BigEndian.PutUint32(b[17:], batch.Checksum(b[21:]))
+		return b
+	}
+	gzipGarbage := resealed(func(b []byte) { b[22] |= 1 }) // codec gzip over plain records
+	codec7 := resealed(func(b []byte) { b[22] |= 7 })
+	garbageRecords := resealed(func(b []byte) {
+		for i := batch.HeaderSize; i < len(b); i++ {
+			b[i] = 0xff
+		}
+	})
+	// The second record's offset delta (after its length and attributes
+	// varints and its timestamp delta) is 1 in a valid batch: make it 2.
+	badDelta := resealed(func(b []byte) {
+		rec := b[batch.HeaderSize:]
+		_, n := binary.Varint(rec)
+		first, _ := binary.Varint(rec)
+		second := rec[n+int(first):]
+		_, l := binary.Varint(second) // length
+		pos := l + 1                  // attributes
+		_, ts := binary.Varint(second[pos:])
+		second[pos+ts] = 4 // zigzag varint of 2
+	})
 
 	tests := []struct {
 		name      string
@@ -344,6 +371,10 @@ func TestProduceRejects(t *testing.T) {
 		{"shorter than a header", 9, plain, 0, plainBatch(1, 10)[:40], kerr.CorruptMessage.Code, true},
 		{"unknown magic", 9, plain, 0, withMagic(3), kerr.CorruptMessage.Code, true},
 		{"legacy magic", 9, plain, 0, withMagic(1), kerr.UnsupportedForMessageFormat.Code, true},
+		{"gzip with a garbage payload", 9, plain, 0, gzipGarbage, kerr.CorruptMessage.Code, true},
+		{"compression codec 7", 9, plain, 0, codec7, kerr.CorruptMessage.Code, true},
+		{"garbage records", 9, plain, 0, garbageRecords, kerr.CorruptMessage.Code, true},
+		{"offset deltas out of order", 9, plain, 0, badDelta, kerr.InvalidRecord.Code, true},
 		{"two batches", 9, plain, 0, append(plainBatch(1, 10), plainBatch(1, 10)...), kerr.InvalidRecord.Code, true},
 		{"control batch", 9, plain, 0, buildBatch(-1, -1, -1, attrControl, 0, valueRecords(1, 4)...), kerr.InvalidRecord.Code, true},
 		{"too large", 9, plain, 0, huge, kerr.MessageTooLarge.Code, true},
@@ -365,6 +396,11 @@ func TestProduceRejects(t *testing.T) {
 			}
 			if tc.wantMsg && (sp.ErrorMessage == nil || *sp.ErrorMessage == "") {
 				t.Fatalf("want an error message")
+			}
+			if want := map[string]string{"offset deltas out of order": "record 1 of the batch has offset delta 2",
+				"compression codec 7": "codec", "gzip with a garbage payload": "gzip"}[tc.name]; want != "" &&
+				!strings.Contains(*sp.ErrorMessage, want) {
+				t.Fatalf("message %q lacks %q", *sp.ErrorMessage, want)
 			}
 			// The refusal of a mirror topic names the mirror: with
 			// POLICY_VIOLATION's generic name, the message is what tells

@@ -17,8 +17,10 @@ import (
 func transactionalBatch(pid int64, epoch int16) []byte {
 	rec := kmsg.NewRecord()
 	rec.Value = []byte("orphan")
-	var recs []byte
-	recs = rec.AppendTo(recs)
+	// kmsg writes Length as given: set it to the body's size (the body
+	// follows the one-byte varint of a zero Length).
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+	recs := rec.AppendTo(nil)
 	b := kmsg.NewRecordBatch()
 	b.Magic, b.Attributes = 2, 0x10 // transactional
 	b.ProducerID, b.ProducerEpoch, b.FirstSequence = pid, epoch, 0

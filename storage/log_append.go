@@ -126,6 +126,9 @@ func checkClientBatch(raw []byte) (batch.Batch, error) {
 		return nil, fmt.Errorf("%w: last offset delta %d does not match %d records",
 			ErrInvalidRecord, b.LastOffsetDelta(), b.RecordCount())
 	}
+	if err := validateRecords(b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
 	return b, nil
 }
 
