@@ -36,6 +36,8 @@ type Broker struct {
 	saslDecoyKey []byte
 	// warnings rate-limits the warnings a client or a full disk repeats.
 	warnings warnLimiter
+	// tlsCert is the certificate TLS listeners present (tls_reload.go).
+	tlsCert atomic.Pointer[tls.Certificate]
 	// authzState is the ACL authorizer (authorizer.go): its cached ACL
 	// index and the denials already logged.
 	authzState atomic.Pointer[authorizer]
@@ -171,7 +173,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	ntopics := len(b.topics)
 	srv, err := netio.Listen(netio.Config{
-		Listeners:       netioListeners(cfg.Listeners, cfg.Security.TLS),
+		Listeners:       netioListeners(cfg.Listeners, b.tlsListenerConfig()),
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 		Logger:          cfg.Logger,
 	}, b)

@@ -112,6 +112,9 @@ func (b *Broker) setDynamicConfigsLocked(node bool, set map[string]string, del [
 			return fmt.Errorf("%w: %s", errInvalidBrokerConfig, cerr.msg)
 		}
 	}
+	if err := b.reloadKeystores(node, set); err != nil {
+		return err
+	}
 	store := b.store.SetBrokerConfigs
 	if node {
 		store = func(set map[string]string, del []string) error { return b.store.SetNodeConfigs(b.cfg.NodeID, set, del) }

@@ -18,11 +18,11 @@ import (
 // source. kmirror applies only the broker defaults of topic configs
 // (log.retention.ms, log.segment.bytes, message.max.bytes...: the
 // brokerConfigs table), which reach every topic that does not override
-// them. Every other dynamic config (thread pools, quotas, replication
-// throttles, listener.name.<l>.ssl.* keystores, SASL login settings...) is
-// stored and described only: kmirror has no thread pool, quota or runtime
-// TLS reload for it to change, and saying "accepted" beats refusing what
-// Kafka's tools and operators' scripts send.
+// them, and a TLS listener's listener.name.<l>.ssl.keystore.* (reloaded at
+// once, tls_reload.go). Every other dynamic config (thread pools, quotas,
+// replication throttles, SASL login settings...) is stored and described
+// only: kmirror has no thread pool or quota for it to change, and saying
+// "accepted" beats refusing what Kafka's tools and operators' scripts send.
 
 // validateBrokerConfig checks one dynamic broker config to set, with
 // Kafka's refusals and messages (DynamicBrokerConfig.validateConfigs,
