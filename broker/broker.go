@@ -18,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/storage"
 	"github.com/kmirror/kmirror/txn"
 )
 
@@ -27,6 +28,9 @@ type Broker struct {
 	log   *slog.Logger
 	store *state.Store
 	srv   *netio.Server
+	// logSpace is the space guard of each log dir on the state store's
+	// filesystem (log_dirs.go), by cleaned path; set once by New.
+	logSpace map[string]storage.SpaceGuard
 
 	// advertised is what Metadata and DescribeCluster tell clients, fixed
 	// once the listeners are bound.
@@ -122,6 +126,10 @@ func New(cfg Config) (*Broker, error) {
 	if err == nil {
 		err = checkLogDirs(cfg.LogDirs, cfg.StateDir, store.ClusterID(), cfg.NodeID, len(stored) == 0)
 	}
+	var logSpace map[string]storage.SpaceGuard
+	if err == nil {
+		logSpace, err = logDirGuards(cfg.LogDirs, store)
+	}
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -133,6 +141,7 @@ func New(cfg Config) (*Broker, error) {
 		cfg:          cfg,
 		log:          cfg.Logger,
 		store:        store,
+		logSpace:     logSpace,
 		topics:       map[string]*topic{},
 		topicsByID:   map[[16]byte]*topic{},
 		sessions:     newFetchSessions(fetchSessionSlots),

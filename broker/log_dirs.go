@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kmirror/kmirror/internal/diskspace"
 	"github.com/kmirror/kmirror/internal/props"
 	"github.com/kmirror/kmirror/internal/vfs"
+	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/storage"
 )
 
 // Every log dir holds a meta.properties, as Kafka's do, naming the cluster
@@ -113,4 +116,46 @@ func partitionDirs(d, stateDir string) []string {
 		}
 	}
 	return out
+}
+
+// logDirMargin is how far above the state store's reserve partition appends
+// stop on the store's filesystem: offset commits and other state writes go
+// on for that long after producers and mirrors are refused.
+const logDirMargin = 16 << 20
+
+// stateReserveGuard keeps the state store's reserve (state.Store.Reserve)
+// free on a log dir that shares the store's filesystem: a full disk there
+// must refuse partition appends, which fail cleanly with
+// KAFKA_STORAGE_ERROR, before it reaches the store, whose memory-mapped
+// writes would kill the process (package diskspace).
+type stateReserveGuard struct {
+	mon   *diskspace.Monitor
+	store *state.Store
+}
+
+func (g stateReserveGuard) Reserve(n int64) error {
+	if err := g.mon.Reserve(n, g.store.Reserve()+logDirMargin); err != nil {
+		return fmt.Errorf("%w (for the state store in %s, which shares the filesystem)", err, g.mon.Path())
+	}
+	return nil
+}
+
+// logDirGuards returns the space guard of each log dir (by its cleaned
+// path) that shares the state store's filesystem.
+func logDirGuards(dirs []string, store *state.Store) (map[string]storage.SpaceGuard, error) {
+	mon := store.SpaceMonitor()
+	if mon == nil {
+		return nil, nil
+	}
+	guards := map[string]storage.SpaceGuard{}
+	for _, d := range dirs {
+		same, err := diskspace.SameFilesystem(d, mon.Path())
+		if err != nil {
+			return nil, fmt.Errorf("log.dirs: %w", err)
+		}
+		if same {
+			guards[filepath.Clean(d)] = stateReserveGuard{mon: mon, store: store}
+		}
+	}
+	return guards, nil
 }

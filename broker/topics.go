@@ -260,12 +260,16 @@ func (b *Broker) addPartitions(t *topic, n int32) error {
 	old := t.parts()
 	parts := slices.Clip(old)
 	for i := int32(len(old)); i < n; i++ {
-		l, err := storage.Open(b.partitionDir(t.name, i), cfg)
+		dir := b.partitionDir(t.name, i)
+		l, err := storage.Open(dir, cfg)
 		if err != nil {
 			for _, p := range parts[len(old):] {
 				p.log.Close()
 			}
 			return fmt.Errorf("opening %s-%d: %w", t.name, i, err)
+		}
+		if g := b.logSpace[filepath.Dir(dir)]; g != nil {
+			l.SetSpaceGuard(g)
 		}
 		p := &partition{topic: t, index: i, log: l}
 		p.applyEffective(eff)

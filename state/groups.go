@@ -134,7 +134,7 @@ func (s *Store) DeleteTopicOffsets(topic string) (int, error) {
 	for {
 		var n int
 		var more bool
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.updateFreeing(func(txn *badger.Txn) error {
 			kb := s.newKeyBatch(0)
 			var err error
 			if more, err = collectTopicOffsetKeys(txn, topic, &kb); err != nil {

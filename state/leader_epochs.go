@@ -64,7 +64,7 @@ func (s *Store) LeaderEpochs(topicID [16]byte) (map[int32]int32, error) {
 
 // DeleteLeaderEpochs forgets a deleted topic's epochs.
 func (s *Store) DeleteLeaderEpochs(topicID [16]byte) error {
-	return s.update(func(txn *badger.Txn) error { return txn.Delete(leaderEpochKey(topicID)) })
+	return s.updateFreeing(func(txn *badger.Txn) error { return txn.Delete(leaderEpochKey(topicID)) })
 }
 
 func appendLeaderEpochs(dst []byte, epochs map[int32]int32) []byte {

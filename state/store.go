@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/kmirror/kmirror/internal/diskspace"
 )
 
 // Errors. Corruption errors wrap ErrCorrupt and name the key; lookups of an
@@ -71,6 +73,10 @@ type Store struct {
 	// mirror configs are credentials. Both are set once by Open.
 	aead     cipher.AEAD
 	isSecret func(string) bool
+
+	// space keeps Badger's reserve free on its filesystem (space.go);
+	// nil in memory.
+	space *space
 
 	// mu guards closed. Every operation holds it shared for its whole
 	// duration, so Close (exclusive) waits for transactions in flight and
@@ -163,6 +169,14 @@ func Open(dir string, opts Options) (*Store, error) {
 			"ACLs and SCRAM users must be created again (the partition logs are kept)", dir, err, dir)
 	}
 	s := &Store{db: db, log: logger}
+	if !opts.InMemory {
+		mon, err := diskspace.New(dir)
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("state: opening %s: %w", dir, err)
+		}
+		s.space = &space{mon: mon}
+	}
 	created, err := s.initClusterID()
 	if err == nil {
 		err = s.initSealer(opts.Secret, opts.IsSecret)
@@ -177,7 +191,9 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // Close flushes and closes the store. It waits for operations in flight;
-// later operations fail with ErrClosed. Closing twice is a no-op.
+// later operations fail with ErrClosed. Closing twice is a no-op. On a
+// disk too full for the flush, Close leaves Badger open rather than crash
+// (the next Open replays what was not flushed) and fails with ErrNoSpace.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,6 +201,16 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if err := s.checkSpaceAtClose(); err != nil {
+		// Closing flushes the memtable to a table, a memory-mapped write
+		// that the full disk cannot back: a SIGBUS. Badger is left open
+		// instead; its write-ahead log holds every write, and the next
+		// Open replays it. Our own writes keep this room free, so only
+		// another program filling the disk gets here.
+		s.log.Error("state store not flushed at close: the disk is full; the next start replays its write-ahead log",
+			"err", err)
+		return fmt.Errorf("state: closing without a flush: %w", err)
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("state: closing: %w", err)
 	}
@@ -199,6 +225,22 @@ func (s *Store) ClusterID() string { return s.clusterID }
 // initClusterID loads the cluster id, generating and persisting it when the
 // store is new. created reports a new id.
 func (s *Store) initClusterID() (created bool, err error) {
+	// Read first: a node restarted on a full disk must open its store
+	// without writing to it.
+	err = s.view(func(txn *badger.Txn) error {
+		found, err := getRecord(txn, []byte(keyClusterID), func(v []byte) error {
+			id, err := decodeClusterID(v)
+			s.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
+			return err
+		})
+		if err == nil && !found {
+			s.clusterID = ""
+		}
+		return err
+	})
+	if err != nil || s.clusterID != "" {
+		return false, err
+	}
 	err = s.update(func(txn *badger.Txn) error {
 		created = false
 		var id [16]byte
@@ -263,10 +305,25 @@ func (s *Store) view(fn func(txn *badger.Txn) error) error {
 // with ErrTooLarge. A failed Sync is returned: the change is then visible
 // but its durability is unknown.
 func (s *Store) update(fn func(txn *badger.Txn) error) error {
+	return s.updateSynced(false, fn)
+}
+
+// updateFreeing is update for deletions that free disk space (a topic's
+// records, before its logs go): they may use the last part of the reserve
+// that ordinary writes leave (space.go), so that deleting topics works on
+// a full disk.
+func (s *Store) updateFreeing(fn func(txn *badger.Txn) error) error {
+	return s.updateSynced(true, fn)
+}
+
+func (s *Store) updateSynced(freeing bool, fn func(txn *badger.Txn) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if err := s.checkSpace(freeing); err != nil {
+		return err
 	}
 	s.syncMu.Lock() // see syncMu for why no other commit may run
 	defer s.syncMu.Unlock()
@@ -294,6 +351,9 @@ func (s *Store) updateNoSync(fn func(txn *badger.Txn) error) error {
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if err := s.checkSpace(false); err != nil {
+		return err
 	}
 	s.syncMu.RLock()
 	defer s.syncMu.RUnlock()

@@ -147,7 +147,7 @@ func (s *Store) Topics() ([]Topic, error) {
 // deleted too (the repair path for it): its id is unknown, so an index entry
 // may stay behind, which lookups and PutTopic treat as stale.
 func (s *Store) DeleteTopic(name string) error {
-	return s.update(func(txn *badger.Txn) error {
+	return s.updateFreeing(func(txn *badger.Txn) error {
 		key := topicKey(name)
 		t, ok, err := getTopic(txn, name)
 		switch {

@@ -451,6 +451,10 @@ func (w *cleanedSegment) diverge() error {
 	if w.f != nil {
 		return nil
 	}
+	// The cleaned copy is at most the size of its source.
+	if err := w.l.reserveSpace(w.src.size.Load()); err != nil {
+		return err
+	}
 	f, err := w.l.fs.OpenFile(w.tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", w.tmp, err)

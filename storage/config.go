@@ -160,3 +160,32 @@ func (l *Log) Config() Config {
 	defer l.mu.Unlock()
 	return l.cfg
 }
+
+// SpaceGuard keeps free space on a log's filesystem for another writer
+// that shares it (the broker's guard keeps the state store's reserve; see
+// package diskspace). Reserve grants n bytes or refuses them with an error
+// that says why.
+type SpaceGuard interface {
+	Reserve(n int64) error
+}
+
+// SetSpaceGuard makes the log ask g before every write that grows its
+// files: appends and compaction's cleaned copies. A refusal fails the
+// append with ErrNoSpace, exactly as an ENOSPC would: nothing written, the
+// log readable, the next append tries again. Nil removes the guard.
+func (l *Log) SetSpaceGuard(g SpaceGuard) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.space = g
+}
+
+// reserveSpace asks the guard for n bytes. REQUIRES: l.mu held.
+func (l *Log) reserveSpace(n int64) error {
+	if l.space == nil {
+		return nil
+	}
+	if err := l.space.Reserve(n); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return nil
+}

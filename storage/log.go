@@ -24,7 +24,8 @@ var (
 	// whole (an append of several runs keeps the runs written before it):
 	// the log stays readable and writable, and the next append tries
 	// again, so appends resume by themselves once space is freed. It
-	// wraps the ENOSPC of the write.
+	// wraps the ENOSPC of the write, or the refusal of the log's
+	// SpaceGuard.
 	ErrNoSpace = errors.New("storage: no space left on the device: nothing of the append was written")
 	// ErrOffsetOutOfRange is a read outside [log start, log end].
 	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
@@ -73,6 +74,10 @@ type Log struct {
 
 	unflushedRecords int64
 	firstUnflushedMs int64
+
+	// space, when set, is asked before every write that grows the log's
+	// files; set by SetSpaceGuard under mu.
+	space SpaceGuard
 
 	epochs    *EpochCache
 	producers atomic.Pointer[ProducerState]

@@ -188,6 +188,9 @@ func (l *Log) writeRun(run []byte, res *AppendResult) error {
 	if len(run) == 0 {
 		return nil
 	}
+	if err := l.reserveSpace(int64(len(run))); err != nil {
+		return err
+	}
 	seg := l.active()
 	if err := seg.write(run); err != nil {
 		if errors.Is(err, ErrNoSpace) {

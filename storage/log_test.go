@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -509,5 +510,74 @@ func TestMarkDeletedStopsEveryWrite(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the deleted log wrote %d files under its old path", len(entries))
+	}
+}
+
+// budgetGuard grants bytes from a budget the test sets.
+type budgetGuard struct{ left atomic.Int64 }
+
+var errBudget = errors.New("budget spent")
+
+func (g *budgetGuard) Reserve(n int64) error {
+	if g.left.Add(-n) < 0 {
+		g.left.Add(n)
+		return errBudget
+	}
+	return nil
+}
+
+// TestSpaceGuard: a log whose guard refuses a write answers ErrNoSpace
+// wrapping the guard's reason, exactly as for ENOSPC (nothing written,
+// readable, not offline), for appends and for compaction's cleaned copies;
+// it writes again as soon as the guard grants.
+func TestSpaceGuard(t *testing.T) {
+	t.Parallel()
+	l := openTestLog(t, t.TempDir(), Config{})
+	defer l.Close()
+	g := &budgetGuard{}
+	g.left.Store(1 << 20)
+	l.SetSpaceGuard(g)
+	b := dataBatch(0, 1, 100, 0, -1, -1, 1)
+	if _, err := l.AppendMirror(b); err != nil {
+		t.Fatal(err)
+	}
+	if got := 1<<20 - g.left.Load(); got != int64(len(b)) {
+		t.Fatalf("guard asked for %d bytes, the batch has %d", got, len(b))
+	}
+	g.left.Store(10)
+	_, err := l.AppendMirror(dataBatch(1, 1, 100, 0, -1, -1, 1))
+	if !errors.Is(err, ErrNoSpace) || !errors.Is(err, errBudget) || errors.Is(err, ErrOffline) {
+		t.Fatalf("mirror append refused by the guard: %v", err)
+	}
+	if _, err := l.AppendProduce(dataBatch(0, 1, 100, 0, -1, -1, 1), 0); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("produce refused by the guard: %v", err)
+	}
+	if l.LogEndOffset() != 1 || len(readAll(t, l, 0)) != 1 {
+		t.Fatalf("log end %d after refusals, want 1 and the batch readable", l.LogEndOffset())
+	}
+	g.left.Store(1 << 20)
+	if _, err := l.AppendMirror(dataBatch(1, 1, 100, 0, -1, -1, 1)); err != nil {
+		t.Fatalf("append once the guard grants: %v", err)
+	}
+
+	// Compaction writes a cleaned copy of a segment: refused, the log is
+	// unchanged and stays writable.
+	cl, _ := openCompactLog(t, t.TempDir(), Config{Compact: true}, [][]tbatch{
+		{{base: 0, recs: []trec{kv("a", "1"), kv("b", "1")}}},
+		{{base: 2, recs: []trec{kv("a", "2")}}},
+	}, batch.CodecNone)
+	defer cl.Close()
+	cg := &budgetGuard{}
+	cl.SetSpaceGuard(cg)
+	before := readAll(t, cl, 0)
+	if _, err := cl.Compact(time.UnixMilli(10_000_000)); !errors.Is(err, ErrNoSpace) || errors.Is(err, ErrOffline) {
+		t.Fatalf("compaction refused by the guard: %v", err)
+	}
+	if got := readAll(t, cl, 0); len(got) != len(before) {
+		t.Fatalf("a refused compaction changed the log: %d batches, had %d", len(got), len(before))
+	}
+	cg.left.Store(1 << 20)
+	if st, err := cl.Compact(time.UnixMilli(10_000_000)); err != nil || st.SegmentsCleaned == 0 {
+		t.Fatalf("compaction once the guard grants: %+v, %v", st, err)
 	}
 }
