@@ -261,6 +261,13 @@ func (b *Broker) addPartitions(t *topic, n int32) error {
 	parts := slices.Clip(old)
 	for i := int32(len(old)); i < n; i++ {
 		l, err := storage.Open(b.partitionDir(t.name, i), cfg)
+		if err == nil {
+			// partition.metadata names the topic id, for `kmirror
+			// storage rebuild`; a partition from before it gets one now.
+			if err = l.SetTopicID(t.id); err != nil {
+				l.Close()
+			}
+		}
 		if err != nil {
 			for _, p := range parts[len(old):] {
 				p.log.Close()
