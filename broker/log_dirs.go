@@ -49,8 +49,10 @@ func checkLogDirs(dirs []string, stateDir, clusterID string, nodeID int32, store
 		switch {
 		case meta != nil && meta["cluster.id"] != clusterID:
 			return fmt.Errorf("%w: %s belongs to cluster %s, the state store %s to cluster %s: this is another cluster's "+
-				"log dir, or the state store was lost and made anew. Restore the state store of cluster %s, or point "+
-				"log.dirs at an empty directory", errForeignLogDir, d, meta["cluster.id"], stateDir, clusterID, meta["cluster.id"])
+				"log dir, or the state store was lost and made anew. Restore the state store of cluster %s; or run "+
+				"`kmirror storage rebuild` with this node's settings, which registers the topics again from the "+
+				"partition directories under cluster %s; or point log.dirs at an empty directory",
+				errForeignLogDir, d, meta["cluster.id"], stateDir, clusterID, meta["cluster.id"], meta["cluster.id"])
 		case meta != nil && meta["node.id"] != strconv.Itoa(int(nodeID)):
 			return fmt.Errorf("%w: %s belongs to node %s, this is node %d: set node.id=%s, or point log.dirs at this "+
 				"node's own directory", errForeignLogDir, d, meta["node.id"], nodeID, meta["node.id"])
@@ -58,7 +60,8 @@ func checkLogDirs(dirs []string, stateDir, clusterID string, nodeID int32, store
 			if parts := partitionDirs(d, stateDir); len(parts) > 0 {
 				return fmt.Errorf("%w: %s holds %d partition directories (%s) but the state store %s names no topic: "+
 					"the store that names them was deleted or is another node's, and they would not be served. Restore "+
-					"the state store from a backup; or, to start afresh, move those partition directories aside",
+					"the state store from a backup; or run `kmirror storage rebuild` with this node's settings, which "+
+					"registers the topics again from them; or, to start afresh, move those partition directories aside",
 					errForeignLogDir, d, len(parts), strings.Join(parts[:min(3, len(parts))], ", "), stateDir)
 			}
 		}
