@@ -141,7 +141,11 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.pids.store = store
 	b.authzState.Store(newAuthorizer(cfg.Security))
-	if err := b.load(); err != nil {
+	err = b.load()
+	if err == nil {
+		err = b.skipKnownProducerIDs()
+	}
+	if err != nil {
 		b.closeLogs()
 		store.Close()
 		return nil, err
