@@ -175,6 +175,7 @@ func New(cfg Config) (*Broker, error) {
 		store.Close()
 		return nil, err
 	}
+	b.warnUnnamedPartitions()
 	ntopics := len(b.topics)
 	srv, err := netio.Listen(netio.Config{
 		Listeners:       netioListeners(cfg.Listeners, b.tlsListenerConfig()),

@@ -27,7 +27,10 @@ import (
 // refuses to start when a log dir belongs to another cluster or node, or,
 // for a log dir from before meta.properties, when its state store names
 // no topic but the log dir holds partitions. (Not "the store is new": a
-// refused start has made it, and the next start must refuse too.)
+// refused start has made it, and the next start must refuse too.) A
+// store that names topics starts, and partition directories it does not
+// name are warned about (warnUnnamedPartitions). `kmirror storage
+// rebuild` (log_dirs_rebuild.go) registers them again.
 
 const metaPropertiesFile = "meta.properties"
 
@@ -116,4 +119,27 @@ func partitionDirs(d, stateDir string) []string {
 		}
 	}
 	return out
+}
+
+// warnUnnamedPartitions logs, once at start, the partition directories no
+// registered topic names: a topic a rebuild refused, a partition dir
+// copied in, or the empty dirs of a topic creation that did not complete.
+// They are not served, and a node that starts over them says so.
+// REQUIRES: the topics are loaded.
+func (b *Broker) warnUnnamedPartitions() {
+	var unnamed []string
+	for _, d := range b.cfg.LogDirs {
+		for _, name := range partitionDirs(d, b.cfg.StateDir) {
+			cut := strings.LastIndexByte(name, '-')
+			n, err := strconv.Atoi(name[cut+1:])
+			if t := b.topics[name[:cut]]; err != nil || t == nil || n >= len(t.parts()) {
+				unnamed = append(unnamed, filepath.Join(d, name))
+			}
+		}
+	}
+	if len(unnamed) > 0 {
+		b.log.Warn("partition directories that no topic names are not served: see `kmirror storage info`; with the "+
+			"node stopped, `kmirror storage rebuild` registers their topics", "count", len(unnamed),
+			"dirs", strings.Join(unnamed[:min(5, len(unnamed))], ","))
+	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,23 @@ func TestLogDirsBelongToTheirNode(t *testing.T) {
 		}
 	}
 	refused("another node.id", func(c *Config) { c.NodeID = 2 }, "belongs to node 1", "node.id=1")
+
+	// A partition directory no topic names (a topic a rebuild refused):
+	// the node starts, and says it does not serve it.
+	if err := os.Mkdir(filepath.Join(dir, "ghost-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	if b, err = start(func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if logs.count("partition directories that no topic names are not served") != 1 || logs.count("ghost-0") != 1 {
+		t.Fatalf("no warning about ghost-0:\n%s", logs.buf.String())
+	}
+	if err := os.Remove(filepath.Join(dir, "ghost-0")); err != nil {
+		t.Fatal(err)
+	}
 
 	// An upgrade: no meta.properties yet, the store intact.
 	if err := os.Remove(filepath.Join(dir, metaPropertiesFile)); err != nil {
