@@ -155,9 +155,9 @@ func scanLogDirs(cfg Config) ([]LogDirInfo, error) {
 type RebuildReport struct {
 	StateDir  string
 	ClusterID string
-	// ClusterIDFrom names where the cluster id came from: the log dirs'
-	// meta.properties ("restored"), the store itself, or nowhere (no log
-	// dir has a meta.properties: the store's own id, new).
+	// ClusterIDFrom says where the cluster id came from: the log dirs'
+	// meta.properties (restored, or the store's already), the store
+	// itself, or nowhere (a new store's new id), for the operator.
 	ClusterIDFrom string
 	// NodeID is meta.properties' node.id, "" when no log dir has one.
 	NodeID  string
@@ -261,10 +261,13 @@ func RebuildTopics(cfg Config) (RebuildReport, error) {
 				topicid.String(st.ID), f.describe(), cfg.StateDir)
 		}
 	}
-	rep.ClusterID, rep.ClusterIDFrom = store.ClusterID(), "the state store"
+	rep.ClusterID = store.ClusterID()
 	switch {
+	case metaCluster == "" && len(stored) > 0:
+		rep.ClusterIDFrom = "the state store's; no log dir has a meta.properties"
 	case metaCluster == "":
-		rep.ClusterIDFrom = "none: no log dir has a meta.properties; the state store's"
+		rep.ClusterIDFrom = "NEW: no log dir has a meta.properties to restore it from; clients that check the " +
+			"cluster id see another cluster"
 	case metaCluster != store.ClusterID() && len(stored) > 0:
 		return rep, fmt.Errorf("%w: the state store %s belongs to cluster %s, the log dirs to cluster %s: move %s "+
 			"aside and run the rebuild again", ErrRebuildRefused, cfg.StateDir, store.ClusterID(), metaCluster, cfg.StateDir)

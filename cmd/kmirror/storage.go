@@ -103,6 +103,9 @@ func storageInfo(cfg broker.Config, stdout, stderr io.Writer) int {
 	switch {
 	case info.StoreMissing:
 		fmt.Fprintf(stdout, "state store %s: none (the directory does not exist)\n", info.StateDir)
+	case errors.Is(info.StoreErr, state.ErrLocked):
+		fmt.Fprintf(stdout, "state store %s: in use by a running node; stop it to compare the store with the log dirs\n",
+			info.StateDir)
 	case info.StoreErr != nil:
 		fmt.Fprintf(stdout, "state store %s: cannot be read: %v\n", info.StateDir, info.StoreErr)
 	default:

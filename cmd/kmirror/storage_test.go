@@ -83,6 +83,10 @@ func TestStorageRebuildAfterTheStateStoreIsLost(t *testing.T) {
 	if code, _, stderr := storageCLI("rebuild", "--log-dirs", logDirs); code != 1 || !strings.Contains(stderr, "stop the node first") {
 		t.Fatalf("rebuild while the node runs: exit %d, stderr:\n%s", code, stderr)
 	}
+	if code, info, _ := storageCLI("info", "--log-dirs", logDirs); code != 0 || !strings.Contains(info, "in use by a running node") ||
+		!strings.Contains(info, "ledger-2") {
+		t.Fatalf("info while the node runs: exit %d\n%s", code, info)
+	}
 	if err := node.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
