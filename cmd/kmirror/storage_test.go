@@ -190,8 +190,8 @@ func TestStorageRebuildAfterTheStateStoreIsLost(t *testing.T) {
 // Refusals: log dirs of two clusters, a store that names other topics
 // (nothing changed in either case); per topic, partitions naming two ids
 // and a missing partition, while the other topics are registered; a
-// rerun after the gap is mended registers the mended topic and keeps the
-// others.
+// rerun (reading the node's server.properties) after the gap is mended
+// registers the mended topic and keeps the others.
 func TestStorageRebuildRefusals(t *testing.T) {
 	t.Parallel()
 	const clusterA, clusterB = "yVq3nrJ6Sx2y9Q5IF0Ht5A", "AQIDAAAAAAAAAAAAAAAAAA"
@@ -272,7 +272,9 @@ func TestStorageRebuildRefusals(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(d, "gap-1"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		code, out, _ = storageCLI("rebuild", "--log-dirs", d)
+		// The node's server.properties, as serve reads it, names the same dirs.
+		cfg := writeConfig(t, "log.dirs="+d+"\nzookeeper.connect=zk:2181\n")
+		code, out, _ = storageCLI("rebuild", "--config", cfg)
 		if code != 1 || !strings.Contains(out, "gap  3 partitions") || !strings.Contains(out, "NEW: no partition.metadata") ||
 			!strings.Contains(out, "already registered as the log dirs hold them, kept: good") {
 			t.Fatalf("rerun: exit %d\n%s", code, out)
