@@ -11,13 +11,17 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kmirror/kmirror/storage"
 )
 
 // TestLogDirsBelongToTheirNode: every log dir gets a meta.properties
 // naming the cluster and node; a node refuses log dirs of another node or
 // cluster, and partition data its (new) state store does not name,
 // saying what to do, instead of starting empty over them. An existing
-// data dir without the file (an upgrade) gets it.
+// data dir without the file (an upgrade) gets it, and each partition
+// without a partition.metadata gets one naming its topic id. A partition
+// dir no topic names is warned about at start.
 func TestLogDirsBelongToTheirNode(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -43,6 +47,7 @@ func TestLogDirsBelongToTheirNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusterID := b.ClusterID()
+	topicID := b.topicByName("ledger").id
 	cl.Close()
 	b.Close()
 	meta, err := readMetaProperties(dir)
@@ -85,8 +90,12 @@ func TestLogDirsBelongToTheirNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// An upgrade: no meta.properties yet, the store intact.
+	// An upgrade: no meta.properties nor partition.metadata yet, the store
+	// intact.
 	if err := os.Remove(filepath.Join(dir, metaPropertiesFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ledger-1", storage.PartitionMetadataFile)); err != nil {
 		t.Fatal(err)
 	}
 	if b, err = start(nil); err != nil {
@@ -95,6 +104,9 @@ func TestLogDirsBelongToTheirNode(t *testing.T) {
 	b.Close()
 	if meta, err := readMetaProperties(dir); err != nil || meta["cluster.id"] != clusterID {
 		t.Fatalf("meta.properties after the upgrade: %v %v", meta, err)
+	}
+	if id, found, err := storage.ReadPartitionMetadata(filepath.Join(dir, "ledger-1")); err != nil || !found || id != topicID {
+		t.Fatalf("partition.metadata after the upgrade: %x %v %v, want %x", id, found, err, topicID)
 	}
 
 	// The state store lost: its new cluster id is not the log dir's.
