@@ -102,14 +102,17 @@ func InspectStorage(cfg Config) (StorageInfo, error) {
 		info.StoreErr = err
 		return info, nil
 	}
+	byName := map[string]state.Topic{}
+	for _, t := range info.Topics {
+		byName[t.Name] = t
+	}
 	backed := map[string]bool{}
 	for i := range info.LogDirs {
 		for j := range info.LogDirs[i].Partitions {
 			p := &info.LogDirs[i].Partitions[j]
 			backed[p.Topic] = true
-			if k := slices.IndexFunc(info.Topics, func(t state.Topic) bool { return t.Name == p.Topic }); k >= 0 {
-				p.Registered = p.Partition < info.Topics[k].Partitions
-				p.RegisteredID = info.Topics[k].ID
+			if t, ok := byName[p.Topic]; ok {
+				p.Registered, p.RegisteredID = p.Partition < t.Partitions, t.ID
 			}
 		}
 	}
@@ -280,9 +283,13 @@ func RebuildTopics(cfg Config) (RebuildReport, error) {
 		rep.ClusterIDFrom = "meta.properties, the same as the state store's"
 	}
 
+	registered := map[string]bool{}
+	for _, st := range stored {
+		registered[st.Name] = true
+	}
 	for _, name := range slices.Sorted(maps.Keys(found)) {
 		f := found[name]
-		if slices.ContainsFunc(stored, func(t state.Topic) bool { return t.Name == name }) {
+		if registered[name] {
 			rep.Kept = append(rep.Kept, name)
 			continue
 		}
