@@ -150,7 +150,11 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.pids.store = store
 	b.authzState.Store(newAuthorizer(cfg.Security))
-	if err := b.load(); err != nil {
+	err = b.load()
+	if err == nil {
+		err = b.skipKnownProducerIDs()
+	}
+	if err != nil {
 		b.closeLogs()
 		store.Close()
 		return nil, err
@@ -180,6 +184,7 @@ func New(cfg Config) (*Broker, error) {
 		store.Close()
 		return nil, err
 	}
+	b.warnUnnamedPartitions()
 	ntopics := len(b.topics)
 	srv, err := netio.Listen(netio.Config{
 		Listeners:       netioListeners(cfg.Listeners, b.tlsListenerConfig()),

@@ -30,7 +30,10 @@ import (
 // refuses to start when a log dir belongs to another cluster or node, or,
 // for a log dir from before meta.properties, when its state store names
 // no topic but the log dir holds partitions. (Not "the store is new": a
-// refused start has made it, and the next start must refuse too.)
+// refused start has made it, and the next start must refuse too.) A
+// store that names topics starts, and partition directories it does not
+// name are warned about (warnUnnamedPartitions). `kmirror storage
+// rebuild` (log_dirs_rebuild.go) registers them again.
 
 const metaPropertiesFile = "meta.properties"
 
@@ -52,8 +55,10 @@ func checkLogDirs(dirs []string, stateDir, clusterID string, nodeID int32, store
 		switch {
 		case meta != nil && meta["cluster.id"] != clusterID:
 			return fmt.Errorf("%w: %s belongs to cluster %s, the state store %s to cluster %s: this is another cluster's "+
-				"log dir, or the state store was lost and made anew. Restore the state store of cluster %s, or point "+
-				"log.dirs at an empty directory", errForeignLogDir, d, meta["cluster.id"], stateDir, clusterID, meta["cluster.id"])
+				"log dir, or the state store was lost and made anew. Restore the state store of cluster %s; or run "+
+				"`kmirror storage rebuild` with this node's settings, which registers the topics again from the "+
+				"partition directories under cluster %s; or point log.dirs at an empty directory",
+				errForeignLogDir, d, meta["cluster.id"], stateDir, clusterID, meta["cluster.id"], meta["cluster.id"])
 		case meta != nil && meta["node.id"] != strconv.Itoa(int(nodeID)):
 			return fmt.Errorf("%w: %s belongs to node %s, this is node %d: set node.id=%s, or point log.dirs at this "+
 				"node's own directory", errForeignLogDir, d, meta["node.id"], nodeID, meta["node.id"])
@@ -61,7 +66,8 @@ func checkLogDirs(dirs []string, stateDir, clusterID string, nodeID int32, store
 			if parts := partitionDirs(d, stateDir); len(parts) > 0 {
 				return fmt.Errorf("%w: %s holds %d partition directories (%s) but the state store %s names no topic: "+
 					"the store that names them was deleted or is another node's, and they would not be served. Restore "+
-					"the state store from a backup; or, to start afresh, move those partition directories aside",
+					"the state store from a backup; or run `kmirror storage rebuild` with this node's settings, which "+
+					"registers the topics again from them; or, to start afresh, move those partition directories aside",
 					errForeignLogDir, d, len(parts), strings.Join(parts[:min(3, len(parts))], ", "), stateDir)
 			}
 		}
@@ -116,6 +122,29 @@ func partitionDirs(d, stateDir string) []string {
 		}
 	}
 	return out
+}
+
+// warnUnnamedPartitions logs, once at start, the partition directories no
+// registered topic names: a topic a rebuild refused, a partition dir
+// copied in, or the empty dirs of a topic creation that did not complete.
+// They are not served, and a node that starts over them says so.
+// REQUIRES: the topics are loaded.
+func (b *Broker) warnUnnamedPartitions() {
+	var unnamed []string
+	for _, d := range b.cfg.LogDirs {
+		for _, name := range partitionDirs(d, b.cfg.StateDir) {
+			cut := strings.LastIndexByte(name, '-')
+			n, err := strconv.Atoi(name[cut+1:])
+			if t := b.topics[name[:cut]]; err != nil || t == nil || n >= len(t.parts()) {
+				unnamed = append(unnamed, filepath.Join(d, name))
+			}
+		}
+	}
+	if len(unnamed) > 0 {
+		b.log.Warn("partition directories that no topic names are not served: see `kmirror storage info`; with the "+
+			"node stopped, `kmirror storage rebuild` registers their topics", "count", len(unnamed),
+			"dirs", strings.Join(unnamed[:min(5, len(unnamed))], ","))
+	}
 }
 
 // logDirMargin is how far above the state store's reserve partition appends

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,13 +11,17 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kmirror/kmirror/storage"
 )
 
 // TestLogDirsBelongToTheirNode: every log dir gets a meta.properties
 // naming the cluster and node; a node refuses log dirs of another node or
 // cluster, and partition data its (new) state store does not name,
 // saying what to do, instead of starting empty over them. An existing
-// data dir without the file (an upgrade) gets it.
+// data dir without the file (an upgrade) gets it, and each partition
+// without a partition.metadata gets one naming its topic id. A partition
+// dir no topic names is warned about at start.
 func TestLogDirsBelongToTheirNode(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -42,6 +47,7 @@ func TestLogDirsBelongToTheirNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusterID := b.ClusterID()
+	topicID := b.topicByName("ledger").id
 	cl.Close()
 	b.Close()
 	meta, err := readMetaProperties(dir)
@@ -67,8 +73,29 @@ func TestLogDirsBelongToTheirNode(t *testing.T) {
 	}
 	refused("another node.id", func(c *Config) { c.NodeID = 2 }, "belongs to node 1", "node.id=1")
 
-	// An upgrade: no meta.properties yet, the store intact.
+	// A partition directory no topic names (a topic a rebuild refused):
+	// the node starts, and says it does not serve it.
+	if err := os.Mkdir(filepath.Join(dir, "ghost-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	if b, err = start(func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if logs.count("partition directories that no topic names are not served") != 1 || logs.count("ghost-0") != 1 {
+		t.Fatalf("no warning about ghost-0:\n%s", logs.buf.String())
+	}
+	if err := os.Remove(filepath.Join(dir, "ghost-0")); err != nil {
+		t.Fatal(err)
+	}
+
+	// An upgrade: no meta.properties nor partition.metadata yet, the store
+	// intact.
 	if err := os.Remove(filepath.Join(dir, metaPropertiesFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ledger-1", storage.PartitionMetadataFile)); err != nil {
 		t.Fatal(err)
 	}
 	if b, err = start(nil); err != nil {
@@ -77,6 +104,9 @@ func TestLogDirsBelongToTheirNode(t *testing.T) {
 	b.Close()
 	if meta, err := readMetaProperties(dir); err != nil || meta["cluster.id"] != clusterID {
 		t.Fatalf("meta.properties after the upgrade: %v %v", meta, err)
+	}
+	if id, found, err := storage.ReadPartitionMetadata(filepath.Join(dir, "ledger-1")); err != nil || !found || id != topicID {
+		t.Fatalf("partition.metadata after the upgrade: %x %v %v, want %x", id, found, err, topicID)
 	}
 
 	// The state store lost: its new cluster id is not the log dir's.

@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"fmt"
 	"sync"
 
+	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -32,4 +34,37 @@ func (p *producerIDs) allocate() (int64, error) {
 	id := p.next
 	p.next++
 	return id, nil
+}
+
+// skipKnownProducerIDs keeps the allocator above every producer id the
+// logs of writable topics know. Mirror topics are left out: their ids are
+// the source's, never handed to local producers, and failover expires
+// them (MIRROR_PID_RESET). WHY: the blocks handed out live in the
+// state store; a store lost and rebuilt (kmirror storage rebuild) or made
+// anew would hand out ids from 0 again, and a new idempotent producer
+// given an id a log knows at a higher sequence is answered
+// OUT_OF_ORDER_SEQUENCE. Producer state expires (producer.id.expiration.ms),
+// so ids older than that may come back, as they may in Kafka.
+// REQUIRES: the topics are loaded, no request is served yet.
+func (b *Broker) skipKnownProducerIDs() error {
+	highest := int64(-1)
+	for _, t := range b.topics {
+		if t.readOnly() {
+			continue
+		}
+		for _, p := range t.parts() {
+			for _, e := range p.log.Producers().Entries() {
+				if e.ProducerID < batch.MirrorPIDOffset-1 { // a stray rewritten id must not stop the start
+					highest = max(highest, e.ProducerID)
+				}
+			}
+		}
+	}
+	if highest < 0 {
+		return nil
+	}
+	if err := b.store.SkipProducerIDsThrough(highest); err != nil {
+		return fmt.Errorf("keeping producer ids above the logs' %d: %w", highest, err)
+	}
+	return nil
 }

@@ -262,6 +262,13 @@ func (b *Broker) addPartitions(t *topic, n int32) error {
 	for i := int32(len(old)); i < n; i++ {
 		dir := b.partitionDir(t.name, i)
 		l, err := storage.Open(dir, cfg)
+		if err == nil {
+			// partition.metadata names the topic id, for `kmirror
+			// storage rebuild`; a partition from before it gets one now.
+			if err = l.SetTopicID(t.id); err != nil {
+				l.Close()
+			}
+		}
 		if err != nil {
 			for _, p := range parts[len(old):] {
 				p.log.Close()

@@ -52,3 +52,30 @@ func (s *Store) AllocateProducerIDs(n int64) (first int64, err error) {
 	}
 	return first, nil
 }
+
+// SkipProducerIDsThrough makes every later block start above max: a
+// store that was lost and rebuilt, or made anew, must not hand out again
+// the ids its partition logs still know. It never moves the allocator
+// back, and refuses a max at or past the limit (those are rewritten
+// mirror ids, never the allocator's).
+func (s *Store) SkipProducerIDsThrough(max int64) error {
+	if max < firstProducerID || max >= producerIDLimit-1 {
+		return fmt.Errorf("state: skip producer ids: %d outside [%d, %d)", max, firstProducerID, producerIDLimit-1)
+	}
+	s.pidMu.Lock()
+	defer s.pidMu.Unlock()
+	return s.update(func(txn *badger.Txn) error {
+		next := firstProducerID
+		if _, err := getRecord(txn, []byte(keyNextProducerID), func(v []byte) error {
+			var err error
+			next, err = decodeNextProducerID(v)
+			return err
+		}); err != nil {
+			return err
+		}
+		if next > max {
+			return nil
+		}
+		return txn.Set([]byte(keyNextProducerID), appendNextProducerID(nil, max+1))
+	})
+}

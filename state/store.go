@@ -29,6 +29,9 @@ var (
 	// offset commit of many thousands of partitions. Nothing was written;
 	// the caller may split the change.
 	ErrTooLarge = errors.New("state: change too large for one transaction")
+	// ErrLocked marks a store another process holds open (Badger's
+	// directory lock): a node runs on it.
+	ErrLocked = errors.New("state: store in use by another process")
 )
 
 // Options for Open.
@@ -159,14 +162,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		if opts.InMemory {
 			return nil, fmt.Errorf("state: opening an in-memory store: %w", err)
 		}
+		if lockedByOther(dir) {
+			return nil, fmt.Errorf("%w: opening %s: %w. A kmirror node runs on this data dir: stop it first",
+				ErrLocked, dir, err)
+		}
 		// Badger's damage errors (a manifest or table checksum mismatch)
 		// are not all exported, so every refusal says what the operator
 		// can do; the partition logs are not in this directory and are
 		// never touched by it.
 		return nil, fmt.Errorf("state: opening %s: %w. If another kmirror runs on this data dir, stop it first. If the "+
 			"store is damaged (a checksum mismatch, a corrupt manifest or table), kmirror will not start on it: restore %s "+
-			"from a backup, or move it aside to start with an empty store, after which topics, mirrors, group offsets, "+
-			"ACLs and SCRAM users must be created again (the partition logs are kept)", dir, err, dir)
+			"from a backup, or move it aside and run `kmirror storage rebuild`, which registers the topics again from "+
+			"the partition logs (with their ids and the cluster id); mirrors, topic configs, group offsets, ACLs and "+
+			"SCRAM users must then be created again (the partition logs are kept)", dir, err, dir)
 	}
 	s := &Store{db: db, log: logger}
 	if !opts.InMemory {
@@ -265,6 +273,40 @@ func (s *Store) initClusterID() (created bool, err error) {
 		return nil
 	})
 	return created, err
+}
+
+// RestoreClusterID makes id (Kafka's string form) the store's cluster id,
+// for `kmirror storage rebuild`: the cluster id of a lost store comes back
+// from the log dirs' meta.properties. It refuses to change the id of a
+// store that names a topic: that store is a live cluster's.
+// REQUIRES: nothing else uses the store meanwhile (ClusterID reads the id
+// without a lock); the rebuild command holds it alone.
+func (s *Store) RestoreClusterID(id string) error {
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil || len(raw) != 16 {
+		return fmt.Errorf("state: cluster id %q is not URL-safe base64 of 16 bytes", id)
+	}
+	if id == s.ClusterID() {
+		return nil
+	}
+	err = s.update(func(txn *badger.Txn) error {
+		named := false
+		if err := scanPrefix(txn, keyTopicPrefix, func(string, []byte) error {
+			named = true
+			return nil
+		}); err != nil {
+			return err
+		}
+		if named {
+			return fmt.Errorf("state: the store names topics of cluster %s: its cluster id stays", s.clusterID)
+		}
+		return txn.Set([]byte(keyClusterID), appendClusterID(nil, [16]byte(raw)))
+	})
+	if err != nil {
+		return err
+	}
+	s.clusterID = id
+	return nil
 }
 
 // newClusterID draws a random id, skipping the values Kafka's

@@ -20,6 +20,7 @@
 //	leader-epoch-checkpoint         epoch -> start offset (text, Kafka's format)
 //	00000000000000052173.snapshot   producer state as of an offset
 //	partition.meta                  log start offset and recovery point
+//	partition.metadata              the topic id, Kafka's format (partition_metadata.go)
 //	.clean                          present only after a clean close
 //
 // Index files are a cache: each is rebuilt from its segment when missing or

@@ -1,5 +1,6 @@
 // Command kmirror is the single kmirror binary: serve runs a node, mirrors
-// manages its cluster mirrors, demo shows a mirror, a failover and a
+// manages its cluster mirrors, storage inspects a node's log dirs and
+// rebuilds its topic registry from them, demo shows a mirror, a failover and a
 // failback end to end, bench measures mirroring (perf/mirror), version
 // prints the build.
 package main
@@ -25,6 +26,7 @@ Usage:
 Commands:
   serve      run a kmirror node (a Kafka-compatible broker)
   mirrors    manage cluster mirrors (like kafka-cluster-mirrors.sh)
+  storage    inspect a node's log dirs (info), rebuild its topic registry from them (rebuild)
   demo       mirror, fail over and fail back between two local nodes (make demo)
   bench      measure mirroring end to end: kmirror vs a fetch drain vs a consume/produce pipeline
   version    print the version and build information
@@ -54,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runServe(args[1:], stdout, stderr)
 	case "mirrors":
 		return runMirrors(args[1:], stdout, stderr)
+	case "storage":
+		return runStorage(args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
 	case "bench":
