@@ -42,6 +42,10 @@ type Broker struct {
 	// index and the denials already logged.
 	authzState atomic.Pointer[authorizer]
 
+	// quotas are the client quotas and the usage measured against them
+	// (quotas.go).
+	quotas *quotaSet
+
 	// txns is the transaction coordinator (txn/). orphans remembers when
 	// maintenance first saw each open transaction no id owns (repairTxns);
 	// only the maintenance goroutine touches it.
@@ -100,6 +104,10 @@ type Stats struct {
 	FetchRequests   atomic.Int64
 	ProduceRequests atomic.Int64
 	ErrorResponses  atomic.Int64
+	// ThrottledRequests counts responses throttled by a client quota,
+	// ThrottleMillis their throttle times.
+	ThrottledRequests atomic.Int64
+	ThrottleMillis    atomic.Int64
 }
 
 // New opens the state store and every partition log, then binds the
@@ -376,6 +384,11 @@ func (b *Broker) load() error {
 			}
 		}
 	}
+	quotas, err := b.store.ClientQuotas()
+	if err != nil {
+		return fmt.Errorf("loading client quotas: %w", err)
+	}
+	b.quotas = newQuotaSet(b.cfg.QuotaWindowNum, b.cfg.QuotaWindowSize, quotas)
 	dyn, err := b.store.BrokerConfigs()
 	if err != nil {
 		return fmt.Errorf("loading broker configs: %w", err)
