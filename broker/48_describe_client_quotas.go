@@ -60,6 +60,9 @@ func (b *Broker) handleDescribeClientQuotas(r *request) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ErrorMessage = kerrv.Code, &msg
 		return resp, nil
 	}
+	// Null entries mean an error to Kafka's clients: a success without
+	// matches is an empty array.
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for _, q := range b.quotas.snapshot() {
 		if !f.matches(q.Entity) {
 			continue
