@@ -104,10 +104,11 @@ type Stats struct {
 	FetchRequests   atomic.Int64
 	ProduceRequests atomic.Int64
 	ErrorResponses  atomic.Int64
-	// ThrottledRequests counts responses throttled by a client quota,
-	// ThrottleMillis their throttle times.
-	ThrottledRequests atomic.Int64
-	ThrottleMillis    atomic.Int64
+	// Throttled counts responses throttled by a client quota, by the
+	// quota that set the throttle time (QuotaNames), ThrottleMillis their
+	// throttle times.
+	Throttled      [numQuotaKinds]atomic.Int64
+	ThrottleMillis [numQuotaKinds]atomic.Int64
 }
 
 // New opens the state store and every partition log, then binds the

@@ -37,22 +37,26 @@ func (b *Broker) throttle(r *request, resp kmsg.Response, start time.Time, bodyS
 	user, clientID := quotaUser(r.principal()), string(r.hdr.ClientID)
 	now := time.Now()
 	var d time.Duration
+	kind := quotaRequest
 	countRequest := true
 	switch req := r.kreq.(type) {
 	case *kmsg.ProduceRequest:
-		d = q.record(quotaProduce, user, clientID, float64(reqBytes), now)
+		d, kind = q.record(quotaProduce, user, clientID, float64(reqBytes), now), quotaProduce
 		// Kafka leaves acks=0 produce out of the request quota.
 		countRequest = req.Acks != 0
 	case *kmsg.FetchRequest:
 		if !isFollowerFetch(req) && r.raw {
 			size := int64(len(r.out)-bodyStart) + r.conn.SplicedBytes()
-			d = q.record(quotaFetch, user, clientID, float64(size), now)
+			d, kind = q.record(quotaFetch, user, clientID, float64(size), now), quotaFetch
 		}
 	}
 	if countRequest {
 		// Kafka's unit: percent of one thread's time per second.
 		pct := float64(now.Sub(start).Nanoseconds()) * 100 / float64(time.Second)
-		d = max(d, q.record(quotaRequest, user, clientID, pct, now))
+		if rd := q.record(quotaRequest, user, clientID, pct, now); rd > d {
+			// The larger throttle wins and is counted, as in Kafka.
+			d, kind = rd, quotaRequest
+		}
 	}
 	if d <= 0 {
 		return
@@ -67,7 +71,7 @@ func (b *Broker) throttle(r *request, resp kmsg.Response, start time.Time, bodyS
 			t.SetThrottle(ms)
 		}
 	}
-	b.stats.ThrottledRequests.Add(1)
-	b.stats.ThrottleMillis.Add(int64(ms))
+	b.stats.Throttled[kind].Add(1)
+	b.stats.ThrottleMillis[kind].Add(int64(ms))
 	r.conn.Mute(d)
 }

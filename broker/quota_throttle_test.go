@@ -56,7 +56,7 @@ func TestProduceThrottled(t *testing.T) {
 	if total := n * len(records); elapsed < 2*time.Second || elapsed > time.Minute {
 		t.Fatalf("%d bytes in %v (%.0f B/s) against a quota of %d B/s", total, elapsed, float64(total)/elapsed.Seconds(), rate)
 	}
-	if b.stats.ThrottledRequests.Load() == 0 {
+	if b.stats.Throttled[quotaProduce].Load() == 0 {
 		t.Fatal("throttled responses not counted")
 	}
 

@@ -64,6 +64,10 @@ const (
 	quotaKeyConnectionCreationRate = "connection_creation_rate"
 )
 
+// QuotaNames names the enforced quotas, by their index in
+// Stats.Throttled: Kafka's quota types.
+var QuotaNames = [numQuotaKinds]string{"produce", "fetch", "request"}
+
 var quotaKindKeys = [numQuotaKinds]string{quotaKeyProducerByteRate, quotaKeyConsumerByteRate, quotaKeyRequestPercentage}
 
 // Defaults of quota.window.num and quota.window.size.seconds.
