@@ -138,7 +138,12 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		if total >= int64(req.MinBytes) || anyErr || req.MaxWaitMillis <= 0 || !time.Now().Before(deadline) {
 			break
 		}
-		if !b.waitForAppend(fs, deadline) {
+		// The long poll is not request-handling time (request_percentage,
+		// quota_throttle.go): Kafka parks the fetch off its threads.
+		parked := time.Now()
+		appended := b.waitForAppend(fs, deadline)
+		r.parked += time.Since(parked)
+		if !appended {
 			break
 		}
 	}

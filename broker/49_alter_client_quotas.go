@@ -27,9 +27,11 @@ import (
 // number). Any other key, a fractional value for a whole-number key, a key
 // twice in one entry or an entity twice in one request is INVALID_REQUEST
 // with Kafka's message, and nothing of that entry changes. Values are not
-// range-checked, as in Kafka: 0 throttles everything, a negative quota
-// nothing (quotas.go). A non-finite value is INVALID_REQUEST (Kafka would
-// store it). Remove deletes a key; removing one that is not set is not an
+// range-checked, as in Kafka: 0 throttles everything, a negative
+// request_percentage nothing (quotas.go); Kafka's whole-number check
+// happens to refuse a negative byte rate ("must be a Long value"), and so
+// does this one. A non-finite value is INVALID_REQUEST (Kafka would store
+// it). Remove deletes a key; removing one that is not set is not an
 // error. With ValidateOnly nothing is stored. The valid entries are
 // stored together, fsynced, and enforced from the next request.
 //

@@ -55,7 +55,7 @@ type Broker struct {
 	// adminMu serialises the admin requests that read, check and then
 	// change topics, configs or ACLs (CreateTopics, DeleteTopics,
 	// CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
-	// CreateAcls, DeleteAcls and their Go API twins): each
+	// CreateAcls, DeleteAcls, AlterClientQuotas and their Go API twins): each
 	// decides from what it read, so two must not interleave. They are
 	// rare; one lock costs nothing. Lock order: adminMu,
 	// topic.maintainMu, mu, dynMu, then partition locks.

@@ -24,6 +24,9 @@ type request struct {
 	raw bool
 	// noResponse suppresses the response (Produce with acks=0).
 	noResponse bool
+	// parked is how long the handler waited for something else (a Fetch
+	// long poll): not counted as request time by request_percentage.
+	parked time.Duration
 }
 
 // handlerFunc serves one API key. It returns the response, or nil with

@@ -14,6 +14,10 @@ import (
 // response's throttle_time_ms and mutes the connection for it (KIP-219:
 // the client is answered at once and not read from meanwhile).
 //
+// request_percentage counts the time from the handler's start to its
+// end, less a Fetch's long-poll wait; JoinGroup and SyncGroup, which wait
+// for the other members of their group, count nothing.
+//
 // Differences from Kafka, said here once: a throttled consumer Fetch is
 // answered with its data (Kafka answers it empty and forgets the bytes);
 // the bytes count and the mute holds the consumer back the same time, and
@@ -50,9 +54,16 @@ func (b *Broker) throttle(r *request, resp kmsg.Response, start time.Time, bodyS
 			d, kind = q.record(quotaFetch, user, clientID, float64(size), now), quotaFetch
 		}
 	}
+	switch r.hdr.Key {
+	case joinGroupKey, syncGroupKey:
+		// They wait inside the group coordinator for the other members
+		// (Kafka parks them off its threads): not counted.
+		countRequest = false
+	}
 	if countRequest {
 		// Kafka's unit: percent of one thread's time per second.
-		pct := float64(now.Sub(start).Nanoseconds()) * 100 / float64(time.Second)
+		busy := now.Sub(start) - r.parked
+		pct := float64(busy.Nanoseconds()) * 100 / float64(time.Second)
 		if rd := q.record(quotaRequest, user, clientID, pct, now); rd > d {
 			// The larger throttle wins and is counted, as in Kafka.
 			d, kind = rd, quotaRequest

@@ -125,3 +125,22 @@ func TestRequestPercentageThrottled(t *testing.T) {
 		t.Fatalf("metadata throttle %d ms, want (0, 1000]", most)
 	}
 }
+
+// A consumer's long poll is not request time: fetches that wait on an
+// empty partition are not throttled by a request_percentage the waits
+// alone would exceed many times over.
+func TestRequestPercentageLongPoll(t *testing.T) {
+	t.Parallel()
+	b := quotaBroker(t)
+	tp := mustTopic(t, b, "q", 1)
+	rc := dialRaw(t, b)
+	mustSetQuotas(t, rc, quotaEntry(quotaEnt("client-id", "raw-test"), quotaOp("request_percentage", 5)))
+	for i := range 3 {
+		req := newFetchReq(12)
+		req.MaxWaitMillis = 300
+		addPart(req, tp, 0, 0)
+		if resp := rc.roundTrip(req).(*kmsg.FetchResponse); resp.ThrottleMillis != 0 {
+			t.Fatalf("long poll %d throttled %d ms", i, resp.ThrottleMillis)
+		}
+	}
+}

@@ -81,6 +81,11 @@ const (
 const quotaSensorIdle = time.Hour
 
 // quotaSet is the node's client quotas and the usage measured against them.
+//
+// Locks: mu guards the quotas (AlterClientQuotas takes it under
+// Broker.adminMu); sensorMu the sensor maps; each sensor's mu its samples.
+// None is held while taking another: sensor returns before the caller
+// takes the sensor's mu.
 type quotaSet struct {
 	// on is true while any enforced quota is set: the fast path's only
 	// check.
