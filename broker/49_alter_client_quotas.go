@@ -31,7 +31,9 @@ import (
 // request_percentage nothing (quotas.go); Kafka's whole-number check
 // happens to refuse a negative byte rate ("must be a Long value"), and so
 // does this one. A non-finite value is INVALID_REQUEST (Kafka would store
-// it). Remove deletes a key; removing one that is not set is not an
+// it).
+// A state store that cannot write answers KAFKA_STORAGE_ERROR with why,
+// as the other admin APIs do. Remove deletes a key; removing one that is not set is not an
 // error. With ValidateOnly nothing is stored. The valid entries are
 // stored together, fsynced, and enforced from the next request.
 //
@@ -115,7 +117,7 @@ func (b *Broker) handleAlterClientQuotas(r *request) (kmsg.Response, error) {
 	if err := b.store.PutClientQuotas(put); err != nil {
 		for i := range resp.Entries {
 			if resp.Entries[i].ErrorCode == 0 {
-				fail(i, kerr.UnknownServerError.Code, "storing client quotas: %v", err)
+				fail(i, kerr.KafkaStorageError.Code, "storing client quotas: %v", err)
 			}
 		}
 		return resp, nil
