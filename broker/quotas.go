@@ -41,8 +41,10 @@ import (
 //	throttle = (rate - quota) / quota * window span
 //
 // The request_percentage throttle is capped at one window, as Kafka's.
-// Kafka's numbers, quirks included: a quota of 0 throttles every request
-// for the longest time (2^31-1 ms), a negative quota never throttles.
+// A negative quota never throttles (the formula's result is negative, as
+// in Kafka); a quota of 0 throttles every request for the whole measured
+// span (quota.window.num x quota.window.size.seconds), where Kafka's
+// formula divides by zero.
 //
 // Cost when no quota is set: one atomic load per request (quotaSet.on),
 // no map lookup, no clock read.
@@ -297,6 +299,12 @@ func (s *quotaSensor) record(q *quotaSet, value, limit float64, nowMs int64) int
 	rate := total / (float64(span) / 1000)
 	if rate <= limit {
 		return 0
+	}
+	if limit == 0 {
+		// Kafka's formula divides by zero here (and its int cast of the
+		// result then throttles nothing); a quota of 0 means "stop this
+		// client", so it is held for the whole measured span each time.
+		return int64(q.samples) * q.windowMs
 	}
 	t := math.Round((rate - limit) / limit * float64(span))
 	switch {

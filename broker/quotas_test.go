@@ -348,7 +348,8 @@ func TestQuotaSensorThrottle(t *testing.T) {
 		{"burst over ten windows", 100, [][2]float64{{0, 2000}}, 10000},
 		{"spread", 100, [][2]float64{{0, 500}, {5000, 500}, {9999, 99}}, 0},
 		{"old samples expire", 100, [][2]float64{{0, 5000}, {11000, 100}}, 0},
-		{"zero quota", 0, [][2]float64{{0, 1}}, math.MaxInt32},
+		{"zero quota", 0, [][2]float64{{0, 1}}, 11000},
+		{"huge overshoot", 1, [][2]float64{{0, 1e12}}, math.MaxInt32},
 		{"negative quota", -1, [][2]float64{{0, 1}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
