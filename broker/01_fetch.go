@@ -48,7 +48,9 @@ import (
 // v4 is the floor: record batch v2 (magic 2) only, as in Kafka 4.0.
 // v7 sessions, v9 current leader epoch, v11 rack (ignored: one node),
 // v12 flexible and diverging epochs, v13 topic IDs, v15 replica state.
-func init() { regKey(1, 4, 17, (*Broker).handleFetch) }
+func init() { regKey(fetchKey, 4, 17, (*Broker).handleFetch) }
+
+const fetchKey = 1
 
 // fetchPart is one partition of a Fetch being answered.
 type fetchPart struct {
@@ -122,6 +124,13 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	}
 	b.authorizeFetch(r, req, fs)
 
+	if b.quotas.on.Load() && !isFollowerFetch(req) {
+		// No response larger than the consumer quota allows in a whole
+		// window (Kafka's maxValueInQuotaWindow, quotas.go).
+		limit := b.quotas.fetchMaxBytes(quotaUser(r.principal()), string(r.hdr.ClientID))
+		req.MaxBytes = min(req.MaxBytes, limit)
+		req.MinBytes = min(req.MinBytes, req.MaxBytes)
+	}
 	committed := req.IsolationLevel == 1
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
@@ -129,7 +138,12 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		if total >= int64(req.MinBytes) || anyErr || req.MaxWaitMillis <= 0 || !time.Now().Before(deadline) {
 			break
 		}
-		if !b.waitForAppend(fs, deadline) {
+		// The long poll is not request-handling time (request_percentage,
+		// quota_throttle.go): Kafka parks the fetch off its threads.
+		parked := time.Now()
+		appended := b.waitForAppend(fs, deadline)
+		r.parked += time.Since(parked)
+		if !appended {
 			break
 		}
 	}

@@ -23,7 +23,9 @@ import (
 // v1 rebalance timeout; v4 member id required; v5 static members; v6
 // flexible; v7 protocol type in the response; v8 reasons; v9 skip
 // assignment for a static leader.
-func init() { regKey(11, 0, 9, (*Broker).handleJoinGroup) }
+func init() { regKey(joinGroupKey, 0, 9, (*Broker).handleJoinGroup) }
+
+const joinGroupKey = 11
 
 func (b *Broker) handleJoinGroup(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.JoinGroupRequest)

@@ -14,7 +14,9 @@ import (
 //
 // Version notes:
 // v3 static members; v4 flexible; v5 protocol type and name checked.
-func init() { regKey(14, 0, 5, (*Broker).handleSyncGroup) }
+func init() { regKey(syncGroupKey, 0, 5, (*Broker).handleSyncGroup) }
+
+const syncGroupKey = 14
 
 func (b *Broker) handleSyncGroup(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.SyncGroupRequest)

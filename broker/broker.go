@@ -46,6 +46,10 @@ type Broker struct {
 	// index and the denials already logged.
 	authzState atomic.Pointer[authorizer]
 
+	// quotas are the client quotas and the usage measured against them
+	// (quotas.go).
+	quotas *quotaSet
+
 	// txns is the transaction coordinator (txn/). orphans remembers when
 	// maintenance first saw each open transaction no id owns (repairTxns);
 	// only the maintenance goroutine touches it.
@@ -55,7 +59,7 @@ type Broker struct {
 	// adminMu serialises the admin requests that read, check and then
 	// change topics, configs or ACLs (CreateTopics, DeleteTopics,
 	// CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
-	// CreateAcls, DeleteAcls and their Go API twins): each
+	// CreateAcls, DeleteAcls, AlterClientQuotas and their Go API twins): each
 	// decides from what it read, so two must not interleave. They are
 	// rare; one lock costs nothing. Lock order: adminMu,
 	// topic.maintainMu, mu, dynMu, then partition locks.
@@ -104,6 +108,11 @@ type Stats struct {
 	FetchRequests   atomic.Int64
 	ProduceRequests atomic.Int64
 	ErrorResponses  atomic.Int64
+	// Throttled counts responses throttled by a client quota, by the
+	// quota that set the throttle time (QuotaNames), ThrottleMillis their
+	// throttle times.
+	Throttled      [numQuotaKinds]atomic.Int64
+	ThrottleMillis [numQuotaKinds]atomic.Int64
 }
 
 // New opens the state store and every partition log, then binds the
@@ -390,6 +399,11 @@ func (b *Broker) load() error {
 			}
 		}
 	}
+	quotas, err := b.store.ClientQuotas()
+	if err != nil {
+		return fmt.Errorf("loading client quotas: %w", err)
+	}
+	b.quotas = newQuotaSet(b.cfg.QuotaWindowNum, b.cfg.QuotaWindowSize, quotas)
 	dyn, err := b.store.BrokerConfigs()
 	if err != nil {
 		return fmt.Errorf("loading broker configs: %w", err)

@@ -76,6 +76,11 @@ type Config struct {
 	// secret that seals source credentials (mirror SASL and TLS secrets)
 	// in the state store. Empty: mirrors with credentials are refused.
 	PasswordEncoderSecret string
+	// QuotaWindowNum and QuotaWindowSize are quota.window.num (11) and
+	// quota.window.size.seconds (1 s): client quota rates are measured over
+	// that many samples of that length (quotas.go). Zero means the default.
+	QuotaWindowNum  int
+	QuotaWindowSize time.Duration
 	// Security is listener security and authorization.
 	Security Security
 	// Transactions configures the transaction coordinator.
@@ -186,6 +191,8 @@ func DefaultConfig() Config {
 		MetricsListener:       DefaultMetricsListener,
 
 		LogRetentionCheckInterval: DefaultMaintainInterval,
+		QuotaWindowNum:            DefaultQuotaWindowNum,
+		QuotaWindowSize:           DefaultQuotaWindowSize,
 
 		GroupInitialRebalanceDelay: group.DefaultInitialRebalanceDelay,
 		GroupMinSessionTimeout:     group.DefaultMinSessionTimeout,
@@ -287,6 +294,18 @@ func (c *Config) Validate() error {
 		return bad("log.retention.check.interval.ms", "must be >= 0, got %v", c.LogRetentionCheckInterval)
 	case c.LogRetentionCheckInterval == 0:
 		c.LogRetentionCheckInterval = DefaultMaintainInterval
+	}
+	switch {
+	case c.QuotaWindowNum < 0:
+		return bad("quota.window.num", "must be >= 1, got %d", c.QuotaWindowNum)
+	case c.QuotaWindowNum == 0:
+		c.QuotaWindowNum = DefaultQuotaWindowNum
+	}
+	switch {
+	case c.QuotaWindowSize < 0 || c.QuotaWindowSize%time.Second != 0:
+		return bad("quota.window.size.seconds", "must be a whole number of seconds >= 1, got %v", c.QuotaWindowSize)
+	case c.QuotaWindowSize == 0:
+		c.QuotaWindowSize = DefaultQuotaWindowSize
 	}
 	switch c.LogCleanupPolicy {
 	case "delete", "compact", "compact,delete", "delete,compact":

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,6 +24,9 @@ type request struct {
 	raw bool
 	// noResponse suppresses the response (Produce with acks=0).
 	noResponse bool
+	// parked is how long the handler waited for something else (a Fetch
+	// long poll): not counted as request time by request_percentage.
+	parked time.Duration
 }
 
 // handlerFunc serves one API key. It returns the response, or nil with
@@ -119,9 +123,18 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 		return out, false, err
 	}
 	r := &request{conn: c, hdr: hdr, kreq: kreq, out: out}
+	// One atomic load when no quota is set (quotas.go).
+	quotasOn := b.quotas.on.Load()
+	var start time.Time
+	if quotasOn {
+		start = time.Now()
+	}
 	resp, err := h.serve(b, r)
 	if err != nil {
 		return r.out, false, err
+	}
+	if quotasOn {
+		b.throttle(r, resp, start, len(out), len(body))
 	}
 	switch {
 	case r.noResponse:

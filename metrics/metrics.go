@@ -15,6 +15,11 @@
 //	kmirror_broker_produce_bytes_total       bytes appended by Produce
 //	kmirror_broker_fetch_bytes_total         record bytes served by Fetch
 //	kmirror_broker_error_responses_total     partitions answered with an error by Produce
+//	kmirror_broker_throttled_responses_total{quota}
+//	                                         responses throttled by a client quota
+//	                                         (produce, fetch, request)
+//	kmirror_broker_throttle_seconds_total{quota}
+//	                                         their throttle times
 //	kmirror_broker_topics                    topics on the node
 //	kmirror_broker_partitions                partitions on the node
 //	kmirror_log_size_bytes{topic}            bytes on disk of a topic's logs
@@ -40,6 +45,7 @@ type Collector struct {
 	connOpened, connClosed, bytesIn, bytesOut, framingErrors *prometheus.Desc
 	requests                                                 *prometheus.Desc
 	produceBatches, produceBytes, fetchBytes, errorResponses *prometheus.Desc
+	throttled, throttleTime                                  *prometheus.Desc
 	topics, partitions, logSize, logEnd                      *prometheus.Desc
 }
 
@@ -60,6 +66,8 @@ func NewCollector(b *broker.Broker) *Collector {
 		produceBytes:   d("kmirror_broker_produce_bytes_total", "Record batch bytes appended by Produce."),
 		fetchBytes:     d("kmirror_broker_fetch_bytes_total", "Record batch bytes served by Fetch."),
 		errorResponses: d("kmirror_broker_error_responses_total", "Produce partitions answered with an error code."),
+		throttled:      d("kmirror_broker_throttled_responses_total", "Responses throttled by a client quota, by quota type.", "quota"),
+		throttleTime:   d("kmirror_broker_throttle_seconds_total", "Throttle time of the throttled responses, by quota type.", "quota"),
 		topics:         d("kmirror_broker_topics", "Topics on this node."),
 		partitions:     d("kmirror_broker_partitions", "Partitions on this node."),
 		logSize:        d("kmirror_log_size_bytes", "Bytes on disk of a topic's partition logs.", "topic"),
@@ -70,7 +78,7 @@ func NewCollector(b *broker.Broker) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connOpened, c.connClosed, c.bytesIn, c.bytesOut, c.framingErrors,
-		c.requests, c.produceBatches, c.produceBytes, c.fetchBytes, c.errorResponses,
+		c.requests, c.produceBatches, c.produceBytes, c.fetchBytes, c.errorResponses, c.throttled, c.throttleTime,
 		c.topics, c.partitions, c.logSize, c.logEnd} {
 		ch <- d
 	}
@@ -100,6 +108,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.produceBytes, bs.ProduceBytes.Load())
 	counter(c.fetchBytes, bs.FetchBytes.Load())
 	counter(c.errorResponses, bs.ErrorResponses.Load())
+	for i, name := range broker.QuotaNames {
+		counter(c.throttled, bs.Throttled[i].Load(), name)
+		ch <- prometheus.MustNewConstMetric(c.throttleTime, prometheus.CounterValue,
+			float64(bs.ThrottleMillis[i].Load())/1000, name)
+	}
 	topics := c.b.TopicStats()
 	parts := 0
 	for _, t := range topics {

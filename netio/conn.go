@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -45,6 +46,9 @@ type Conn struct {
 	tlsState *tls.ConnectionState
 	// out is the transport that embeds this Conn.
 	out responseWriter
+	// muteUntil is when a throttled connection may be served again (Mute,
+	// mute.go); zero when not muted. The connection's goroutine's only.
+	muteUntil time.Time
 }
 
 // responseWriter is the transport-specific half of serving a request.
@@ -95,6 +99,8 @@ type gnetConn struct {
 	pollFds [1]unix.PollFd
 
 	workFn func() // c.work bound once: no closure per worker start
+	// closedCh is closed by closed: it ends a mute wait (mute.go).
+	closedCh chan struct{}
 }
 
 func newGnetConn(srv *Server, listener string, gc gnet.Conn) (*gnetConn, error) {
@@ -102,7 +108,7 @@ func newGnetConn(srv *Server, listener string, gc gnet.Conn) (*gnetConn, error) 
 	if err != nil {
 		return nil, fmt.Errorf("netio: duplicating the socket: %w", err)
 	}
-	c := &gnetConn{Conn: Conn{srv: srv, listener: listener}, gc: gc, wfd: wfd}
+	c := &gnetConn{Conn: Conn{srv: srv, listener: listener}, gc: gc, wfd: wfd, closedCh: make(chan struct{})}
 	if a := gc.RemoteAddr(); a != nil {
 		c.remote = a.String()
 	}
@@ -169,6 +175,10 @@ func (c *gnetConn) enqueue(frame []byte) {
 // work serves queued requests in order until the queue is empty.
 func (c *gnetConn) work() {
 	for {
+		// A muted connection's frames wait (mute.go). The worker waits
+		// out the mute even when the queue is empty, so a frame that
+		// arrives during the mute waits in the queue for this worker.
+		c.waitMuted(c.closedCh)
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.isClosed {
 			c.running = false
@@ -261,6 +271,7 @@ func (c *gnetConn) closeWFDLocked() {
 func (c *gnetConn) closed(err error) {
 	c.mu.Lock()
 	c.isClosed = true
+	close(c.closedCh)
 	for i, f := range c.queue {
 		bufpool.Put(f)
 		c.queue[i] = nil

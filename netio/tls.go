@@ -306,6 +306,8 @@ func (c *tlsConn) run() {
 	c.state = c.tc.ConnectionState()
 	c.tlsState = &c.state
 	for {
+		// A muted connection is not read (mute.go).
+		c.waitMuted(c.l.closing)
 		frame, err := c.readFrame()
 		if err != nil {
 			switch {

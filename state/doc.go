@@ -68,6 +68,8 @@
 //	v1/acl/<type i8><name n><pattern i8><principal n><host n><op i8><perm i8>
 //	                                     one ACL binding (ACL; acls.go)
 //	v1/scram/<mechanism i8><user n>      one SCRAM credential (scram.go)
+//	v1/quota/<user><client-id><ip>       one entity's client quotas
+//	                                     (ClientQuota; quotas.go)
 //	v1/meta/secret-salt                  salt of the credential sealing key
 //	                                     (secrets.go)
 //	v1/mirror-acl/<mirror name>/<acl key fields>

@@ -183,6 +183,20 @@ var settings = []setting{
 			return err
 		}},
 
+	// Client quotas.
+	{name: "quota.window.num", help: "client quota rates are measured over this many samples, an integer >= 1 (default 11)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.QuotaWindowNum = int(n)
+			return err
+		}},
+	{name: "quota.window.size.seconds", help: "the length of one client quota sample in seconds, an integer >= 1 (default 1)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int32At(v, 1)
+			c.QuotaWindowSize = time.Duration(n) * time.Second
+			return err
+		}},
+
 	// Transaction coordinator.
 	{name: "transaction.max.timeout.ms", help: "the longest transaction.timeout.ms producers may use; also how long an orphaned open transaction is kept, an integer >= 1 (default 900000)",
 		apply: func(c *broker.Config, v string) error {

@@ -187,6 +187,8 @@ func TestLoadServeConfig(t *testing.T) {
 			edit: func(c *broker.Config) {
 				c.Transactions = broker.TxnSettings{MaxTimeout: time.Minute, IDExpiration: time.Hour, AbortCheckInterval: 500 * time.Millisecond}
 			}},
+		{name: "quota windows", overrides: []string{"quota.window.num=5", "quota.window.size.seconds=2"},
+			edit: func(c *broker.Config) { c.QuotaWindowNum, c.QuotaWindowSize = 5, 2*time.Second }},
 		{name: "password encoder secret", overrides: []string{"password.encoder.secret=s3cret"},
 			edit: func(c *broker.Config) { c.PasswordEncoderSecret = "s3cret" }},
 		{name: "comments and escapes", contents: "# c\n! c\nlog.dirs = /data/a\\,b,\\\n   /data/c\n",
