@@ -55,6 +55,10 @@ type Controller struct {
 	// retries are the failed partitions' retry schedules (failures.go),
 	// guarded by mu.
 	retries map[partitionKey]*retrySchedule
+	// aligning are the partitions started with fetch.StartAlign whose
+	// LOG_ALIGNMENT or ULE_RECOVERY is persisted until the source first
+	// accepts their fetch position (alignment.go), guarded by mu.
+	aligning map[partitionKey]struct{}
 	// removedConfigs are the removed Kafka topic configs already logged.
 	removedConfigs removedConfigLog
 
@@ -86,7 +90,8 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Controller{cfg: cfg, b: b, store: b.Store(), fm: fetch.NewManager(fetch.Config{Logger: cfg.Logger}),
-		log: cfg.Logger, sources: map[string]*kgo.Client{}, retries: map[partitionKey]*retrySchedule{}, ctx: ctx, cancel: cancel}
+		log: cfg.Logger, sources: map[string]*kgo.Client{}, retries: map[partitionKey]*retrySchedule{},
+		aligning: map[partitionKey]struct{}{}, ctx: ctx, cancel: cancel}
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
 		return nil, err
@@ -135,7 +140,11 @@ func (c *Controller) Close() {
 // resume continues a partition after a restart. REQUIRES: c.mu held.
 func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	switch ps.State {
-	case state.StateLogAlignment, state.StateEpochFencing, state.StateULERecovery, state.StateMirroring:
+	case state.StateLogAlignment, state.StateULERecovery:
+		if m.Topics[ps.Topic] != state.StatePaused { // paused mid-alignment: the resume aligns
+			c.startPartition(m, ps.Topic, ps.Partition)
+		}
+	case state.StateEpochFencing, state.StateMirroring:
 		c.startPartition(m, ps.Topic, ps.Partition)
 	case state.StateFailed:
 		// Retried by watchFailures after the backoff its attempt count
@@ -176,13 +185,17 @@ func (c *Controller) partitionState(mirror, topic string, p int32) state.MirrorP
 	return ps
 }
 
-// startPartition hands a partition to the fetchers, in MIRRORING,
-// persisted first. A partition that starts afresh (no state, STOPPED: a
-// failback) or whose failure came while aligning goes through
-// LOG_ALIGNMENT and is started with fetch.StartAlign: the alignment
-// proper, cutting a divergent tail, is the fetcher's OffsetForLeaderEpoch
-// at start. Every other (re)start (a node restart, a retry, a resume)
-// resumes with fetch.StartResume, which never cuts the local log.
+// startPartition hands a partition to the fetchers, its state persisted
+// first. A partition that starts afresh (no state, STOPPED: a failback),
+// whose failure came while aligning, or that was still aligning when the
+// node stopped, is in LOG_ALIGNMENT (or ULE_RECOVERY) and is started with
+// fetch.StartAlign: the alignment proper, cutting a divergent tail, is the
+// fetcher's OffsetForLeaderEpoch at start, and the state stays persisted
+// until the source accepts the fetch position (finishAlignments), so a
+// crash in between aligns again at the next start instead of resuming
+// unaligned. Every other (re)start (a node restart, a retry, a resume)
+// is MIRRORING and resumes with fetch.StartResume, which never cuts the
+// local log.
 // REQUIRES: c.mu held.
 func (c *Controller) startPartition(m state.Mirror, topic string, p int32) error {
 	return c.startPartitionFrom(m, topic, p, false)
@@ -202,9 +215,6 @@ func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, r
 			return err
 		}
 	case state.StateLogAlignment, state.StateULERecovery:
-		if err := c.setState(ps, state.StateMirroring, ""); err != nil {
-			return err
-		}
 		mode = fetch.StartAlign
 	case state.StateFailed:
 		if resumeOnly || !alignsOnRetry(ps.Previous) {
@@ -218,16 +228,21 @@ func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, r
 		if err := c.setState(ps, state.StateLogAlignment, ""); err != nil {
 			return err
 		}
-		if err := c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, ""); err != nil {
-			return err
-		}
 		mode = fetch.StartAlign
 	}
 	local, err := c.b.MirrorPartition(topic, p)
 	if err != nil {
 		return err
 	}
-	return c.fm.StartPartition(m.Name, topic, p, local, mode)
+	key := partitionKey{m.Name, topic, p}
+	delete(c.aligning, key)
+	if err := c.fm.StartPartition(m.Name, topic, p, local, mode); err != nil {
+		return err
+	}
+	if mode == fetch.StartAlign {
+		c.aligning[key] = struct{}{}
+	}
+	return nil
 }
 
 // alignsOnRetry reports whether a partition that failed in state prev is

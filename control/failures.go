@@ -71,6 +71,7 @@ func (c *Controller) checkFailures(now time.Time) {
 	statuses := c.fm.Statuses()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.finishAlignments()
 	for _, st := range statuses {
 		key := partitionKey{st.Mirror, st.Topic, st.Partition}
 		if st.State == fetch.StateFetching {

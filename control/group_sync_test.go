@@ -83,9 +83,11 @@ func TestClusterIDGuard(t *testing.T) {
 	n.createMirror(t, ctx, boot)
 	n.startTopics(t, ctx, "t")
 	n.ctl.SyncOnce()
-	if ps, _ := n.b.Store().MirrorPartitionState("m", "t", 0); ps.State.String() != "MIRRORING" {
-		t.Fatalf("same cluster: state %v", ps.State)
-	}
+	// MIRRORING once the source accepted the fetch (alignment.go).
+	waitFor(t, func() bool {
+		ps, _ := n.b.Store().MirrorPartitionState("m", "t", 0)
+		return ps.State.String() == "MIRRORING"
+	})
 	if err := n.ctl.SetMirrorConfigs("m", map[string]string{"bootstrap.servers": second.ListenAddrs()[0]}); err != nil {
 		t.Fatal(err)
 	}

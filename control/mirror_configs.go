@@ -74,7 +74,7 @@ func (c *Controller) SetMirrorConfigs(name string, configs map[string]string) er
 		return err
 	}
 	for _, ps := range states {
-		if ps.State == state.StateMirroring {
+		if fetchingState(ps.State) && m.Topics[ps.Topic] != state.StatePaused {
 			if err := c.startPartition(m, ps.Topic, ps.Partition); err != nil {
 				return fmt.Errorf("restarting %s-%d: %w", ps.Topic, ps.Partition, err)
 			}

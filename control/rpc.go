@@ -394,7 +394,15 @@ func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response 
 			m.Topics[topic] = state.StatePaused
 			for p := int32(0); p < partitions; p++ {
 				c.stopFetcher(m.Name, topic, p)
-				c.setState(c.partitionState(m.Name, topic, p), state.StatePausing, "")
+				ps := c.partitionState(m.Name, topic, p)
+				if aligningState(ps.State) {
+					// Not aligned yet: PAUSING is entered from
+					// MIRRORING only (SPEC.md section 4), so the
+					// partition stays in its alignment, without a
+					// fetcher, and the resume aligns (alignment.go).
+					continue
+				}
+				c.setState(ps, state.StatePausing, "")
 				c.setState(c.partitionState(m.Name, topic, p), state.StatePaused, "")
 			}
 		}
@@ -412,6 +420,13 @@ func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.R
 		case state.StatePaused:
 			m.Topics[topic] = state.StateMirroring
 			for p := int32(0); p < partitions; p++ {
+				if ps := c.partitionState(m.Name, topic, p); aligningState(ps.State) {
+					// Paused before its alignment finished: it aligns now.
+					if err := c.startPartition(*m, topic, p); err != nil {
+						c.log.Warn("resuming an aligning partition", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
+					}
+					continue
+				}
 				// PAUSED -> MIRRORING: no re-alignment, from the log end.
 				c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
 				local, err := c.b.MirrorPartition(topic, p)

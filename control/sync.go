@@ -463,7 +463,7 @@ func (c *Controller) resumeUnstopped(m state.Mirror, topic string) {
 		return
 	}
 	for p := int32(0); p < info.Partitions; p++ {
-		if ps := c.partitionState(m.Name, topic, p); ps.State == state.StateMirroring {
+		if ps := c.partitionState(m.Name, topic, p); fetchingState(ps.State) {
 			if err := c.startPartition(m, topic, p); err != nil {
 				c.log.Warn("restarting a partition a failed stop left", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
 			}

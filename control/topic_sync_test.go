@@ -159,9 +159,7 @@ func TestSyncGrowsPartitions(t *testing.T) {
 		t.Fatalf("partitions after the sync: %d, want 3", info.Partitions)
 	}
 	f.waitMirrored(t, "t", 2, 4)
-	if ps := f.state(t, "t", 2); ps.State != state.StateMirroring {
-		t.Fatalf("new partition state %v", ps.State)
-	}
+	waitFor(t, func() bool { return f.state(t, "t", 2).State == state.StateMirroring })
 }
 
 // The source's dynamic topic configs are copied (at start, before any
