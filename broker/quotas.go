@@ -315,3 +315,23 @@ func (s *quotaSensor) record(q *quotaSet, value, limit float64, nowMs int64) int
 	}
 	return int64(t)
 }
+
+// ClientQuotas returns every entity's quotas, as DescribeClientQuotas sees
+// them (for the mirror sync). The maps are shared: callers must not
+// modify them.
+func (b *Broker) ClientQuotas() []state.ClientQuota { return b.quotas.snapshot() }
+
+// SetClientQuotas replaces the quotas of each entity in put (an entity
+// with none is removed), stored first, then enforced, as AlterClientQuotas
+// does.
+func (b *Broker) SetClientQuotas(put []state.ClientQuota) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	if err := b.store.PutClientQuotas(put); err != nil {
+		return err
+	}
+	for _, q := range put {
+		b.quotas.set(q.Entity, q.Values)
+	}
+	return nil
+}

@@ -78,6 +78,7 @@ var mirrorConfigs = func() map[string]mirrorConfig {
 	// (ULE_RECOVERY, truncating the copy) instead of failing. Read by the
 	// controller when it happens, so no fetch setting.
 	add(mirrorConfig{name: uncleanElectionConfig, check: checkBool})
+	add(mirrorConfig{name: quotaSyncConfig, check: checkBool})
 	add(mirrorConfig{name: "bootstrap.servers", check: checkBootstrap,
 		apply: func(c *fetch.MirrorConfig, v string) { c.Bootstrap = splitList(v) }})
 	// Security settings are checked together (clientauth.Parse) when the

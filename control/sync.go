@@ -43,10 +43,11 @@ const (
 	SyncTopicConfigs  = "topic_configs"
 	SyncGroupOffsets  = "group_offsets"
 	SyncACLs          = "acls"
+	SyncClientQuotas  = "client_quotas"
 )
 
 // SyncKinds lists the sync error kinds in cycle order.
-var SyncKinds = []string{SyncClusterID, SyncTopicMetadata, SyncTopicConfigs, SyncGroupOffsets, SyncACLs}
+var SyncKinds = []string{SyncClusterID, SyncTopicMetadata, SyncTopicConfigs, SyncGroupOffsets, SyncACLs, SyncClientQuotas}
 
 // SyncStat is one mirror's metadata sync record.
 type SyncStat struct {
@@ -190,6 +191,13 @@ func (c *Controller) syncMirror(m state.Mirror, cl *kgo.Client) {
 		c.log.Info("metadata sync: ACLs", "mirror", m.Name, "added", res.Added, "removed", res.Removed)
 	}
 	c.syncResult(m.Name, SyncACLs, err)
+
+	qres, err := c.syncQuotas(m, src)
+	if qres.Set+qres.Removed > 0 {
+		c.log.Info("metadata sync: client quotas", "mirror", m.Name, "set", qres.Set, "removed", qres.Removed,
+			"kept_local", qres.Kept)
+	}
+	c.syncResult(m.Name, SyncClientQuotas, err)
 }
 
 // clusterIDGuard checks that the source is still the cluster the mirror

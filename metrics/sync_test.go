@@ -30,6 +30,7 @@ kmirror_mirror_sync_cycles_total{mirror="m"} 7
 # HELP kmirror_mirror_sync_errors_total Failed metadata sync cycle parts, by kind.
 # TYPE kmirror_mirror_sync_errors_total counter
 kmirror_mirror_sync_errors_total{kind="acls",mirror="m"} 0
+kmirror_mirror_sync_errors_total{kind="client_quotas",mirror="m"} 0
 kmirror_mirror_sync_errors_total{kind="cluster_id",mirror="m"} 0
 kmirror_mirror_sync_errors_total{kind="group_offsets",mirror="m"} 2
 kmirror_mirror_sync_errors_total{kind="topic_configs",mirror="m"} 0

@@ -75,6 +75,9 @@
 //	v1/mirror-acl/<mirror name>/<acl key fields>
 //	                                     one binding a mirror's ACL sync
 //	                                     created (mirror_sync.go)
+//	v1/mirror-quota/<mirror name>/<entity>
+//	                                     the client quota keys a mirror's
+//	                                     sync set (mirror_quotas.go)
 //	v1/mirror-sync/<mirror name>         when a mirror's group offsets were
 //	                                     last synced (mirror_sync.go)
 //

@@ -237,6 +237,11 @@ func (s *Store) DeleteMirrorSync(mirror string) error {
 	if err := checkMirrorName(mirror); err != nil {
 		return fmt.Errorf("state: delete mirror sync: %v", err)
 	}
+	// The quota record first: a failure part way leaves the sync key,
+	// and calling again finishes both.
+	if err := s.deletePrefixThen(mirrorQuotaPrefix(mirror), mirrorSyncKey(mirror)); err != nil {
+		return err
+	}
 	return s.deletePrefixThen(mirrorACLPrefix(mirror), mirrorSyncKey(mirror))
 }
 
