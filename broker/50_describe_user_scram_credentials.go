@@ -13,6 +13,9 @@ import (
 // key. A user named twice is DUPLICATE_RESOURCE, a named user without
 // credentials RESOURCE_NOT_FOUND, as Kafka answers.
 //
+// Authorization: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+// for the whole request, as Kafka answers.
+//
 // Version notes:
 // v0 is the only version (flexible).
 func init() { regKey(50, 0, 0, (*Broker).handleDescribeUserSCRAMCredentials) }
@@ -20,6 +23,10 @@ func init() { regKey(50, 0, 0, (*Broker).handleDescribeUserSCRAMCredentials) }
 func (b *Broker) handleDescribeUserSCRAMCredentials(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if az := b.authz(r); !az.cluster(aclOperationDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = clusterAuthorizationFailed()
+		return resp, nil
+	}
 	creds, err := b.store.SCRAMCredentials()
 	if err != nil {
 		msg := err.Error()

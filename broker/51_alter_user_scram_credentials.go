@@ -23,6 +23,9 @@ import (
 // RESOURCE_NOT_FOUND. The valid changes are written together, fsynced.
 // New credentials apply to the next authentication.
 //
+// Authorization: ALTER on the cluster, else every user in the request
+// answers CLUSTER_AUTHORIZATION_FAILED and nothing changes, as in Kafka.
+//
 // Version notes:
 // v0 is the only version (flexible).
 func init() { regKey(51, 0, 0, (*Broker).handleAlterUserSCRAMCredentials) }
@@ -63,6 +66,13 @@ func (b *Broker) handleAlterUserSCRAMCredentials(r *request) (kmsg.Response, err
 	for user, n := range seen {
 		if n > 1 {
 			setErr(user, kerr.DuplicateResource.Code, "A user credential cannot be altered twice in the same request")
+		}
+	}
+
+	if az := b.authz(r); !az.cluster(aclOperationAlter) {
+		code, msg := clusterAuthorizationFailed()
+		for user := range results {
+			setErr(user, code, "%s", *msg)
 		}
 	}
 

@@ -627,3 +627,33 @@ func TestAuthzInitProducerID(t *testing.T) {
 		t.Fatalf("transactional id with WRITE: error %d", code)
 	}
 }
+
+// SCRAM credentials need DESCRIBE (to list) and ALTER (to change) on the
+// cluster, as in Kafka: before, any client could list every user and set
+// any user's password.
+func TestSCRAMCredentialsAuthz(t *testing.T) {
+	t.Parallel()
+	b := authzFixture(t)
+	alice, ops := rawAs(t, b, aliceIP), rawAs(t, b, opsIP)
+	alter := func(rc *rawConn, user string) int16 {
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		u := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		u.Name, u.Mechanism, u.Iterations = user, 1, 4096
+		u.Salt, u.SaltedPassword = []byte("salt"), []byte("salted-password-bytes")
+		req.Upsertions = append(req.Upsertions, u)
+		resp := rc.roundTrip(req).(*kmsg.AlterUserSCRAMCredentialsResponse)
+		return resp.Results[0].ErrorCode
+	}
+	describe := func(rc *rawConn) (int16, int) {
+		resp := rc.roundTrip(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		return resp.ErrorCode, len(resp.Results)
+	}
+	wantCode(t, "alter denied", alter(alice, "mallory"), codeClusterAuth)
+	if code, n := describe(alice); code != codeClusterAuth || n != 0 {
+		t.Fatalf("describe denied: code %d with %d users listed", code, n)
+	}
+	wantCode(t, "alter allowed", alter(ops, "carol"), 0)
+	if code, n := describe(ops); code != 0 || n != 1 {
+		t.Fatalf("describe allowed: code %d with %d users, want carol alone (mallory was refused)", code, n)
+	}
+}
