@@ -294,7 +294,7 @@ func (f *fetcher) fetchOnce() error {
 	buf := f.conn.swapReadBuffer(f.spare)
 	f.spare = nil
 	f.predict(resp, requested)
-	f.startApply(resp, requested, buf)
+	f.startApply(resp, requested, buf, start)
 	f.cur ^= 1
 	return nil
 }
@@ -334,11 +334,12 @@ func (f *fetcher) predict(resp *kmsg.FetchResponse, requested map[topicPartition
 	}
 }
 
-// startApply applies resp on an applier goroutine.
-func (f *fetcher) startApply(resp *kmsg.FetchResponse, requested map[topicPartition]int64, buf []byte) {
+// startApply applies resp, the answer to a Fetch sent at sent, on an
+// applier goroutine.
+func (f *fetcher) startApply(resp *kmsg.FetchResponse, requested map[topicPartition]int64, buf []byte, sent time.Time) {
 	done := make(chan applied, 1)
 	f.pending = done
-	go func() { done <- applied{buf: buf, resync: f.apply(resp, requested)} }()
+	go func() { done <- applied{buf: buf, resync: f.apply(resp, requested, sent)} }()
 }
 
 // finishApply waits for the response being applied, if any.
@@ -485,12 +486,13 @@ func (f *fetcher) advanceSession(version int16, resp *kmsg.FetchResponse) {
 	}
 }
 
-// apply hands each answered partition to its state and returns the
-// partitions whose next position is not what predict assumed.
-func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]int64) (resync []topicPartition) {
+// apply hands each answered partition of resp, the answer to a Fetch sent
+// at sent, to its state and returns the partitions whose next position is
+// not what predict assumed.
+func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]int64, sent time.Time) (resync []topicPartition) {
 	f.handling.Lock()
 	defer f.handling.Unlock()
-	f.touchQuiet(resp, requested)
+	f.touchQuiet(resp, requested, sent)
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
@@ -517,7 +519,7 @@ func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]i
 				continue
 			}
 			before := ps.local.Log().LogEndOffset()
-			drop := ps.handle(f, rp)
+			drop := ps.handle(f, rp, sent)
 			if drop || rp.ErrorCode != 0 || rp.DivergingEpoch.EndOffset >= 0 || !f.reached(tp, ps, before) {
 				resync = append(resync, tp)
 			}
@@ -542,8 +544,9 @@ func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]i
 // touchQuiet records a successful fetch for the requested partitions
 // that the response leaves out: in a fetch session the source answers
 // only partitions with news, so silence is a current "nothing new", and
-// an idle partition must look neither stalled nor old.
-func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartition]int64) {
+// an idle partition must look neither stalled nor old, nor its lag in
+// seconds grow.
+func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartition]int64, sent time.Time) {
 	answered := f.answered
 	clear(answered)
 	for i := range resp.Topics {
@@ -556,6 +559,7 @@ func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartit
 	defer f.mu.Unlock()
 	for tp := range requested {
 		if ps := f.parts[tp]; ps != nil && !answered[tp] {
+			leo := ps.local.Log().LogEndOffset()
 			ps.mu.Lock()
 			ps.lastFetch = now
 			if ps.sourceHW >= 0 {
@@ -563,6 +567,7 @@ func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartit
 				// of the session whenever its high watermark, LSO or log
 				// start moves. So the last known offsets are current.
 				ps.sourceUpdated = now
+				ps.lag.observe(ps.sourceHW, sent, leo)
 			}
 			ps.mu.Unlock()
 		}

@@ -70,7 +70,7 @@ func (mr *mirror) start(tp topicPartition, local Partition, mode StartMode) {
 	mr.stopPartition(tp)
 	ps := &partState{tp: tp, local: local, mirror: mr, leader: -1, sourceEpoch: -1,
 		sourceHW: -1, sourceLogStart: -1, state: StateResolving, checkEpoch: true, started: time.Now(),
-		align: mode == StartAlign, verifyTopic: true}
+		align: mode == StartAlign, verifyTopic: true, lag: newLagTracker()}
 	mr.mu.Lock()
 	mr.parts[tp] = ps
 	mr.mu.Unlock()

@@ -51,6 +51,13 @@ type Status struct {
 	// Lag is the source high watermark minus the local log end (0 until
 	// the first response). It is only as fresh as SourceUpdated.
 	Lag int64
+	// LagSince is when the oldest source record the copy lacks reached
+	// the source, at the latest: now - LagSince is the lag in seconds, an
+	// upper bound that keeps growing while no answer comes (zero: unknown,
+	// nothing answered or copied yet). LagBytes estimates the bytes of
+	// Lag. partition_lag.go says how both are measured.
+	LagSince time.Time
+	LagBytes int64
 	// SourceUpdated is when SourceHighWatermark was last read from the
 	// source (zero: never). LastFetch is the last Fetch answer for this
 	// partition without an error; Stalled is set when the partition has
@@ -113,6 +120,7 @@ type partState struct {
 	// UNKNOWN_TOPIC_OR_PARTITION).
 	verifyTopic bool
 	noSourceIDs bool // the source metadata had no id for the topic
+	lag         lagTracker
 }
 
 func (ps *partState) status() Status {
@@ -125,6 +133,7 @@ func (ps *partState) status() Status {
 	if ps.sourceHW >= 0 {
 		st.Lag = max(ps.sourceHW-st.LogEndOffset, 0)
 	}
+	st.LagSince, st.LagBytes = ps.lag.since(st.LogEndOffset), ps.lag.lagBytes(st.Lag)
 	since := ps.started
 	if ps.lastFetch.After(since) {
 		since = ps.lastFetch
@@ -233,9 +242,10 @@ func (ps *partState) fetchPosition() (offset int64, currentEpoch, lastFetchedEpo
 	return l.LogEndOffset(), currentEpoch, lastFetchedEpoch
 }
 
-// handle applies one partition of a Fetch response. It returns true when
-// the fetcher must drop the partition (rehomed or failed).
-func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (drop bool) {
+// handle applies one partition of the answer to a Fetch sent at sent. It
+// returns true when the fetcher must drop the partition (rehomed or
+// failed).
+func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition, sent time.Time) (drop bool) {
 	if rp.ErrorCode != 0 {
 		return ps.handleError(f, rp)
 	}
@@ -257,8 +267,10 @@ func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition) (d
 		ps.fail(err, false)
 		return true
 	}
+	leo := ps.local.Log().LogEndOffset()
 	ps.mu.Lock()
 	ps.lastFetch, ps.align = time.Now(), false
+	ps.lag.observe(rp.HighWatermark, sent, leo)
 	ps.mu.Unlock()
 	return false
 }
@@ -328,7 +340,7 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 	l := ps.local.Log()
 	leo := l.LogEndOffset()
 	it := batch.NewIterator(records)
-	start, end := -1, 0
+	start, end, lastFrom := -1, 0, 0
 	maxEpoch := int32(-1)
 	rewrite := ps.mirror.cfg.ProducerIDRewrite
 	prevLast := int64(-1)
@@ -374,7 +386,7 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 			b.RewriteProducerID()
 		}
 		maxEpoch = max(maxEpoch, b.PartitionLeaderEpoch())
-		end = it.Consumed()
+		lastFrom, end = from, it.Consumed()
 	}
 	iterErr := it.Err()
 	if refused != nil {
@@ -389,6 +401,10 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 			return fmt.Errorf("appending at %d: %w", leo, err)
 		}
 		ps.local.Appended()
+		last := batch.Batch(records[lastFrom:end])
+		ps.mu.Lock()
+		ps.lag.copied(int64(end-start), l.LogEndOffset()-leo, last.MaxTimestamp())
+		ps.mu.Unlock()
 		stats := &ps.mirror.m.stats
 		stats.BytesMirrored.Add(int64(end - start))
 		stats.BatchesMirrored.Add(int64(res.Batches))
