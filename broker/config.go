@@ -72,6 +72,10 @@ type Config struct {
 	// listener (metrics.listener, kmirror's own; default 127.0.0.1:9308,
 	// empty disables it).
 	MetricsListener string
+	// MetricsMirrorPartitionLabels adds a partition label to the mirror
+	// lag series (metrics.mirror.partition.labels, kmirror's own; default
+	// false: per-topic series, as STYLE.md item 36 keeps labels bounded).
+	MetricsMirrorPartitionLabels bool
 	// PasswordEncoderSecret is password.encoder.secret (Kafka's name): the
 	// secret that seals source credentials (mirror SASL and TLS secrets)
 	// in the state store. Empty: mirrors with credentials are refused.

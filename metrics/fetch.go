@@ -28,6 +28,14 @@ import (
 //	kmirror_mirror_stalled_partitions{mirror,topic[,partition]}
 //	                                                partitions without a good fetch answer for
 //	                                                longer than request.timeout.ms + mirror.fetch.wait.max.ms
+//	kmirror_mirror_lag_seconds{mirror,topic[,partition]}
+//	                                                the RPO: age of the oldest source record not
+//	                                                copied yet, an upper bound (fetch.Status.LagSince),
+//	                                                the topic's worst partition; +Inf while unknown
+//	kmirror_mirror_lag_estimated_bytes{mirror,topic[,partition]}
+//	                                                the lag in records times the bytes per offset
+//	                                                copied (fetch.Status.LagBytes): Kafka's Fetch
+//	                                                tells offsets, not the bytes between them
 //
 // Partition labels are opt-in (STYLE.md item 36): per-topic sums (the age:
 // maximum) by default. A lag is only as current as its age: a dead source
@@ -37,11 +45,11 @@ type FetchCollector struct {
 	m              *fetch.Manager
 	partitionLabel bool
 
-	bytes, batches, duration, errs, connErrs, parts, lag, age, stalled *prometheus.Desc
+	bytes, batches, duration, errs, connErrs, parts, lag, age, stalled, lagSeconds, lagBytes *prometheus.Desc
 }
 
 // NewFetchCollector returns a collector for m; partitionLabels adds a
-// partition label to the lag.
+// partition label to the per-topic series (metrics.mirror.partition.labels).
 func NewFetchCollector(m *fetch.Manager, partitionLabels bool) *FetchCollector {
 	lagLabels := []string{"mirror", "topic"}
 	if partitionLabels {
@@ -60,12 +68,17 @@ func NewFetchCollector(m *fetch.Manager, partitionLabels bool) *FetchCollector {
 			"Age of the source high watermark the lag is measured against (oldest partition; +Inf: never read).", lagLabels, nil),
 		stalled: prometheus.NewDesc("kmirror_mirror_stalled_partitions",
 			"Mirrored partitions without a fetch answered without error for longer than request.timeout.ms plus mirror.fetch.wait.max.ms.", lagLabels, nil),
+		lagSeconds: prometheus.NewDesc("kmirror_mirror_lag_seconds",
+			"Age of the oldest source record not copied yet, an upper bound (worst partition; +Inf: unknown).", lagLabels, nil),
+		lagBytes: prometheus.NewDesc("kmirror_mirror_lag_estimated_bytes",
+			"Lag in records times the bytes per offset copied: an estimate.", lagLabels, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *FetchCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytes, c.batches, c.duration, c.errs, c.connErrs, c.parts, c.lag, c.age, c.stalled} {
+	for _, d := range []*prometheus.Desc{c.bytes, c.batches, c.duration, c.errs, c.connErrs, c.parts, c.lag, c.age, c.stalled,
+		c.lagSeconds, c.lagBytes} {
 		ch <- d
 	}
 }
@@ -93,8 +106,8 @@ func (c *FetchCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	type lagKey struct{ mirror, topic, partition string }
 	type lagValue struct {
-		lag, stalled int64
-		age          float64 // seconds, the maximum
+		lag, stalled, bytes int64
+		age, seconds        float64 // the maximum
 	}
 	states := map[mirrorState]int{}
 	lags := map[lagKey]*lagValue{}
@@ -121,6 +134,12 @@ func (c *FetchCollector) Collect(ch chan<- prometheus.Metric) {
 			age = max(now.Sub(st.SourceUpdated).Seconds(), 0)
 		}
 		v.age = max(v.age, age)
+		seconds := math.Inf(1)
+		if !st.LagSince.IsZero() {
+			seconds = max(now.Sub(st.LagSince).Seconds(), 0)
+		}
+		v.seconds = max(v.seconds, seconds)
+		v.bytes += st.LagBytes
 	}
 	for k, n := range states {
 		ch <- prometheus.MustNewConstMetric(c.parts, prometheus.GaugeValue, float64(n), k.mirror, k.state.String())
@@ -133,5 +152,7 @@ func (c *FetchCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(v.lag), labels...)
 		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, v.age, labels...)
 		ch <- prometheus.MustNewConstMetric(c.stalled, prometheus.GaugeValue, float64(v.stalled), labels...)
+		ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, v.seconds, labels...)
+		ch <- prometheus.MustNewConstMetric(c.lagBytes, prometheus.GaugeValue, float64(v.bytes), labels...)
 	}
 }

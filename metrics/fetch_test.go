@@ -110,6 +110,64 @@ func TestFetchCollectorStalled(t *testing.T) {
 	})
 }
 
+// The RPO gauges, per partition (partition labels on): about 0 while the
+// copy keeps up; while it is behind (a throttled mirror copying a burst)
+// the lag in seconds grows and the estimated bytes are those of the
+// records missing; once caught up it drops back; and once the source is
+// gone it keeps growing with the clock, never frozen like the record lag.
+func TestFetchCollectorLagSeconds(t *testing.T) {
+	t.Parallel()
+	ctx, src, p, b, m := newFetchFixture(t, 1)
+	const round = 50 * time.Millisecond
+	if err := m.AddMirror(fetch.MirrorConfig{Name: "m", Bootstrap: src.ListenAddrs(), FetchWaitMax: round,
+		FetchBackoff: round, RequestTimeout: 500 * time.Millisecond, ThrottleBytesPerSecond: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	local := startMirrored(t, b, m, "m", "s", sourceID(t, ctx, p, "s"))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewFetchCollector(m, true))
+	const labels = "{mirror=m}{partition=0}{topic=s}"
+	lag := func() (seconds, bytes, records float64) {
+		got := gathered(t, reg)
+		return got["kmirror_mirror_lag_seconds"+labels], got["kmirror_mirror_lag_estimated_bytes"+labels],
+			got["kmirror_mirror_lag_records"+labels]
+	}
+	waitUntil(t, "caught up: lag about 0", func() bool {
+		s, bytes, recs := lag()
+		return local.Log().LogEndOffset() == 1 && s < 1 && bytes == 0 && recs == 0
+	})
+
+	// A burst of 100 batches of about 80 bytes (snappy): seconds of
+	// copying at 2000 bytes per second.
+	value := strings.Repeat("v", 100)
+	for range 100 {
+		if err := p.ProduceSync(ctx, kgo.StringRecord(value)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var behind float64
+	waitUntil(t, "behind: lag in seconds grows past a second, bytes estimated", func() bool {
+		s, bytes, recs := lag()
+		if recs > 0 && (bytes < recs*50 || bytes > recs*200) {
+			t.Fatalf("%v records behind estimated at %v bytes; want about 80 each", recs, bytes)
+		}
+		behind = s
+		return recs > 0 && s > 1.5 && !math.IsInf(s, 1)
+	})
+	waitUntil(t, "caught up again", func() bool {
+		s, _, recs := lag()
+		return local.Log().LogEndOffset() == 101 && recs == 0 && s < 1
+	})
+	if behind <= 1.5 {
+		t.Fatalf("behind: %vs", behind)
+	}
+
+	src.Close()
+	var first float64
+	waitUntil(t, "stalled: past a second", func() bool { first, _, _ = lag(); return first > 1 && !math.IsInf(first, 1) })
+	waitUntil(t, "stalled: still growing", func() bool { s, _, _ := lag(); return s >= first+0.5 })
+}
+
 // newFetchFixture returns a test context, a one-broker kfake cluster with
 // topic "s" holding records records, a producer to it, a broker and a
 // fetch manager, all closed at the end of the test.

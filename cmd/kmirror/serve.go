@@ -113,7 +113,7 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 	b.SetMirrorAdmin(ctl)
 	var metricsSrv *http.Server
 	if cfg.MetricsListener != "" {
-		if metricsSrv, err = startMetrics(cfg.MetricsListener, b, ctl, log); err != nil {
+		if metricsSrv, err = startMetrics(cfg.MetricsListener, metricsHandler(b, ctl, cfg.MetricsMirrorPartitionLabels), log); err != nil {
 			log.Error("starting the metrics listener", "setting", "metrics.listener", "err", err)
 			ctl.Close()
 			b.Close()
@@ -137,13 +137,19 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 	return code
 }
 
-// startMetrics serves /metrics for Prometheus on addr.
-func startMetrics(addr string, b *broker.Broker, ctl *control.Controller, log *slog.Logger) (*http.Server, error) {
+// metricsHandler serves the node's metrics; partitionLabels is
+// metrics.mirror.partition.labels.
+func metricsHandler(b *broker.Broker, ctl *control.Controller, partitionLabels bool) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(b), metrics.NewFetchCollector(ctl.Fetchers(), false), metrics.NewSyncCollector(ctl), collectors.NewGoCollector(),
+	reg.MustRegister(metrics.NewCollector(b), metrics.NewFetchCollector(ctl.Fetchers(), partitionLabels), metrics.NewSyncCollector(ctl), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// startMetrics serves h as /metrics for Prometheus on addr.
+func startMetrics(addr string, h http.Handler, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", h)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

@@ -78,6 +78,11 @@ var settings = []setting{
 			c.MetricsListener, err = parseMetricsListener(v)
 			return err
 		}},
+	{name: "metrics.mirror.partition.labels", help: "label the mirror lag metrics by partition too, true or false (default false: per topic)",
+		apply: func(c *broker.Config, v string) (err error) {
+			c.MetricsMirrorPartitionLabels, err = parseBool(v)
+			return err
+		}},
 
 	// Log basics.
 	{name: "log.dir", help: "comma list of log directories, used when log.dirs is not set (default " + broker.DefaultLogDir + ")",

@@ -160,6 +160,8 @@ func TestLoadServeConfig(t *testing.T) {
 			edit: func(c *broker.Config) { c.MetricsListener = "" }},
 		{name: "metrics all interfaces", overrides: []string{"metrics.listener=:9999"},
 			edit: func(c *broker.Config) { c.MetricsListener = ":9999" }},
+		{name: "metrics partition labels", overrides: []string{"metrics.mirror.partition.labels=TRUE"},
+			edit: func(c *broker.Config) { c.MetricsMirrorPartitionLabels = true }},
 		{name: "ignored keys", contents: "process.roles=broker,controller\ncontroller.quorum.voters=1@localhost:9093\n" +
 			"num.network.threads=abc\ndefault.replication.factor=3\n"},
 		{name: "mirror settings", overrides: []string{"mirror.metadata.refresh.interval.ms=0", "mirror.failed.retry.initial.backoff.ms=100",
@@ -361,7 +363,7 @@ func TestSettingsTable(t *testing.T) {
 	}
 	// Every applied setting that is not kmirror's own is a Kafka name: a
 	// typo in the table would otherwise pass as a kmirror extension.
-	own := map[string]bool{"metrics.listener": true, "password.encoder.secret": true, plainJAASPattern: true,
+	own := map[string]bool{"metrics.listener": true, "metrics.mirror.partition.labels": true, "password.encoder.secret": true, plainJAASPattern: true,
 		"mirror.metadata.refresh.interval.ms": true, "mirror.failed.retry.initial.backoff.ms": true,
 		"mirror.failed.retry.max.backoff.ms": true, "mirror.failed.retry.max.attempts": true,
 		"ssl.keystore.certificate.chain": true, "ssl.keystore.key": true, "ssl.truststore.certificates": true}
