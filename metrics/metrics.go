@@ -24,6 +24,9 @@
 //	kmirror_broker_partitions                partitions on the node
 //	kmirror_log_size_bytes{topic}            bytes on disk of a topic's logs
 //	kmirror_log_end_offsets{topic}        sum of the topic's partition log end offsets
+//	kmirror_disk_free_bytes{dir,kind}        bytes still usable on the filesystem of a log dir
+//	                                         (kind="log") or of the state store (kind="state")
+//	kmirror_disk_total_bytes{dir,kind}       size of that filesystem
 //
 // The mirror fetchers' metrics are listed on FetchCollector: among them
 // kmirror_mirror_lag_records, and beside it
@@ -47,6 +50,7 @@ type Collector struct {
 	produceBatches, produceBytes, fetchBytes, errorResponses *prometheus.Desc
 	throttled, throttleTime                                  *prometheus.Desc
 	topics, partitions, logSize, logEnd                      *prometheus.Desc
+	diskFree, diskTotal                                      *prometheus.Desc
 }
 
 // NewCollector returns a collector for b; register it with a registry.
@@ -72,6 +76,8 @@ func NewCollector(b *broker.Broker) *Collector {
 		partitions:     d("kmirror_broker_partitions", "Partitions on this node."),
 		logSize:        d("kmirror_log_size_bytes", "Bytes on disk of a topic's partition logs.", "topic"),
 		logEnd:         d("kmirror_log_end_offsets", "Sum of a topic's partition log end offsets.", "topic"),
+		diskFree:       d("kmirror_disk_free_bytes", "Bytes still usable on the filesystem of a log dir or of the state store.", "dir", "kind"),
+		diskTotal:      d("kmirror_disk_total_bytes", "Size of the filesystem of a log dir or of the state store.", "dir", "kind"),
 	}
 }
 
@@ -79,7 +85,7 @@ func NewCollector(b *broker.Broker) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connOpened, c.connClosed, c.bytesIn, c.bytesOut, c.framingErrors,
 		c.requests, c.produceBatches, c.produceBytes, c.fetchBytes, c.errorResponses, c.throttled, c.throttleTime,
-		c.topics, c.partitions, c.logSize, c.logEnd} {
+		c.topics, c.partitions, c.logSize, c.logEnd, c.diskFree, c.diskTotal} {
 		ch <- d
 	}
 }
@@ -122,4 +128,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.topics, int64(len(topics)))
 	gauge(c.partitions, int64(parts))
+	// Measured at the scrape (one statfs per dir), so an alert sees the
+	// space as it is, whatever the node writes.
+	for _, ds := range c.b.DiskUsage() {
+		kind := "log"
+		if ds.State {
+			kind = "state"
+		}
+		gauge(c.diskFree, ds.FreeBytes, ds.Dir, kind)
+		gauge(c.diskTotal, ds.TotalBytes, ds.Dir, kind)
+	}
 }

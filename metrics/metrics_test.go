@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,4 +110,34 @@ func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return got
+}
+
+// The free and total bytes of each log dir's filesystem and of the state
+// store's, measured at the scrape.
+func TestCollectorDiskSpace(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(b))
+	got := gathered(t, reg)
+	kinds := map[string]int{}
+	for _, ds := range b.DiskUsage() {
+		kind := "log"
+		if ds.State {
+			kind = "state"
+		}
+		kinds[kind]++
+		var fs syscall.Statfs_t
+		if err := syscall.Statfs(ds.Dir, &fs); err != nil {
+			t.Fatal(err)
+		}
+		labels := "{dir=" + ds.Dir + "}{kind=" + kind + "}"
+		free, total := got["kmirror_disk_free_bytes"+labels], got["kmirror_disk_total_bytes"+labels]
+		if total != float64(int64(fs.Blocks)*int64(fs.Bsize)) || free <= 0 || free > total {
+			t.Errorf("%s: free %v of %v bytes; statfs says %d blocks of %d", ds.Dir, free, total, fs.Blocks, fs.Bsize)
+		}
+	}
+	if kinds["log"] != 1 || kinds["state"] != 1 {
+		t.Fatalf("dirs by kind %v, want one log dir and the state dir", kinds)
+	}
 }

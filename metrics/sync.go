@@ -4,12 +4,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/state"
 )
 
 // SyncStater is what SyncCollector reads: the control plane's metadata
-// sync records (control.Controller implements it).
+// sync records and partition states (control.Controller implements it).
 type SyncStater interface {
 	SyncStats() []control.SyncStat
+	PartitionStateCounts() []control.PartitionStates
 }
 
 // SyncCollector exposes each mirror's metadata sync (SPEC.md section 8's
@@ -20,12 +22,15 @@ type SyncStater interface {
 //	kmirror_mirror_sync_errors_total{mirror,kind}     failed cycle parts: cluster_id, topic_metadata,
 //	                                                  topic_configs, group_offsets, acls
 //	kmirror_mirror_sync_last_cycle_seconds{mirror}    duration of the last cycle
+//	kmirror_mirror_partition_states{mirror,state}     partitions by KIP-1279 state (MIRRORING,
+//	                                                  PAUSED, FAILED, ...), as persisted
 //
 // Every kind is exported from the first cycle on, at 0 until it fails, so
-// rate() and alerts see a series before the first error.
+// rate() and alerts see a series before the first error; likewise every
+// partition state of every mirror, at 0 when no partition is in it.
 type SyncCollector struct {
-	s                    SyncStater
-	cycles, errs, lastDu *prometheus.Desc
+	s                            SyncStater
+	cycles, errs, lastDu, states *prometheus.Desc
 }
 
 // NewSyncCollector returns a collector for s.
@@ -37,6 +42,8 @@ func NewSyncCollector(s SyncStater) *SyncCollector {
 			[]string{"mirror", "kind"}, nil),
 		lastDu: prometheus.NewDesc("kmirror_mirror_sync_last_cycle_seconds", "Duration of the last metadata sync cycle.",
 			[]string{"mirror"}, nil),
+		states: prometheus.NewDesc("kmirror_mirror_partition_states", "Mirror partitions by KIP-1279 state, as persisted.",
+			[]string{"mirror", "state"}, nil),
 	}
 }
 
@@ -45,6 +52,7 @@ func (c *SyncCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.cycles
 	ch <- c.errs
 	ch <- c.lastDu
+	ch <- c.states
 }
 
 // Collect implements prometheus.Collector.
@@ -54,6 +62,11 @@ func (c *SyncCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lastDu, prometheus.GaugeValue, st.LastCycle.Seconds(), st.Mirror)
 		for _, kind := range control.SyncKinds {
 			ch <- prometheus.MustNewConstMetric(c.errs, prometheus.CounterValue, float64(st.Errors[kind]), st.Mirror, kind)
+		}
+	}
+	for _, ps := range c.s.PartitionStateCounts() {
+		for s, n := range ps.Counts {
+			ch <- prometheus.MustNewConstMetric(c.states, prometheus.GaugeValue, float64(n), ps.Mirror, state.PartitionState(s).String())
 		}
 	}
 }

@@ -9,18 +9,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/state"
 )
 
-type fixedSyncStats []control.SyncStat
+type fixedSyncStats struct {
+	sync   []control.SyncStat
+	states []control.PartitionStates
+}
 
-func (f fixedSyncStats) SyncStats() []control.SyncStat { return f }
+func (f fixedSyncStats) SyncStats() []control.SyncStat                   { return f.sync }
+func (f fixedSyncStats) PartitionStateCounts() []control.PartitionStates { return f.states }
 
 // Each mirror's sync counters are exported with every kind present, the
-// failing one counted, under linted names.
+// failing one counted, and its partitions with every state present,
+// under linted names.
 func TestSyncCollector(t *testing.T) {
 	t.Parallel()
-	stats := fixedSyncStats{{Mirror: "m", Cycles: 7, LastCycle: 1500 * time.Millisecond,
-		Errors: map[string]int64{control.SyncGroupOffsets: 2}}}
+	states := control.PartitionStates{Mirror: "m"}
+	states.Counts[state.StateMirroring], states.Counts[state.StateFailed] = 5, 2
+	stats := fixedSyncStats{sync: []control.SyncStat{{Mirror: "m", Cycles: 7, LastCycle: 1500 * time.Millisecond,
+		Errors: map[string]int64{control.SyncGroupOffsets: 2}}}, states: []control.PartitionStates{states}}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewSyncCollector(stats))
 	want := `
@@ -38,6 +46,17 @@ kmirror_mirror_sync_errors_total{kind="topic_metadata",mirror="m"} 0
 # HELP kmirror_mirror_sync_last_cycle_seconds Duration of the last metadata sync cycle.
 # TYPE kmirror_mirror_sync_last_cycle_seconds gauge
 kmirror_mirror_sync_last_cycle_seconds{mirror="m"} 1.5
+# HELP kmirror_mirror_partition_states Mirror partitions by KIP-1279 state, as persisted.
+# TYPE kmirror_mirror_partition_states gauge
+kmirror_mirror_partition_states{mirror="m",state="EPOCH_FENCING"} 0
+kmirror_mirror_partition_states{mirror="m",state="FAILED"} 2
+kmirror_mirror_partition_states{mirror="m",state="LOG_ALIGNMENT"} 0
+kmirror_mirror_partition_states{mirror="m",state="MIRRORING"} 5
+kmirror_mirror_partition_states{mirror="m",state="PAUSED"} 0
+kmirror_mirror_partition_states{mirror="m",state="PAUSING"} 0
+kmirror_mirror_partition_states{mirror="m",state="STOPPED"} 0
+kmirror_mirror_partition_states{mirror="m",state="STOPPING"} 0
+kmirror_mirror_partition_states{mirror="m",state="ULE_RECOVERY"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
