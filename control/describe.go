@@ -27,6 +27,10 @@ import (
 //	Lag                SourceOffset - DestinationOffset, at least 0
 //	Stalled            the fetcher has had no good answer for longer than
 //	                   request.timeout.ms (fetch.Status.Stalled)
+//	LagMillis          the lag in time, the RPO: how long ago, at most, the
+//	                   oldest source record the copy lacks reached the
+//	                   source (fetch.Status.LagSince), -1 without a fetcher
+//	                   or before its first answer (issue 18 item 2)
 //
 // The prototype reported offsets for MIRRORING partitions only, -1
 // otherwise: a "wait until lag is 0" runbook never ended on a paused or
@@ -101,6 +105,9 @@ func (c *Controller) describePartition(ps state.MirrorPartitionState, now time.T
 		}
 		dp.Stalled = st.Stalled
 		logEnd = st.LogEndOffset
+		if !st.LagSince.IsZero() {
+			dp.LagMillis = max(now.Sub(st.LagSince).Milliseconds(), 0)
+		}
 	}
 	dp.DestinationOffset = c.destinationOffset(ps, logEnd)
 	if !read.IsZero() {

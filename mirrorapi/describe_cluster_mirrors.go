@@ -209,6 +209,14 @@ type DescribeClusterMirrorsResponsePartition struct {
 	// mirror's request.timeout.ms (a dead source broker, a leader that
 	// cannot be found): its lag is not being measured. Omitted when false.
 	Stalled bool
+
+	// LagMillis (tag 2, a kmirror addition) is the lag in time, the RPO:
+	// how long ago, at most, the oldest source record the copy lacks
+	// reached the source (fetch.Status.LagSince). It keeps growing while
+	// the partition is stalled. -1 (the default, omitted) when unknown:
+	// no fetcher on this node (PAUSED, STOPPED), or nothing answered or
+	// copied yet; readers that predate the tag see -1 too.
+	LagMillis int64
 }
 
 // Default sets AuthorizedOperations to math.MinInt32 ("not asked for").
@@ -223,10 +231,10 @@ func NewDescribeClusterMirrorsResponseMirror() DescribeClusterMirrorsResponseMir
 	return m
 }
 
-// Default sets SourceOffset, DestinationOffset, Lag and
-// SourceOffsetAgeMillis to -1.
+// Default sets SourceOffset, DestinationOffset, Lag,
+// SourceOffsetAgeMillis and LagMillis to -1.
 func (p *DescribeClusterMirrorsResponsePartition) Default() {
-	p.SourceOffset, p.DestinationOffset, p.Lag, p.SourceOffsetAgeMillis = -1, -1, -1, -1
+	p.SourceOffset, p.DestinationOffset, p.Lag, p.SourceOffsetAgeMillis, p.LagMillis = -1, -1, -1, -1, -1
 }
 
 // NewDescribeClusterMirrorsResponsePartition returns a partition with
@@ -314,6 +322,9 @@ func (p *DescribeClusterMirrorsResponsePartition) appendTo(dst []byte) []byte {
 	if p.Stalled {
 		tags.add(1, kbin.AppendBool(nil, true))
 	}
+	if p.LagMillis != -1 {
+		tags.add(2, kbin.AppendInt64(nil, p.LagMillis))
+	}
 	return tags.appendTo(dst)
 }
 
@@ -325,13 +336,15 @@ func (p *DescribeClusterMirrorsResponsePartition) readFrom(r *reader) {
 	p.StateValue = r.str()
 	p.RetryAttempt = int32(r.Int16())
 	p.ErrorMessage = r.nullableStr()
-	p.SourceOffsetAgeMillis, p.Stalled = -1, false // absent tags: the defaults
+	p.SourceOffsetAgeMillis, p.Stalled, p.LagMillis = -1, false, -1 // absent tags: the defaults
 	r.tags(func(tag uint32, sub *reader) bool {
 		switch tag {
 		case 0:
 			p.SourceOffsetAgeMillis = sub.Int64()
 		case 1:
 			p.Stalled = sub.Bool()
+		case 2:
+			p.LagMillis = sub.Int64()
 		default:
 			return false
 		}

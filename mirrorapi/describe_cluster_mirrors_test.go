@@ -10,7 +10,7 @@ import (
 // TestDescribeOldLayout: the prototype's DescribeClusterMirrors partition
 // and topic (and kmirror's before its tags existed) carry no tagged
 // fields. Such a response decodes with the kmirror additions at their
-// defaults (age unknown, not stalled, no topic id), and a reader of the
+// defaults (age and lag in time unknown, not stalled, no topic id), and a reader of the
 // old schema, which skips tags it does not know (KIP-482), reads a new
 // partition's fixed fields unchanged.
 func TestDescribeOldLayout(t *testing.T) {
@@ -28,9 +28,9 @@ func TestDescribeOldLayout(t *testing.T) {
 	}
 	dt := d.Mirrors[0].Topics[0]
 	p := dt.Partitions[0]
-	if p.SourceOffsetAgeMillis != -1 || p.Stalled || dt.TopicID != ([16]byte{}) {
-		t.Fatalf("old layout decoded with age %d, stalled %v, topic id %x; want -1, false, zero",
-			p.SourceOffsetAgeMillis, p.Stalled, dt.TopicID)
+	if p.SourceOffsetAgeMillis != -1 || p.Stalled || p.LagMillis != -1 || dt.TopicID != ([16]byte{}) {
+		t.Fatalf("old layout decoded with age %d, stalled %v, lag %d ms, topic id %x; want -1, false, -1, zero",
+			p.SourceOffsetAgeMillis, p.Stalled, p.LagMillis, dt.TopicID)
 	}
 	if p.SourceOffset != 2 || p.DestinationOffset != 3 || p.Lag != 4 || p.StateValue != "S" || p.RetryAttempt != 5 {
 		t.Fatalf("old layout fixed fields: %+v", p)
@@ -42,7 +42,7 @@ func TestDescribeOldLayout(t *testing.T) {
 	// An old reader of a new partition: the fixed fields, then a tag
 	// section it skips whole.
 	np := DescribeClusterMirrorsResponsePartition{PartitionIndex: 4, SourceOffset: 10, DestinationOffset: 8, Lag: 2,
-		StateValue: "MIRRORING", RetryAttempt: 0, ErrorMessage: sp("e"), SourceOffsetAgeMillis: 1500, Stalled: true}
+		StateValue: "MIRRORING", RetryAttempt: 0, ErrorMessage: sp("e"), SourceOffsetAgeMillis: 1500, Stalled: true, LagMillis: 1700}
 	r := newReader(np.appendTo(nil))
 	got := DescribeClusterMirrorsResponsePartition{PartitionIndex: r.Int32(), SourceOffset: r.Int64(),
 		DestinationOffset: r.Int64(), Lag: r.Int64(), StateValue: r.str(), RetryAttempt: int32(r.Int16()),
@@ -51,7 +51,7 @@ func TestDescribeOldLayout(t *testing.T) {
 	if err := r.complete(); err != nil {
 		t.Fatal(err)
 	}
-	got.SourceOffsetAgeMillis, got.Stalled = np.SourceOffsetAgeMillis, np.Stalled
+	got.SourceOffsetAgeMillis, got.Stalled, got.LagMillis = np.SourceOffsetAgeMillis, np.Stalled, np.LagMillis
 	if !reflect.DeepEqual(got, np) {
 		t.Fatalf("old reader: %+v, want %+v", got, np)
 	}

@@ -97,9 +97,9 @@ func fullMessages() []message {
 				{ErrorCode: 0, MirrorName: "east", AuthorizedOperations: 0x7f, LastGroupSyncMillis: 1_780_000_000_456, Topics: []DescribeClusterMirrorsResponseTopic{
 					{TopicName: "orders", TopicID: uuidA, Partitions: []DescribeClusterMirrorsResponsePartition{
 						{PartitionIndex: 0, SourceOffset: 100, DestinationOffset: 90, Lag: 10, StateValue: "MIRRORING", RetryAttempt: 0,
-							SourceOffsetAgeMillis: 400},
+							SourceOffsetAgeMillis: 400, LagMillis: 250},
 						{PartitionIndex: 1, SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: "FAILED", RetryAttempt: -1, ErrorMessage: sp("boom"),
-							SourceOffsetAgeMillis: -1},
+							SourceOffsetAgeMillis: -1, LagMillis: -1},
 						{PartitionIndex: 2, SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: "FAILED", RetryAttempt: 32767, ErrorMessage: sp(long),
 							SourceOffsetAgeMillis: math.MaxInt64, Stalled: true},
 						{PartitionIndex: 3, SourceOffset: 7, DestinationOffset: 7, Lag: 0, StateValue: "MIRRORING",
@@ -273,7 +273,7 @@ func TestGolden(t *testing.T) {
 			ErrorCode: ErrUnknownClusterMirror, ErrorMessage: sp("e"), MirrorName: "m", AuthorizedOperations: math.MinInt32,
 			Topics: []DescribeClusterMirrorsResponseTopic{{TopicName: "t", Partitions: []DescribeClusterMirrorsResponsePartition{{
 				PartitionIndex: 1, SourceOffset: 2, DestinationOffset: 3, Lag: 4, StateValue: "S", RetryAttempt: 5,
-				SourceOffsetAgeMillis: -1,
+				SourceOffsetAgeMillis: -1, LagMillis: -1,
 			}}}},
 		}}},
 		hex: "00000000" + "0000" + "00" + "02" +
@@ -288,13 +288,14 @@ func TestGolden(t *testing.T) {
 			MirrorName: "m", AuthorizedOperations: math.MinInt32,
 			Topics: []DescribeClusterMirrorsResponseTopic{{TopicName: "t", TopicID: uuidA, Partitions: []DescribeClusterMirrorsResponsePartition{{
 				PartitionIndex: 1, SourceOffset: 2, DestinationOffset: 3, Lag: 0, StateValue: "S",
-				SourceOffsetAgeMillis: 95000, Stalled: true,
+				SourceOffsetAgeMillis: 95000, Stalled: true, LagMillis: 96000,
 			}}}},
 		}}},
 		hex: "00000000" + "0000" + "00" + "02" +
 			"0000" + "026d" + "80000000" + "02" + "0274" + "02" +
 			"00000001" + "0000000000000002" + "0000000000000003" + "0000000000000000" + "0253" + "0000" + "00" +
-			"02" + "00" + "08" + "0000000000017318" + "01" + "01" + "01" + // partition tags: age, stalled
+			"03" + "00" + "08" + "0000000000017318" + "01" + "01" + "01" + // partition tags: age, stalled,
+			"02" + "08" + "0000000000017700" + // lag in time
 			"01" + "00" + "10" + "0102030405060708090a0b0c0d0e0f10" + // topic tags: TopicID
 			"00" + // mirror tags
 			"00",
@@ -641,7 +642,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("mirror AuthorizedOperations = %d", m.AuthorizedOperations)
 	}
 	if p := NewDescribeClusterMirrorsResponsePartition(); p.SourceOffset != -1 || p.DestinationOffset != -1 || p.Lag != -1 ||
-		p.SourceOffsetAgeMillis != -1 || p.Stalled {
+		p.SourceOffsetAgeMillis != -1 || p.Stalled || p.LagMillis != -1 {
 		t.Errorf("partition defaults %+v", p)
 	}
 }

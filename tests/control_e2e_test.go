@@ -317,8 +317,8 @@ func (n *ctlNode) list(ctx context.Context) map[string]mirrorapi.ListClusterMirr
 func describePartitions(ps []mirrorapi.DescribeClusterMirrorsResponsePartition) string {
 	var sb strings.Builder
 	for _, p := range ps {
-		fmt.Fprintf(&sb, "[%d %s src %d (%d ms old) dst %d lag %d retry %d", p.PartitionIndex, p.StateValue, p.SourceOffset,
-			p.SourceOffsetAgeMillis, p.DestinationOffset, p.Lag, p.RetryAttempt)
+		fmt.Fprintf(&sb, "[%d %s src %d (%d ms old) dst %d lag %d (%d ms) retry %d", p.PartitionIndex, p.StateValue, p.SourceOffset,
+			p.SourceOffsetAgeMillis, p.DestinationOffset, p.Lag, p.LagMillis, p.RetryAttempt)
 		if p.Stalled {
 			sb.WriteString(" stalled")
 		}

@@ -129,7 +129,8 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 				t.Fatalf("idle-%d after the restart: %s (a source offset is known all along)", p,
 					describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 			}
-			if dp.StateValue != "MIRRORING" || dp.Lag != 0 || dp.Stalled || dp.SourceOffsetAgeMillis > 1000 {
+			if dp.StateValue != "MIRRORING" || dp.Lag != 0 || dp.Stalled || dp.SourceOffsetAgeMillis > 1000 ||
+				dp.LagMillis < 0 || dp.LagMillis > 1000 {
 				return errors.New(describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 			}
 		}
@@ -139,33 +140,35 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 	// The source goes away.
 	// Idle, but answered: never stalled, and fresh (as old as one fetch
 	// wait, mirror.fetch.wait.max.ms, 1 s), for longer than
-	// request.timeout.ms.
+	// request.timeout.ms; the lag in time, caught up, is as small.
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		for p := range parts["idle"] {
 			dp := n.checkOffsets(ctx, "m", "idle", p, "MIRRORING", ends["idle"][p])
-			if dp.Stalled || dp.SourceOffsetAgeMillis > 1500 {
+			if dp.Stalled || dp.SourceOffsetAgeMillis > 1500 || dp.LagMillis < 0 || dp.LagMillis > 1500 {
 				t.Fatalf("idle-%d while the source answers: %s", p, describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 			}
 		}
 		<-time.After(50 * time.Millisecond)
 	}
 
+	// A stalled partition's lag in time grows with the clock, though its
+	// lag in records stays 0: the source may be taking records it lacks.
 	src.Close()
-	var ages [2]int64
+	var ages, lags [2]int64
 	mirrorWait(t, ctx, mirrorCatchUp, "idle partitions stalled", func() error {
 		for p := range parts["idle"] {
 			dp := n.checkOffsets(ctx, "m", "idle", p, "MIRRORING", ends["idle"][p])
-			if !dp.Stalled || dp.SourceOffsetAgeMillis < 1000 {
+			if !dp.Stalled || dp.SourceOffsetAgeMillis < 1000 || dp.LagMillis < 1000 {
 				return errors.New(describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 			}
-			ages[p] = dp.SourceOffsetAgeMillis
+			ages[p], lags[p] = dp.SourceOffsetAgeMillis, dp.LagMillis
 		}
 		return nil
 	})
-	mirrorWait(t, ctx, mirrorCatchUp, "the source offset age growing", func() error {
+	mirrorWait(t, ctx, mirrorCatchUp, "the source offset age and the lag in time growing", func() error {
 		dp := n.describedPartition(ctx, "m", "idle", 0)
-		if !dp.Stalled || dp.SourceOffsetAgeMillis < ages[0]+300 {
+		if !dp.Stalled || dp.SourceOffsetAgeMillis < ages[0]+300 || dp.LagMillis < lags[0]+300 {
 			return errors.New(describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 		}
 		return nil
@@ -181,6 +184,11 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 		if dp.SourceOffsetAgeMillis < ages[p] {
 			t.Fatalf("idle-%d: source offset %d ms old after the restart, %d ms before it", p, dp.SourceOffsetAgeMillis, ages[p])
 		}
+		// Nothing answered since the restart bounds the lag in time: it
+		// is unknown, never a value lower than it was.
+		if dp.LagMillis != -1 {
+			t.Fatalf("idle-%d: lag in time %d ms after a restart without the source, want unknown (-1)", p, dp.LagMillis)
+		}
 	}
 	mirrorWait(t, ctx, mirrorCatchUp, "idle partitions stalled after the restart", func() error {
 		for p := range parts["idle"] {
@@ -193,7 +201,8 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 }
 
 // checkStalledMetrics checks the fetch metrics of topic in mirror: stalled
-// partitions counted, and a source offset age of at least minAge seconds.
+// partitions counted, and a source offset age and a lag in time of at
+// least minAge seconds.
 func checkStalledMetrics(t *testing.T, n *ctlNode, mirror, topic string, stalled int, minAge float64) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -214,11 +223,12 @@ func checkStalledMetrics(t *testing.T, n *ctlNode, mirror, topic string, stalled
 			}
 		}
 	}
-	if got["kmirror_mirror_stalled_partitions"] != float64(stalled) || got["kmirror_mirror_source_offset_age_seconds"] < minAge {
+	if got["kmirror_mirror_stalled_partitions"] != float64(stalled) || got["kmirror_mirror_source_offset_age_seconds"] < minAge ||
+		got["kmirror_mirror_lag_seconds"] < minAge {
 		var sb strings.Builder
 		for k, v := range got {
 			fmt.Fprintf(&sb, "%s=%v ", k, v)
 		}
-		t.Fatalf("metrics of %s/%s: %s; want %d stalled partitions, source offset age >= %vs", mirror, topic, sb.String(), stalled, minAge)
+		t.Fatalf("metrics of %s/%s: %s; want %d stalled partitions, source offset age and lag >= %vs", mirror, topic, sb.String(), stalled, minAge)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,9 +20,14 @@ import (
 // and with its "-" for an unknown offset, so scripts written for it keep
 // working; kmirror's columns come after STATE:
 //
-//	MIRROR TOPIC PARTITION SOURCE-OFFSET DESTINATION-OFFSET LAG STATE SOURCE-OFFSET-AGE STALLED GROUPS-SYNCED
+//	MIRROR TOPIC PARTITION SOURCE-OFFSET DESTINATION-OFFSET LAG STATE SOURCE-OFFSET-AGE STALLED GROUPS-SYNCED LAG-SECONDS
 //
-// SOURCE-OFFSET-AGE is how old the source offset is ("0.4s", "2m13s", "-"
+// LAG-SECONDS is the RPO (issue 18 item 2): how long ago, at most, the
+// oldest source record the copy lacks reached the source, in seconds with
+// one decimal, rounded up ("0.4", "95.0"), so scripts can compare it with a number; "-"
+// when unknown (no fetcher: PAUSED, STOPPED; or nothing answered since
+// the fetcher started). It comes last so the columns before it keep the
+// positions scripts know them at. SOURCE-OFFSET-AGE is how old the source offset is ("0.4s", "2m13s", "-"
 // when none was ever read): a LAG of 0 measured two minutes ago says
 // nothing about now. STALLED is "yes" when the partition's fetcher has had
 // no good answer for longer than request.timeout.ms plus
@@ -52,7 +58,9 @@ type describeRow struct {
 	ErrorMessage      *string `json:"errorMessage"`
 	// SourceOffsetAgeMs is -1 when the source offset is unknown.
 	SourceOffsetAgeMs int64 `json:"sourceOffsetAgeMs"`
-	Stalled           bool  `json:"stalled"`
+	// LagMs is LAG-SECONDS in milliseconds, -1 when unknown.
+	LagMs   int64 `json:"lagMs"`
+	Stalled bool  `json:"stalled"`
 	// TopicID is Kafka's form of the id (internal/topicid); null from a
 	// node that does not report it.
 	TopicID *string `json:"topicId"`
@@ -89,7 +97,7 @@ func describeRows(r *mirrorapi.DescribeClusterMirrorsResponse, failed bool) []de
 				rows = append(rows, describeRow{Mirror: m.MirrorName, Topic: t.TopicName, Partition: p.PartitionIndex,
 					SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag, State: p.StateValue,
 					RetryAttempt: p.RetryAttempt, ErrorMessage: p.ErrorMessage, SourceOffsetAgeMs: p.SourceOffsetAgeMillis,
-					Stalled: p.Stalled, TopicID: id, SourceHasNoTopicIDs: t.NoSourceTopicIDs, GroupOffsetsSyncedAt: synced})
+					LagMs: p.LagMillis, Stalled: p.Stalled, TopicID: id, SourceHasNoTopicIDs: t.NoSourceTopicIDs, GroupOffsetsSyncedAt: synced})
 			}
 		}
 	}
@@ -123,7 +131,7 @@ func printDescribe(tw io.Writer, rows []describeRow, failed bool) {
 		}
 		return
 	}
-	fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSOURCE-OFFSET\tDESTINATION-OFFSET\tLAG\tSTATE\tSOURCE-OFFSET-AGE\tSTALLED\tGROUPS-SYNCED")
+	fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSOURCE-OFFSET\tDESTINATION-OFFSET\tLAG\tSTATE\tSOURCE-OFFSET-AGE\tSTALLED\tGROUPS-SYNCED\tLAG-SECONDS")
 	for _, r := range rows {
 		age := "-"
 		if r.SourceOffsetAgeMs >= 0 {
@@ -139,8 +147,13 @@ func printDescribe(tw io.Writer, rows []describeRow, failed bool) {
 				synced = formatAge(max(time.Since(at), 0)) + "-ago"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Mirror, r.Topic, r.Partition, offsetCell(r.SourceOffset),
-			offsetCell(r.DestinationOffset), offsetCell(r.Lag), r.State, age, stalled, synced)
+		lagSeconds := "-"
+		if r.LagMs >= 0 {
+			// Rounded up: the bound must not shrink in print.
+			lagSeconds = strconv.FormatFloat(math.Ceil(float64(r.LagMs)/100)/10, 'f', 1, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Mirror, r.Topic, r.Partition, offsetCell(r.SourceOffset),
+			offsetCell(r.DestinationOffset), offsetCell(r.Lag), r.State, age, stalled, synced, lagSeconds)
 	}
 
 }

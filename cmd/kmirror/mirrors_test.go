@@ -105,7 +105,7 @@ func parseTable(out string, header ...string) ([][]string, error) {
 var (
 	listHeader     = []string{"MIRROR", "TOPICS", "SOURCE-CLUSTER-ID", "SOURCE-BOOTSTRAP-SERVER"}
 	describeHeader = []string{"MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE",
-		"SOURCE-OFFSET-AGE", "STALLED", "GROUPS-SYNCED"}
+		"SOURCE-OFFSET-AGE", "STALLED", "GROUPS-SYNCED", "LAG-SECONDS"}
 	failedHeader = []string{"MIRROR", "TOPIC", "PARTITION", "RETRY", "ERROR"}
 )
 
@@ -199,7 +199,7 @@ func describeJSON(t *testing.T, out string) []map[string]any {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("--describe --json: %v\n%s", err, out)
 	}
-	want := []string{"destinationOffset", "errorMessage", "groupOffsetsSyncedAt", "lag", "mirror", "partition", "retryAttempt",
+	want := []string{"destinationOffset", "errorMessage", "groupOffsetsSyncedAt", "lag", "lagMs", "mirror", "partition", "retryAttempt",
 		"sourceHasNoTopicIds", "sourceOffset", "sourceOffsetAgeMs", "stalled", "state", "topic", "topicId"}
 	for _, r := range rows {
 		keys := slices.Sorted(maps.Keys(r))
@@ -282,6 +282,10 @@ func TestMirrorsLifecycle(t *testing.T) {
 			}
 			if r[3] != r[4] {
 				return fmt.Errorf("source and destination offsets differ with lag 0: %q", r)
+			}
+			// Caught up, the lag in time is about one fetch round.
+			if secs, err := strconv.ParseFloat(r[10], 64); err != nil || secs > 5 {
+				return fmt.Errorf("LAG-SECONDS %q of a caught-up partition: %v", r[10], err)
 			}
 			n, err := strconv.Atoi(r[4])
 			if err != nil {
@@ -372,8 +376,8 @@ func TestMirrorsLifecycle(t *testing.T) {
 	total := 0
 	for _, r := range rows {
 		n, err := strconv.Atoi(r[4])
-		if err != nil || r[3] != r[4] || r[5] != "0" || r[7] == "-" {
-			t.Fatalf("after --stop: row %q, want the final source and destination offsets, lag 0, an age", r)
+		if err != nil || r[3] != r[4] || r[5] != "0" || r[7] == "-" || r[10] != "-" {
+			t.Fatalf("after --stop: row %q, want the final source and destination offsets, lag 0, an age, no lag in time", r)
 		}
 		total += n
 	}
@@ -515,31 +519,33 @@ func describeAnswer() *mirrorapi.DescribeClusterMirrorsResponse {
 		"the mirror's principal User:mirror lacks READ on topic orders; grant it with kafka-acls.sh --add " +
 		"--allow-principal User:mirror --operation READ --topic orders, then run kmirror mirrors --recover " +
 		"--mirror dr --topics orders; a_token_longer_than_the_wrap_width_" + strings.Repeat("x", 90)
-	part := func(i int32, src, dst, lag, age int64, state string, stalled bool) mirrorapi.DescribeClusterMirrorsResponsePartition {
+	part := func(i int32, src, dst, lag, age int64, state string, stalled bool, lagMs int64) mirrorapi.DescribeClusterMirrorsResponsePartition {
 		p := mirrorapi.NewDescribeClusterMirrorsResponsePartition()
 		p.PartitionIndex, p.SourceOffset, p.DestinationOffset, p.Lag = i, src, dst, lag
-		p.SourceOffsetAgeMillis, p.StateValue, p.Stalled = age, state, stalled
+		p.SourceOffsetAgeMillis, p.StateValue, p.Stalled, p.LagMillis = age, state, stalled, lagMs
 		return p
 	}
-	failed := part(1, 90, 90, 0, 133_000, "FAILED", false)
+	failed := part(1, 90, 90, 0, 133_000, "FAILED", false, 140_000)
 	failed.RetryAttempt, failed.ErrorMessage = 2, &long
-	nr := part(0, 5, 5, 0, 400, "FAILED", false)
+	nr := part(0, 5, 5, 0, 400, "FAILED", false, -1)
 	nr.RetryAttempt, nr.ErrorMessage = -1, kmsg.StringPtr("source cluster id changed")
 	return &mirrorapi.DescribeClusterMirrorsResponse{Mirrors: []mirrorapi.DescribeClusterMirrorsResponseMirror{
 		{MirrorName: "west", Topics: []mirrorapi.DescribeClusterMirrorsResponseTopic{{TopicName: "audit", Partitions: []mirrorapi.DescribeClusterMirrorsResponsePartition{nr}}}},
 		{MirrorName: "dr", Topics: []mirrorapi.DescribeClusterMirrorsResponseTopic{
 			{TopicName: "orders", TopicID: [16]byte{0xfb, 0xef, 0xbe, 0xff, 0xff, 0xff, 0xfb, 0xef, 0xbe, 0xff, 0xff, 0xff, 0xfb, 0xef, 0xbe, 0xff},
 				Partitions: []mirrorapi.DescribeClusterMirrorsResponsePartition{
-					part(2, -1, 40, -1, -1, "PAUSED", false), failed, part(0, 120, 100, 20, 400, "MIRRORING", false)}},
+					part(2, -1, 40, -1, -1, "PAUSED", false, -1), failed, part(0, 120, 100, 20, 400, "MIRRORING", false, 2_310)}},
 			{TopicName: "billing", Partitions: []mirrorapi.DescribeClusterMirrorsResponsePartition{
-				part(0, 7, 7, 0, 95_400, "MIRRORING", true)}},
+				part(0, 7, 7, 0, 95_400, "MIRRORING", true, 95_401)}},
 		}},
 	}}
 }
 
 // --describe: kafka-cluster-mirrors.sh's seven columns first, "-" for
-// what is unknown, then how old the source offset is and whether the
-// partition is stalled.
+// what is unknown, then how old the source offset is, whether the
+// partition is stalled, when groups were synced and, last, the lag in
+// seconds (rounded up: a stalled partition unanswered for 95.401 s shows
+// 95.5, though its LAG is 0).
 func TestMirrorsDescribeTable(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
@@ -558,11 +564,11 @@ func TestMirrorsDescribeTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"dr", "billing", "0", "7", "7", "0", "MIRRORING", "1m35s", "yes", "never"},
-		{"dr", "orders", "0", "120", "100", "20", "MIRRORING", "0.4s", "no", "never"},
-		{"dr", "orders", "1", "90", "90", "0", "FAILED", "2m13s", "no", "never"},
-		{"dr", "orders", "2", "-", "40", "-", "PAUSED", "-", "no", "never"},
-		{"west", "audit", "0", "5", "5", "0", "FAILED", "0.4s", "no", "2h0m0s-ago"},
+		{"dr", "billing", "0", "7", "7", "0", "MIRRORING", "1m35s", "yes", "never", "95.5"},
+		{"dr", "orders", "0", "120", "100", "20", "MIRRORING", "0.4s", "no", "never", "2.4"},
+		{"dr", "orders", "1", "90", "90", "0", "FAILED", "2m13s", "no", "never", "140.0"},
+		{"dr", "orders", "2", "-", "40", "-", "PAUSED", "-", "no", "never", "-"},
+		{"west", "audit", "0", "5", "5", "0", "FAILED", "0.4s", "no", "2h0m0s-ago", "-"},
 	}
 	if !slices.EqualFunc(rows, want, slices.Equal) {
 		t.Fatalf("rows\n%q\nwant\n%q", rows, want)
@@ -660,14 +666,14 @@ func TestMirrorsDescribeJSON(t *testing.T) {
 		for _, r := range rows {
 			got = append(got, fmt.Sprint(r["mirror"], " ", r["topic"], " ", r["partition"], " ", r["state"], " ",
 				r["sourceOffset"], " ", r["destinationOffset"], " ", r["lag"], " ", r["retryAttempt"], " ",
-				r["sourceOffsetAgeMs"], " ", r["stalled"], " ", r["topicId"], " ", r["errorMessage"] != nil))
+				r["sourceOffsetAgeMs"], " ", r["lagMs"], " ", r["stalled"], " ", r["topicId"], " ", r["errorMessage"] != nil))
 		}
 		want := []string{
-			"dr billing 0 MIRRORING 7 7 0 0 95400 true <nil> false",
-			"dr orders 0 MIRRORING 120 100 20 0 400 false ----____----____----_w false",
-			"dr orders 1 FAILED 90 90 0 2 133000 false ----____----____----_w true",
-			"dr orders 2 PAUSED -1 40 -1 0 -1 false ----____----____----_w false",
-			"west audit 0 FAILED 5 5 0 -1 400 false <nil> true",
+			"dr billing 0 MIRRORING 7 7 0 0 95400 95401 true <nil> false",
+			"dr orders 0 MIRRORING 120 100 20 0 400 2310 false ----____----____----_w false",
+			"dr orders 1 FAILED 90 90 0 2 133000 140000 false ----____----____----_w true",
+			"dr orders 2 PAUSED -1 40 -1 0 -1 -1 false ----____----____----_w false",
+			"west audit 0 FAILED 5 5 0 -1 400 -1 false <nil> true",
 		}
 		if failed {
 			want = []string{want[2], want[4]}
