@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -168,5 +169,25 @@ func TestLagTrackerAllocs(t *testing.T) {
 		_ = lt.since(hw - 20)
 	}); n > 0 {
 		t.Fatalf("%v allocations per answer", n)
+	}
+}
+
+// BenchmarkLagTracker is the per-answer cost of the lag tracking: a mark,
+// a copy and a read, with the copy behind (marks accumulate and halve) or
+// caught up (one mark replaced).
+func BenchmarkLagTracker(b *testing.B) {
+	for _, behind := range []int64{0, 1000} {
+		b.Run(fmt.Sprintf("behind=%d", behind), func(b *testing.B) {
+			b.ReportAllocs()
+			lt := newLagTracker()
+			hw, sent := int64(0), time.Unix(1, 0)
+			for b.Loop() {
+				hw += 7
+				sent = sent.Add(time.Millisecond)
+				lt.observe(hw, sent, max(hw-behind, 0))
+				lt.copied(100, 7, 5)
+				_ = lt.since(max(hw-behind, 0))
+			}
+		})
 	}
 }
