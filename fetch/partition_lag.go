@@ -15,6 +15,8 @@ import "time"
 //	A Fetch sent at time S whose answer names source high watermark H says
 //	that at some moment after S the source had committed nothing at or
 //	above H. So every record at an offset >= H was committed after S.
+//	(Across a source leader change the high watermark can go down for a
+//	moment; observe says how that is handled.)
 //
 // Each answer is such a mark (H, S). For the local log end L, the latest
 // mark with H <= L bounds the oldest missing record: it reached the source
@@ -72,21 +74,28 @@ func newLagTracker() lagTracker { return lagTracker{lastTimestamp: -1} }
 // observe records the answer of a Fetch sent at sent that named source
 // high watermark hw, after which the local log ends at leo.
 //
-// Marks stay strictly increasing in both hw and sent. A new mark replaces
-// the ones at or above its hw (a high watermark that went down, as at a
-// leader change, or stayed): it says as much about their offsets, and
-// later. The marks below leo but the latest are of no more use (leo only
-// goes back when the log is cut, and then an older bound is still a
-// bound, just a coarser one).
+// Marks stay strictly increasing in both hw and sent. The same hw again
+// moves its mark's time forward (the statement holds later too). A lower
+// hw is ignored: Kafka's high watermark is not monotonic across a leader
+// change (a new leader's lags the old one's until its followers fetch), so
+// records below the highest hw seen may have been committed long before;
+// a mark for them would under-report. The marks below leo but the latest
+// are of no more use (leo only goes back when the log is cut, and then an
+// older bound is still a bound, just a coarser one).
+//
+// Caveat: a new source leader can also name the highest hw seen while the
+// old one had already committed past it, unseen; records committed in
+// that election window can then be counted up to one fetch round younger.
 func (t *lagTracker) observe(hw int64, sent time.Time, leo int64) {
-	if hw < 0 {
+	if hw < 0 || t.n > 0 && hw < t.marks[t.n-1].hw {
 		return
-	}
-	for t.n > 0 && t.marks[t.n-1].hw >= hw {
-		t.n--
 	}
 	if k := t.covering(leo); k > 0 {
 		t.n = copy(t.marks[:], t.marks[k:t.n])
+	}
+	if t.n > 0 && t.marks[t.n-1].hw == hw {
+		t.marks[t.n-1].sent = sent.UnixNano()
+		return
 	}
 	if t.n == lagMarks {
 		for i := 0; i < lagMarks/2; i++ {
