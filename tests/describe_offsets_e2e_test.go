@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/metrics"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/state"
 )
 
 // What DescribeClusterMirrors shows of each partition's offsets (issue 16
@@ -113,6 +115,20 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 	}
 	checkHeld("after pause, stop and failure")
 	n.checkOffsets(ctx, "f", "failed", 0, "FAILED", end("failed"))
+	// The partition-state counts behind kmirror_mirror_partition_states:
+	// every state of every mirror, the partitions without a fetcher too.
+	counts := map[string]map[string]int{}
+	for _, ps := range n.ctl.PartitionStateCounts() {
+		counts[ps.Mirror] = map[string]int{}
+		for st, c := range ps.Counts {
+			if c > 0 {
+				counts[ps.Mirror][state.PartitionState(st).String()] = c
+			}
+		}
+	}
+	if want := map[string]map[string]int{"m": {"MIRRORING": 2, "PAUSED": 1, "STOPPED": 1}, "f": {"FAILED": 1}}; !reflect.DeepEqual(counts, want) {
+		t.Fatalf("partition state counts %v, want %v", counts, want)
+	}
 
 	// A restart: the held partitions read their offsets from the store;
 	// the failed one is retried at start (any state, same offsets).
