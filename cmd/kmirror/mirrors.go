@@ -26,7 +26,8 @@ const mirrorsUsage = `Usage: kmirror mirrors --bootstrap-server HOST:PORT[,HOST:
 Manages the cluster mirrors of a kmirror node, like Kafka's kafka-cluster-mirrors.sh.
 Exactly one action:
   --create    create a mirror (--mirror, --mirror-config FILE with bootstrap.servers)
-  --start     start mirroring --topics (names or regexes matched at the source; --exclude)
+  --start     start mirroring --topics (names or regexes matched at the source; --exclude);
+              with --dry-run, print what LOG_ALIGNMENT would cut and copy, change nothing
   --stop      stop mirroring --topics (failover: the topics become writable), after
               a last sync of their group offsets and configs; prints how far
               behind the source each copy stopped
@@ -43,7 +44,7 @@ Options:
 // mirrorsFlags are the command's flags.
 type mirrorsFlags struct {
 	bootstrap, commandConfig, mirror, mirrorConfig, topics, exclude string
-	failed, asJSON                                                  bool
+	failed, asJSON, dryRun                                          bool
 	timeout                                                         time.Duration
 	actions                                                         map[string]*bool
 	// notes receives what is said about a table but is no row of it
@@ -62,6 +63,7 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.topics, "topics", "", "comma list of topic names or regexes")
 	fs.StringVar(&f.exclude, "exclude", "", "comma list of regexes to exclude (--start)")
 	fs.BoolVar(&f.failed, "failed", false, "describe failed partitions only")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "with --start: print per partition what it would truncate and copy, and change nothing")
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON (--describe: an array of partitions, as kafka-cluster-mirrors.sh prints it)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up when the node has not answered within this `duration`")
 	f.actions = map[string]*bool{}
@@ -123,6 +125,8 @@ func (f *mirrorsFlags) validate(extra []string) (string, error) {
 		return "", errors.New("--exclude goes with --start only")
 	case f.failed && a != "describe":
 		return "", errors.New("--failed goes with --describe only")
+	case f.dryRun && a != "start":
+		return "", errors.New("--dry-run goes with --start only")
 	}
 	return a, nil
 }
@@ -203,6 +207,9 @@ func (f *mirrorsFlags) run(ctx context.Context, action string, out io.Writer) er
 		return err
 	}
 	defer cl.Close()
+	if f.dryRun {
+		return f.runDryRun(ctx, cl, out)
+	}
 	req, err := f.request(action)
 	if err != nil {
 		return err
