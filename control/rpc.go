@@ -165,7 +165,9 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 			return resp
 		}
 		topics = found
-		configs = c.startConfigs(m, topics)
+		if !r.ValidateOnly { // a dry run applies no configs
+			configs = c.startConfigs(m, topics)
+		}
 	}
 	// SPEC.md section 2: names and patterns join the include set; a
 	// pattern included is no longer excluded and vice versa; a topic named
