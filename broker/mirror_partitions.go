@@ -58,6 +58,21 @@ func (b *Broker) MirrorPartition(name string, p int32) (MirrorPartition, error) 
 	return mirrorPartition{b: b, p: t.parts()[p]}, nil
 }
 
+// PartitionLog returns the log of partition p of topic name, writable or
+// not, to read only: the dry run of a start (control/align_preview.go)
+// reads the log of a topic that is still writable. Writes go through
+// MirrorPartition or the produce path, never through this.
+func (b *Broker) PartitionLog(name string, p int32) (*storage.Log, error) {
+	t := b.topicByName(name)
+	switch {
+	case t == nil:
+		return nil, fmt.Errorf("broker: no topic %s", name)
+	case p < 0 || int(p) >= len(t.parts()):
+		return nil, fmt.Errorf("broker: topic %s has no partition %d", name, p)
+	}
+	return t.parts()[p].log, nil
+}
+
 // mirrorPartition adapts a partition to MirrorPartition.
 type mirrorPartition struct {
 	b *Broker

@@ -7,6 +7,7 @@ import (
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/storage"
 )
 
 // alignTopic is LOG_ALIGNMENT for a topic that already has local data and
@@ -30,23 +31,38 @@ func (c *Controller) alignTopic(m state.Mirror, info broker.TopicInfo, partition
 			continue
 		}
 		epoch, ok := lme[p]
-		if !ok || epoch < 0 {
+		to, scratch := lastMirrorEpochCut(l, epoch, ok)
+		switch {
+		case scratch:
 			c.log.Info("no last mirror epoch from the source; mirroring from scratch",
 				"mirror", m.Name, "topic", info.Name, "partition", p)
 			if err := l.TruncateFullyAndStartAt(0); err != nil {
 				return err
 			}
-			continue
-		}
-		if _, end := l.EndOffsetForEpoch(epoch); end >= 0 && end < l.LogEndOffset() {
+		case to < l.LogEndOffset():
 			c.log.Info("aligning to the last mirror epoch", "mirror", m.Name, "topic", info.Name,
-				"partition", p, "epoch", epoch, "to", end)
-			if err := l.TruncateTo(end); err != nil {
+				"partition", p, "epoch", epoch, "to", to)
+			if err := l.TruncateTo(to); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// lastMirrorEpochCut is where alignTopic cuts a log that holds records,
+// given the source's last mirror epoch for it (known: the source gave
+// one): at the end of that epoch here, to (the log end when that is
+// nothing), or, without an epoch, everything (scratch: the log restarts
+// empty at 0). The start dry run (align_preview.go) plans the same cut.
+func lastMirrorEpochCut(l *storage.Log, epoch int32, known bool) (to int64, scratch bool) {
+	if !known || epoch < 0 {
+		return 0, true
+	}
+	if _, end := l.EndOffsetForEpoch(epoch); end >= 0 && end < l.LogEndOffset() {
+		return end, false
+	}
+	return l.LogEndOffset(), false
 }
 
 // sourceLastMirrorEpochs asks the source which epoch of each partition it last

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/internal/topicid"
@@ -152,6 +153,7 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 	if !ok {
 		return resp
 	}
+	resp.DryRun = r.ValidateOnly
 	topics := r.Topics
 	var configs map[string]map[string]string
 	if len(r.IncludePatterns) > 0 || len(topics) > 0 {
@@ -163,7 +165,9 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 			return resp
 		}
 		topics = found
-		configs = c.startConfigs(m, topics)
+		if !r.ValidateOnly { // a dry run applies no configs
+			configs = c.startConfigs(m, topics)
+		}
 	}
 	// SPEC.md section 2: names and patterns join the include set; a
 	// pattern included is no longer excluded and vice versa; a topic named
@@ -191,11 +195,18 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 			res.add(t.TopicName, kerr.InvalidRequest.Code, "topic %s is excluded from cluster mirror %s", t.TopicName, m.Name)
 			continue
 		}
+		if r.ValidateOnly {
+			res.topics = append(res.topics, c.previewTopic(m, t))
+			continue
+		}
 		if named[t.TopicName] {
 			m.Include = mergePatterns(m.Include, []string{regexp.QuoteMeta(t.TopicName)})
 		}
 		code, msg := c.startTopic(&m, t, configs[t.TopicName])
 		res.add(t.TopicName, code, "%s", msg)
+	}
+	if r.ValidateOnly {
+		return resp // a dry run stores nothing
 	}
 	if err := c.store.PutMirror(m); err != nil {
 		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
@@ -212,37 +223,63 @@ func mergePatterns(have, add []string) []string {
 	return have
 }
 
-// startTopic associates one topic with the mirror, gives it the source's
-// topic configs and starts its partitions. REQUIRES: c.mu held.
-func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string) (int16, string) {
+// startCase is what starting a topic means, by what exists here.
+type startCase int8
+
+const (
+	startCreate  startCase = iota // no local topic: it is created
+	startRunning                  // mirroring already: nothing to do
+	startAlign                    // a writable topic (a failback, a migration): aligned first
+)
+
+// startCheck is the validation of startTopic, shared with its dry run
+// (align_preview.go): what starting t means here, and the local topic, or
+// why the start is refused (code != 0). It changes nothing.
+// REQUIRES: c.mu held.
+func (c *Controller) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic) (sc startCase, info broker.TopicInfo, code int16, msg string) {
 	if t.NumPartitions <= 0 {
-		return kerr.UnknownTopicOrPartition.Code, "the source has no topic " + t.TopicName
+		return 0, info, kerr.UnknownTopicOrPartition.Code, "the source has no topic " + t.TopicName
 	}
-	if err := c.loopCheck(*m, t.TopicName); err != nil {
-		return kerr.InvalidRequest.Code, err.Error()
+	if err := c.loopCheck(m, t.TopicName); err != nil {
+		return 0, info, kerr.InvalidRequest.Code, err.Error()
 	}
 	info, exists := c.b.Topic(t.TopicName)
 	switch {
 	case !exists:
+		return startCreate, info, 0, ""
+	case t.TopicID != ([16]byte{}) && info.ID != t.TopicID:
+		return 0, info, kerr.InconsistentTopicID.Code, fmt.Sprintf("topic %s exists here with topic id %s, at the source with %s",
+			t.TopicName, topicid.String(info.ID), topicid.String(t.TopicID))
+	case info.Mirror != "" && info.Mirror != m.Name:
+		return 0, info, mirrorapi.ErrTopicAlreadyInClusterMirror, fmt.Sprintf("topic %s belongs to cluster mirror %s", t.TopicName, info.Mirror)
+	case info.Mirror == m.Name && m.Topics[t.TopicName] == state.StateMirroring:
+		return startRunning, info, 0, ""
+	case info.Mirror == m.Name && m.Topics[t.TopicName] != state.StateStopped:
+		return 0, info, mirrorapi.ErrMirrorTopicNotStopped, fmt.Sprintf("topic %s is %v", t.TopicName, m.Topics[t.TopicName])
+	case info.Partitions < t.NumPartitions:
+		return 0, info, kerr.InvalidPartitions.Code, fmt.Sprintf("topic %s has %d partitions here, %d at the source",
+			t.TopicName, info.Partitions, t.NumPartitions)
+	}
+	// An existing writable topic (a failback, or a migration into a topic
+	// created by hand): it becomes read-only and is aligned.
+	return startAlign, info, 0, ""
+}
+
+// startTopic associates one topic with the mirror, gives it the source's
+// topic configs and starts its partitions. REQUIRES: c.mu held.
+func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string) (int16, string) {
+	sc, info, code, msg := c.startCheck(*m, t)
+	if code != 0 {
+		return code, msg
+	}
+	switch sc {
+	case startRunning:
+		return 0, ""
+	case startCreate:
 		if err := c.b.CreateMirrorTopic(t.TopicName, t.TopicID, t.NumPartitions, m.Name); err != nil {
 			return kerr.UnknownServerError.Code, err.Error()
 		}
-	case t.TopicID != ([16]byte{}) && info.ID != t.TopicID:
-		return kerr.InconsistentTopicID.Code, fmt.Sprintf("topic %s exists here with topic id %s, at the source with %s",
-			t.TopicName, topicid.String(info.ID), topicid.String(t.TopicID))
-	case info.Mirror != "" && info.Mirror != m.Name:
-		return mirrorapi.ErrTopicAlreadyInClusterMirror, fmt.Sprintf("topic %s belongs to cluster mirror %s", t.TopicName, info.Mirror)
-	case info.Mirror == m.Name && m.Topics[t.TopicName] == state.StateMirroring:
-		return 0, "" // already mirroring
-	case info.Mirror == m.Name && m.Topics[t.TopicName] != state.StateStopped:
-		return mirrorapi.ErrMirrorTopicNotStopped, fmt.Sprintf("topic %s is %v", t.TopicName, m.Topics[t.TopicName])
-	default:
-		// An existing writable topic (a failback, or a migration into a
-		// topic created by hand): it becomes read-only and is aligned.
-		if info.Partitions < t.NumPartitions {
-			return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %s has %d partitions here, %d at the source",
-				t.TopicName, info.Partitions, t.NumPartitions)
-		}
+	case startAlign:
 		if err := c.b.SetTopicMirror(t.TopicName, m.Name); err != nil {
 			return kerr.UnknownServerError.Code, err.Error()
 		}

@@ -272,33 +272,43 @@ func (mr *mirror) metadata(topics map[string]bool) (sourceMetadata, error) {
 // (sources before Kafka 2.7 have no diverging epochs in Fetch; newer ones
 // get the same answer here as Fetch would give).
 func (mr *mirror) truncateToSource(ps *partState, li leaderInfo) error {
-	l := ps.local.Log()
-	latest, ok := l.Epochs().Latest()
-	if !ok || l.LogEndOffset() == l.LogStartOffset() {
+	latest, ok := wholeLog(ps.local.Log()).latest()
+	if !ok {
 		return nil
 	}
+	epoch, end, err := mr.sourceEpochEnd(ps.tp, li.epoch, latest)
+	if err != nil {
+		return err
+	}
+	return ps.truncateDiverged(epoch, end, "OffsetForLeaderEpoch at start")
+}
+
+// sourceEpochEnd asks the source leader (at its epoch current) where
+// epoch ends there: the largest source epoch at most epoch, and its end
+// offset.
+func (mr *mirror) sourceEpochEnd(tp topicPartition, current, epoch int32) (int32, int64, error) {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	rt.Topic = ps.tp.topic
+	rt.Topic = tp.topic
 	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = ps.tp.partition, li.epoch, latest.Epoch
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = tp.partition, current, epoch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(mr.ctx, mr.cfg.RequestTimeout)
 	defer cancel()
 	resp, err := req.RequestWith(ctx, mr.admin)
 	if err != nil {
-		return fmt.Errorf("OffsetForLeaderEpoch: %w", err)
+		return 0, 0, fmt.Errorf("OffsetForLeaderEpoch: %w", err)
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return errors.New("OffsetForLeaderEpoch: malformed response")
+		return 0, 0, errors.New("OffsetForLeaderEpoch: malformed response")
 	}
 	p := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return fmt.Errorf("OffsetForLeaderEpoch: %w", err)
+		return 0, 0, fmt.Errorf("OffsetForLeaderEpoch: %w", err)
 	}
-	return ps.truncateDiverged(p.LeaderEpoch, p.EndOffset, "OffsetForLeaderEpoch at start")
+	return p.LeaderEpoch, p.EndOffset, nil
 }
 
 // assign hands ps to the fetcher for its leader, creating the fetcher.

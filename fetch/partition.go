@@ -444,12 +444,8 @@ func (ps *partState) raiseEpoch(sourceEpoch int32) error {
 // only while aligning (mayTruncate); otherwise it returns a
 // SourceTruncatedError and the log stays as it is.
 func (ps *partState) truncateDiverged(epoch int32, endOffset int64, how string) error {
-	l := ps.local.Log()
-	to := endOffset
-	if _, localEnd := l.EndOffsetForEpoch(epoch); localEnd >= 0 && localEnd < to {
-		to = localEnd
-	}
-	if to < 0 || to >= l.LogEndOffset() {
+	to, cut := divergence(wholeLog(ps.local.Log()), epoch, endOffset)
+	if !cut {
 		return nil
 	}
 	return ps.truncateTo(to, fmt.Sprintf("%s, epoch %d", how, epoch))

@@ -34,10 +34,13 @@ func TestDifferentialMirrorTopicsResponse(t *testing.T) {
 	t.Parallel()
 	// UpdateFeatures v0: ThrottleMillis, ErrorCode, ErrorMessage,
 	// Results []{Feature string, ErrorCode int16, ErrorMessage nullable}.
+	// The first StartMirrorTopicsResponse of fullMessages: the second is
+	// a dry run's, whose additions kmsg reads as unknown tags.
 	var full StartMirrorTopicsResponse
 	for _, m := range fullMessages() {
 		if r, ok := m.(*StartMirrorTopicsResponse); ok {
 			full = *r
+			break
 		}
 	}
 	for _, v := range []StartMirrorTopicsResponse{full, {}, {ErrorMessage: sp("")}} {

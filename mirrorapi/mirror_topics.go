@@ -43,6 +43,11 @@ type MirrorTopicsResponseTopic struct {
 	FinalSync        int8
 	FinalSyncMessage *string
 	Partitions       []StopMirrorTopicsResponsePartition
+
+	// Preview (tag 3) is, in the answer to a StartMirrorTopics dry run
+	// (ValidateOnly), what starting each partition would do
+	// (start_preview.go); unset otherwise, and omitted when empty.
+	Preview []StartPreviewPartition
 }
 
 // FinalSync values of a stopped topic. These are part of the wire format.
@@ -113,6 +118,9 @@ func (t *MirrorTopicsResponseTopic) appendTo(dst []byte) []byte {
 	if len(t.Partitions) > 0 {
 		tags.add(2, appendArray(nil, t.Partitions))
 	}
+	if len(t.Preview) > 0 {
+		tags.add(3, appendArray(nil, t.Preview))
+	}
 	return tags.appendTo(dst)
 }
 
@@ -128,6 +136,8 @@ func (t *MirrorTopicsResponseTopic) readFrom(r *reader) {
 			t.FinalSyncMessage = sub.nullableStr()
 		case 2:
 			t.Partitions = readArray[StopMirrorTopicsResponsePartition](sub, minStopPartition)
+		case 3:
+			t.Preview = readArray[StartPreviewPartition](sub, minPreviewPartition)
 		default:
 			return false
 		}
@@ -144,6 +154,7 @@ type mirrorTopicsResponse struct {
 	ErrorCode      int16
 	ErrorMessage   *string
 	Topics         []MirrorTopicsResponseTopic
+	DryRun         bool
 }
 
 func (v *mirrorTopicsResponse) appendTo(dst []byte) []byte {
@@ -151,7 +162,11 @@ func (v *mirrorTopicsResponse) appendTo(dst []byte) []byte {
 	dst = kbin.AppendInt16(dst, v.ErrorCode)
 	dst = appendNullableStr(dst, v.ErrorMessage)
 	dst = appendArray(dst, v.Topics)
-	return appendNoTags(dst)
+	var tags tagWriter
+	if v.DryRun {
+		tags.add(0, kbin.AppendBool(nil, true))
+	}
+	return tags.appendTo(dst)
 }
 
 func (v *mirrorTopicsResponse) readFrom(name string, src []byte) error {
@@ -164,7 +179,13 @@ func (v *mirrorTopicsResponse) readFrom(name string, src []byte) error {
 	v.ErrorCode = r.Int16()
 	v.ErrorMessage = r.nullableStr()
 	v.Topics = readArray[MirrorTopicsResponseTopic](&r, minResponseTopic)
-	r.noTags()
+	r.tags(func(tag uint32, sub *reader) bool {
+		if tag != 0 {
+			return false
+		}
+		v.DryRun = sub.Bool()
+		return true
+	})
 	return r.complete()
 }
 
@@ -217,6 +238,11 @@ type StartMirrorTopicsRequest struct {
 	// StateValidationOffset is the metadata offset at which the forwarding
 	// broker validated partition states; -1 (the default) skips the check.
 	StateValidationOffset int64
+
+	// ValidateOnly (tag 2, a kmirror addition) asks for a dry run: the
+	// request is checked and answered with what it would do, and nothing
+	// changes (start_preview.go). Omitted when false.
+	ValidateOnly bool
 }
 
 // StartMirrorTopicsRequestTopic is one source topic to mirror.
@@ -283,6 +309,9 @@ func (v *StartMirrorTopicsRequest) AppendTo(dst []byte) []byte {
 	if len(v.ExcludePatterns) > 0 {
 		tags.add(1, appendStrings(nil, v.ExcludePatterns))
 	}
+	if v.ValidateOnly {
+		tags.add(2, kbin.AppendBool(nil, true))
+	}
 	return tags.appendTo(dst)
 }
 
@@ -302,6 +331,8 @@ func (v *StartMirrorTopicsRequest) ReadFrom(src []byte) error {
 			v.IncludePatterns = sub.strings()
 		case 1:
 			v.ExcludePatterns = sub.strings()
+		case 2:
+			v.ValidateOnly = sub.Bool()
 		default:
 			return false
 		}
@@ -559,6 +590,10 @@ type StartMirrorTopicsResponse struct {
 	ErrorCode      int16
 	ErrorMessage   *string
 	Topics         []MirrorTopicsResponseTopic
+
+	// DryRun (tag 0, a kmirror addition) is set only in the answer to
+	// a StartMirrorTopics dry run (start_preview.go).
+	DryRun bool
 }
 
 func (*StartMirrorTopicsResponse) Key() int16                   { return KeyStartMirrorTopics }
@@ -601,6 +636,10 @@ type StopMirrorTopicsResponse struct {
 	ErrorCode      int16
 	ErrorMessage   *string
 	Topics         []MirrorTopicsResponseTopic
+
+	// DryRun (tag 0, a kmirror addition) is set only in the answer to
+	// a StartMirrorTopics dry run (start_preview.go).
+	DryRun bool
 }
 
 func (*StopMirrorTopicsResponse) Key() int16                   { return KeyStopMirrorTopics }
@@ -643,6 +682,10 @@ type PauseMirrorTopicsResponse struct {
 	ErrorCode      int16
 	ErrorMessage   *string
 	Topics         []MirrorTopicsResponseTopic
+
+	// DryRun (tag 0, a kmirror addition) is set only in the answer to
+	// a StartMirrorTopics dry run (start_preview.go).
+	DryRun bool
 }
 
 func (*PauseMirrorTopicsResponse) Key() int16                   { return KeyPauseMirrorTopics }
@@ -685,6 +728,10 @@ type ResumeMirrorTopicsResponse struct {
 	ErrorCode      int16
 	ErrorMessage   *string
 	Topics         []MirrorTopicsResponseTopic
+
+	// DryRun (tag 0, a kmirror addition) is set only in the answer to
+	// a StartMirrorTopics dry run (start_preview.go).
+	DryRun bool
 }
 
 func (*ResumeMirrorTopicsResponse) Key() int16                   { return KeyResumeMirrorTopics }
@@ -727,6 +774,10 @@ type RecoverMirrorTopicsResponse struct {
 	ErrorCode      int16
 	ErrorMessage   *string
 	Topics         []MirrorTopicsResponseTopic
+
+	// DryRun (tag 0, a kmirror addition) is set only in the answer to
+	// a StartMirrorTopics dry run (start_preview.go).
+	DryRun bool
 }
 
 func (*RecoverMirrorTopicsResponse) Key() int16                   { return KeyRecoverMirrorTopics }

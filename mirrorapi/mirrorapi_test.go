@@ -72,8 +72,19 @@ func fullMessages() []message {
 			IncludePatterns:       []string{"orders.*", "audit"},
 			ExcludePatterns:       []string{"__.*"},
 			StateValidationOffset: 1234567890123,
+			ValidateOnly:          true,
 		},
 		&StartMirrorTopicsResponse{ThrottleMillis: 1, ErrorCode: ErrInvalidClusterMirrorStates, ErrorMessage: sp("states changed"), Topics: results},
+		// A dry run's answer: a failback that cuts a tail, a topic that
+		// does not exist here yet, one refused.
+		&StartMirrorTopicsResponse{DryRun: true, Topics: []MirrorTopicsResponseTopic{
+			{Name: "orders", Preview: []StartPreviewPartition{
+				{PartitionIndex: 0, LocalEnd: 42, TruncateFrom: 30, TruncateRecords: 12, TruncateBytes: 1234, Cause: AlignDiverged, CopyFrom: 30, SourceEnd: 36},
+				{PartitionIndex: math.MaxInt32, LocalEnd: math.MaxInt64, TruncateFrom: -1, Cause: AlignNone, CopyFrom: math.MaxInt64, SourceEnd: -1},
+			}},
+			{Name: long, Preview: []StartPreviewPartition{{LocalEnd: -1, TruncateFrom: -1, Cause: AlignSourceStart, CopyFrom: 5, SourceEnd: 9}}},
+			{Name: "audit", ErrorCode: ErrTopicAlreadyInClusterMirror, ErrorMessage: sp("belongs to west")},
+		}},
 		&StopMirrorTopicsRequest{MirrorName: "east", Topics: topics, Patterns: []string{"a", "b.*"}, StateValidationOffset: 99},
 		&StopMirrorTopicsResponse{ThrottleMillis: 2, ErrorCode: 0, Topics: stopResults},
 		&ListClusterMirrorsRequest{IncludeTopicNames: true},
@@ -439,7 +450,9 @@ func TestUnknownTagsSkipped(t *testing.T) {
 func clearTagged(m message) {
 	switch v := m.(type) {
 	case *StartMirrorTopicsRequest:
-		v.IncludePatterns, v.ExcludePatterns = nil, nil
+		v.IncludePatterns, v.ExcludePatterns, v.ValidateOnly = nil, nil, false
+	case *StartMirrorTopicsResponse:
+		v.DryRun = false
 	case *StopMirrorTopicsRequest:
 		v.Patterns = nil
 	case *DescribeClusterMirrorsRequest:

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"fmt"
+
+	"github.com/kmirror/kmirror/batch"
 )
 
 // TruncateTo removes every batch whose last offset is >= offset and makes
@@ -21,23 +23,14 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset >= l.active().next.Load() {
 		return nil
 	}
-	segs := l.segs
-	i := segmentFor(segs, offset)
-	for len(segs) > i+1 && segs[len(segs)-1].base >= offset {
-		segs = segs[:len(segs)-1]
-	}
-	keep := append([]*segment(nil), segs...)
-	dropped := l.segs[len(keep):]
-	seg := keep[len(keep)-1]
-	size := seg.size.Load()
-	pos, base, err := seg.find(offset, size)
+	n, pos, newEnd, err := cutPoint(l.segs, offset)
 	if err != nil {
 		return l.fail(err)
 	}
-	newEnd := offset
-	if pos < size && base < offset {
-		newEnd = base
-	}
+	keep := append([]*segment(nil), l.segs[:n]...)
+	dropped := l.segs[n:]
+	seg := keep[len(keep)-1]
+	size := seg.size.Load()
 	if pos < size || seg.next.Load() > newEnd {
 		if err := seg.truncateAt(pos, max(newEnd, seg.base)); err != nil {
 			return l.fail(err)
@@ -50,6 +43,76 @@ func (l *Log) TruncateTo(offset int64) error {
 		}
 	}
 	return l.afterTruncation(newEnd)
+}
+
+// cutPoint is where TruncateTo(offset) cuts segs, for an offset inside
+// the log: the first n segments stay, the last of them is cut at byte pos,
+// and newEnd is the new log end (offset, or the base of a batch that
+// straddles it and goes whole). REQUIRES: logStart <= offset < log end.
+func cutPoint(segs []*segment, offset int64) (n int, pos, newEnd int64, err error) {
+	i := segmentFor(segs, offset)
+	for len(segs) > i+1 && segs[len(segs)-1].base >= offset {
+		segs = segs[:len(segs)-1]
+	}
+	seg := segs[len(segs)-1]
+	size := seg.size.Load()
+	pos, base, err := seg.find(offset, size)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	newEnd = offset
+	if pos < size && base < offset {
+		newEnd = base
+	}
+	return len(segs), pos, newEnd, nil
+}
+
+// Truncation is what a truncation removes (PreviewTruncateTo).
+type Truncation struct {
+	// End is the log end the truncation leaves.
+	End int64
+	// Records and Bytes count the batches removed: their records (the
+	// batches' record counts) and their bytes on disk.
+	Records, Bytes int64
+}
+
+// PreviewTruncateTo reports what TruncateTo(offset) would remove, and
+// changes nothing: the same cut (cutPoint, a full truncation below the
+// log start), then the headers of the batches after it are read to count
+// their records. ok is false when nothing would be removed. A log being
+// appended to meanwhile may end later than what was counted.
+func (l *Log) PreviewTruncateTo(offset int64) (t Truncation, ok bool, err error) {
+	if err := l.readCheck(); err != nil {
+		return Truncation{}, false, err
+	}
+	segs := l.segments()
+	if offset >= segs[len(segs)-1].next.Load() {
+		return Truncation{}, false, nil
+	}
+	n, pos := 0, int64(0) // a full truncation: everything goes
+	t.End = offset
+	if offset >= l.logStart.Load() {
+		if n, pos, t.End, err = cutPoint(segs, offset); err != nil {
+			return Truncation{}, false, err
+		}
+		n--
+	}
+	h := headerPool.Get().(*[batch.HeaderSize]byte)
+	defer headerPool.Put(h)
+	for _, s := range segs[n:] {
+		size := s.size.Load()
+		for p := pos; p < size; {
+			b, err := s.readBatchHeader(p, h)
+			if err != nil {
+				return Truncation{}, false, err
+			}
+			t.Records += int64(b.RecordCount())
+			p += batchSize(b)
+		}
+		t.Bytes += size - pos
+		pos = 0
+	}
+	return t, true, nil
 }
 
 // afterTruncation brings epochs, producer state and offsets in line with a

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"regexp"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -26,7 +28,8 @@ const mirrorsUsage = `Usage: kmirror mirrors --bootstrap-server HOST:PORT[,HOST:
 Manages the cluster mirrors of a kmirror node, like Kafka's kafka-cluster-mirrors.sh.
 Exactly one action:
   --create    create a mirror (--mirror, --mirror-config FILE with bootstrap.servers)
-  --start     start mirroring --topics (names or regexes matched at the source; --exclude)
+  --start     start mirroring --topics (names or regexes matched at the source; --exclude);
+              with --dry-run, print what LOG_ALIGNMENT would cut and copy, change nothing
   --stop      stop mirroring --topics (failover: the topics become writable), after
               a last sync of their group offsets and configs; prints how far
               behind the source each copy stopped
@@ -35,7 +38,8 @@ Exactly one action:
   --recover   restart failed partitions of --topics
   --delete    delete a mirror whose topics are all stopped
   --list      list the mirrors
-  --describe  describe mirror partitions (--mirror to pick one, --failed for failures only)
+  --describe  describe mirror partitions (--mirror to pick one, --failed for failures only);
+              with --watch, per mirror progress every --interval until Ctrl-C
 
 Options:
 `
@@ -43,8 +47,9 @@ Options:
 // mirrorsFlags are the command's flags.
 type mirrorsFlags struct {
 	bootstrap, commandConfig, mirror, mirrorConfig, topics, exclude string
-	failed, asJSON                                                  bool
-	timeout                                                         time.Duration
+	failed, asJSON, dryRun, watch                                   bool
+	timeout, interval                                               time.Duration
+	watchCount                                                      int
 	actions                                                         map[string]*bool
 	// notes receives what is said about a table but is no row of it
 	// (stderr), so scripts that parse the table keep working.
@@ -62,7 +67,11 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.topics, "topics", "", "comma list of topic names or regexes")
 	fs.StringVar(&f.exclude, "exclude", "", "comma list of regexes to exclude (--start)")
 	fs.BoolVar(&f.failed, "failed", false, "describe failed partitions only")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "with --start: print per partition what it would truncate and copy, and change nothing")
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON (--describe: an array of partitions, as kafka-cluster-mirrors.sh prints it)")
+	fs.BoolVar(&f.watch, "watch", false, "with --describe: redraw per mirror progress (states, records to go, rate, ETA) every --interval")
+	fs.DurationVar(&f.interval, "interval", time.Second, "--watch: poll every `duration`")
+	fs.IntVar(&f.watchCount, "watch-count", 0, "--watch: stop after `n` polls (0: until Ctrl-C)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up when the node has not answered within this `duration`")
 	f.actions = map[string]*bool{}
 	for _, a := range []string{"create", "start", "stop", "pause", "resume", "recover", "delete", "list", "describe"} {
@@ -82,6 +91,11 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	if f.watch {
+		// --watch runs until Ctrl-C or --watch-count; --timeout bounds
+		// each poll instead.
+		ctx, cancel = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	}
 	defer cancel()
 	if err := f.run(ctx, action, stdout); err != nil {
 		fmt.Fprintf(stderr, "kmirror mirrors: %v\n", err)
@@ -123,6 +137,12 @@ func (f *mirrorsFlags) validate(extra []string) (string, error) {
 		return "", errors.New("--exclude goes with --start only")
 	case f.failed && a != "describe":
 		return "", errors.New("--failed goes with --describe only")
+	case f.dryRun && a != "start":
+		return "", errors.New("--dry-run goes with --start only")
+	case f.watch && (a != "describe" || f.asJSON || f.failed):
+		return "", errors.New("--watch goes with --describe only, without --json or --failed")
+	case f.watch && (f.interval <= 0 || f.watchCount < 0):
+		return "", fmt.Errorf("--watch needs a positive --interval and a --watch-count of at least 0, got %v and %d", f.interval, f.watchCount)
 	}
 	return a, nil
 }
@@ -203,6 +223,12 @@ func (f *mirrorsFlags) run(ctx context.Context, action string, out io.Writer) er
 		return err
 	}
 	defer cl.Close()
+	if f.dryRun {
+		return f.runDryRun(ctx, cl, out)
+	}
+	if f.watch {
+		return f.runWatch(ctx, cl, out)
+	}
 	req, err := f.request(action)
 	if err != nil {
 		return err

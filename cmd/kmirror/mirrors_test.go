@@ -150,6 +150,10 @@ func TestMirrorsFlags(t *testing.T) {
 		{"create without mirror", append([]string{"--create", "--mirror-config", cfg}, bs...), "--create needs --mirror"},
 		{"exclude without start", append([]string{"--stop", "--mirror", "m", "--topics", "a", "--exclude", "b"}, bs...), "--exclude goes with --start only"},
 		{"failed without describe", append([]string{"--list", "--failed"}, bs...), "--failed goes with --describe only"},
+		{"dry run without start", append([]string{"--stop", "--mirror", "m", "--topics", "a", "--dry-run"}, bs...), "--dry-run goes with --start only"},
+		{"watch without describe", append([]string{"--list", "--watch"}, bs...), "--watch goes with --describe only"},
+		{"watch with json", append([]string{"--describe", "--watch", "--json"}, bs...), "--watch goes with --describe only, without --json"},
+		{"watch interval", append([]string{"--describe", "--watch", "--interval", "0s"}, bs...), "--watch needs a positive --interval"},
 		{"extra args", append([]string{"--start", "--mirror", "m", "--topics", "a", "b"}, bs...), `unexpected argument "b"`},
 	}
 	for _, tt := range tests {
