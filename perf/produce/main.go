@@ -121,9 +121,9 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.IntVar(&o.partitions, "partitions", 4, "partitions of each topic; each request carries one batch for every one")
 	fs.IntVar(&o.conns, "conns", 2, "connections (producers) to the target")
 	fs.IntVar(&o.inFlight, "in-flight", 5, "unanswered requests per connection (max.in.flight.requests.per.connection)")
-	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "produce this long before each window, unmeasured")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "produce this long before each window, unmeasured")
 	fs.DurationVar(&o.duration, "duration", 6*time.Second, "length of each measured window")
-	fs.StringVar(&total, "bytes", "0", "end a window early once this many wire bytes are acknowledged in it (0: no limit)")
+	fs.StringVar(&total, "bytes", "1GiB", "end a window early once this many wire bytes are acknowledged in it (0: no limit); bounds kfake's memory")
 	fs.StringVar(&o.kmirrorBin, "kmirror-bin", "", "kmirror binary (kmirror serve and the kfake source); empty builds ./cmd/kmirror")
 	fs.IntVar(&o.heapMB, "broker-heap-mb", 1024, "Kafka's -Xmx (kafka-server-start.sh's default is 1G)")
 	fs.IntVar(&o.rounds, "rounds", 2, "measure every cell this many times, the target order reversed each round; the ratios use each target's best")
@@ -267,9 +267,29 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 			rep.kafkaVersion = t.version
 		}
 	}
-	var pids []int
-	for _, t := range targets {
-		pids = append(pids, t.pid)
+	// fresh returns the target name and the processes of the others. kfake
+	// keeps every batch in memory and a deleted topic's are not all freed
+	// (a run that kept one kfake was OOM-killed at 22 GB), so it is
+	// restarted before each cell.
+	fresh := func(name string) (*target, []int, error) {
+		if name == targetKfake {
+			if err := targets[name].close(); err != nil {
+				log.Warn("stopping kfake", "err", err)
+			}
+			delete(targets, name)
+			t, err := startTarget(ctx, name, bin, work, o.heapMB, log)
+			if err != nil {
+				return nil, nil, err
+			}
+			targets[name] = t
+		}
+		var idle []int
+		for n, t := range targets {
+			if n != name {
+				idle = append(idle, t.pid)
+			}
+		}
+		return targets[name], idle, nil
 	}
 	var payloads []payload // by batch size, then codec
 	for _, size := range o.batchSizes {
@@ -288,7 +308,11 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 		for _, name := range o.targets {
 			log.Info("warming up", "target", name, "for", o.targetWarmup)
 			for _, p := range payloads {
-				if _, err := runCell(ctx, o, targets[name], others(pids, targets[name].pid), p, -1, 0, each, log); err != nil {
+				t, idle, err := fresh(name)
+				if err != nil {
+					return err
+				}
+				if _, err := runCell(ctx, o, t, idle, p, -1, 0, each, log); err != nil {
 					return fmt.Errorf("warming up: %w", err)
 				}
 			}
@@ -304,8 +328,10 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 				}
 				i++
 				for _, name := range order {
-					t := targets[name]
-					idle := others(pids, t.pid)
+					t, idle, err := fresh(name)
+					if err != nil {
+						return err
+					}
 					if o.quietWait > 0 {
 						waitQuiet(ctx, append(idle, t.pid), o.quietShare, o.quietWait, log)
 					}
@@ -319,17 +345,6 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 		}
 	}
 	return nil
-}
-
-// others is pids without pid.
-func others(pids []int, pid int) []int {
-	var out []int
-	for _, p := range pids {
-		if p != pid {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // waitQuiet waits, up to maxWait, for a 1 s stretch in which processes
