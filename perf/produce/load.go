@@ -281,6 +281,8 @@ send:
 		corr++
 	}
 	close(sent)
+	// The answers in flight get 30 s (the request timeout), not forever.
+	c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if rerr := <-readErr; err == nil {
 		err = rerr
 	}

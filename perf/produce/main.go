@@ -267,7 +267,8 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 			rep.kafkaVersion = t.version
 		}
 	}
-	// fresh returns the target name and the processes of the others. kfake
+	// fresh returns target name ready for a cell, and the processes of the
+	// other targets (idle during it). kfake
 	// keeps every batch in memory and a deleted topic's are not all freed
 	// (a run that kept one kfake was OOM-killed at 22 GB), so it is
 	// restarted before each cell.
@@ -302,7 +303,7 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 		}
 	}
 	// A JVM interprets before it compiles: give every target (Kafka's JIT
-	// above all) the same unmeasured minute-scale run of each codec first.
+	// above all) the same unmeasured run of each codec first.
 	if o.targetWarmup > 0 {
 		each := o.targetWarmup / time.Duration(len(payloads))
 		for _, name := range o.targets {
