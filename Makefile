@@ -39,6 +39,13 @@ bench:
 bench-mm2: build
 	$(GO) run ./perf/mm2 --kmirror-bin $(BIN) --out perf/baselines/mm2-$$(date -u +%Y-%m-%d).txt $(MM2FLAGS)
 
+# Produce throughput per codec against kmirror, kfake and real Kafka 4.4.0
+# (issue 17 item 3, perf/produce): needs java and mvn, takes about 12
+# minutes. Extra flags: make bench-produce PRODUCEFLAGS='--batch-size 16KiB,1MiB'.
+.PHONY: bench-produce
+bench-produce: build
+	$(GO) run ./perf/produce --kmirror-bin $(BIN) --out perf/baselines/produce-codecs-$$(date -u +%Y-%m-%d).txt $(PRODUCEFLAGS)
+
 # A short pass over every fuzz target (FuzzX functions in *_fuzz_test.go).
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_fuzz_test.go' '^func Fuzz' .); do \
