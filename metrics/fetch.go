@@ -32,7 +32,7 @@ import (
 //	                                                the RPO: age of the oldest source record not
 //	                                                copied yet, an upper bound (fetch.Status.LagSince),
 //	                                                the topic's worst partition; +Inf while unknown
-//	kmirror_mirror_lag_estimated_bytes{mirror,topic[,partition]}
+//	kmirror_mirror_lag_bytes{mirror,topic[,partition]}
 //	                                                the lag in records times the bytes per offset
 //	                                                copied (fetch.Status.LagBytes): Kafka's Fetch
 //	                                                tells offsets, not the bytes between them
@@ -70,8 +70,8 @@ func NewFetchCollector(m *fetch.Manager, partitionLabels bool) *FetchCollector {
 			"Mirrored partitions without a fetch answered without error for longer than request.timeout.ms plus mirror.fetch.wait.max.ms.", lagLabels, nil),
 		lagSeconds: prometheus.NewDesc("kmirror_mirror_lag_seconds",
 			"Age of the oldest source record not copied yet, an upper bound (worst partition; +Inf: unknown).", lagLabels, nil),
-		lagBytes: prometheus.NewDesc("kmirror_mirror_lag_estimated_bytes",
-			"Lag in records times the bytes per offset copied: an estimate.", lagLabels, nil),
+		lagBytes: prometheus.NewDesc("kmirror_mirror_lag_bytes",
+			"Estimated lag in bytes: the lag in records times the bytes per offset copied.", lagLabels, nil),
 	}
 }
 

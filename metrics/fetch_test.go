@@ -129,7 +129,7 @@ func TestFetchCollectorLagSeconds(t *testing.T) {
 	const labels = "{mirror=m}{partition=0}{topic=s}"
 	lag := func() (seconds, bytes, records float64) {
 		got := gathered(t, reg)
-		return got["kmirror_mirror_lag_seconds"+labels], got["kmirror_mirror_lag_estimated_bytes"+labels],
+		return got["kmirror_mirror_lag_seconds"+labels], got["kmirror_mirror_lag_bytes"+labels],
 			got["kmirror_mirror_lag_records"+labels]
 	}
 	waitUntil(t, "caught up: lag about 0", func() bool {

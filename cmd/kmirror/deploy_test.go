@@ -57,7 +57,7 @@ func TestDeployQueriesExportedMetrics(t *testing.T) {
 		return all
 	}
 	inDashboard, inRules := collect(dashboardPath, dash), collect(rulesPath, rules)
-	for _, m := range []string{"kmirror_mirror_lag_records", "kmirror_mirror_lag_estimated_bytes", "kmirror_mirror_lag_seconds",
+	for _, m := range []string{"kmirror_mirror_lag_records", "kmirror_mirror_lag_bytes", "kmirror_mirror_lag_seconds",
 		"kmirror_mirror_bytes_total", "kmirror_mirror_partition_states", "kmirror_mirror_sync_errors_total",
 		"kmirror_disk_free_bytes"} {
 		if !slices.Contains(inDashboard, m) {
