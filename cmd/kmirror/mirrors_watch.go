@@ -22,7 +22,7 @@ import (
 // block, one row per mirror:
 //
 //	# 2026-12-02T00:10:03Z every 1s
-//	MIRROR  PARTITIONS  STATES       RECORDS-TO-GO  RATE      ETA   SOURCE-OFFSET-AGE
+//	MIRROR  PARTITIONS  STATES       RECORDS-TO-GO  RATE      ETA   MAX-LAG-SECONDS
 //	dr      3           MIRRORING=3  1200           5321.4/s  0.2s  0.3s
 //
 // STATES counts the partitions per state. RECORDS-TO-GO is the sum of
@@ -32,9 +32,9 @@ import (
 // ETA is the time to lag 0 at the rate the lag itself shrank over that
 // window (the copy rate minus what the source wrote meanwhile): "-" while
 // the lag does not shrink or is partly unknown, "0s" at lag 0.
-// SOURCE-OFFSET-AGE is the largest among the partitions: how old the
-// oldest source offset behind these numbers is. Bytes to go are not
-// shown: DescribeClusterMirrors reports offsets only.
+// MAX-LAG-SECONDS is the largest LAG-SECONDS (the RPO bound) among the
+// partitions that have one. Bytes to go are not shown:
+// DescribeClusterMirrors reports offsets only.
 //
 // On a terminal each block replaces the last (ANSI clear); otherwise the
 // blocks are appended, each after its timestamp line, so a log or a pipe
@@ -73,8 +73,9 @@ type watchRow struct {
 	RateKnown bool
 	ETA       time.Duration
 	ETAKnown  bool
-	// MaxSourceAge is the largest source offset age, -1 if none is known.
-	MaxSourceAge time.Duration
+	// MaxLag is the largest lag in seconds (LAG-SECONDS, the RPO), -1 if
+	// none is known.
+	MaxLag time.Duration
 }
 
 // watcher keeps the last polls of each mirror.
@@ -91,7 +92,7 @@ func (w *watcher) observe(r *mirrorapi.DescribeClusterMirrorsResponse, now time.
 		if m.ErrorCode != 0 {
 			continue
 		}
-		row := watchRow{Mirror: m.MirrorName, States: map[string]int{}, MaxSourceAge: -1}
+		row := watchRow{Mirror: m.MirrorName, States: map[string]int{}, MaxLag: -1}
 		poll := watchPoll{at: now, dst: map[watchKey]int64{}, lag: map[watchKey]int64{}}
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
@@ -107,8 +108,8 @@ func (w *watcher) observe(r *mirrorapi.DescribeClusterMirrorsResponse, now time.
 				} else {
 					row.Unknown++
 				}
-				if p.SourceOffsetAgeMillis >= 0 {
-					row.MaxSourceAge = max(row.MaxSourceAge, time.Duration(p.SourceOffsetAgeMillis)*time.Millisecond)
+				if p.LagMillis >= 0 {
+					row.MaxLag = max(row.MaxLag, time.Duration(p.LagMillis)*time.Millisecond)
 				}
 			}
 		}
@@ -199,7 +200,7 @@ func renderWatch(out io.Writer, rows []watchRow, pollErr error, now time.Time, i
 		fmt.Fprintf(out, "error: %v\n", pollErr)
 	} else {
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "MIRROR\tPARTITIONS\tSTATES\tRECORDS-TO-GO\tRATE\tETA\tSOURCE-OFFSET-AGE")
+		fmt.Fprintln(tw, "MIRROR\tPARTITIONS\tSTATES\tRECORDS-TO-GO\tRATE\tETA\tMAX-LAG-SECONDS")
 		for _, r := range rows {
 			toGo := strconv.FormatInt(r.ToGo, 10)
 			switch {
@@ -218,8 +219,8 @@ func renderWatch(out io.Writer, rows []watchRow, pollErr error, now time.Time, i
 			case r.ETAKnown:
 				eta = formatAge(r.ETA)
 			}
-			if r.MaxSourceAge >= 0 {
-				age = formatAge(r.MaxSourceAge)
+			if r.MaxLag >= 0 {
+				age = formatAge(r.MaxLag)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Mirror, r.Partitions, statesCell(r.States), toGo, rate, eta, age)
 		}

@@ -14,16 +14,16 @@ import (
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
-var watchHeader = []string{"MIRROR", "PARTITIONS", "STATES", "RECORDS-TO-GO", "RATE", "ETA", "SOURCE-OFFSET-AGE"}
+var watchHeader = []string{"MIRROR", "PARTITIONS", "STATES", "RECORDS-TO-GO", "RATE", "ETA", "MAX-LAG-SECONDS"}
 
 // watchAnswer is a Describe answer for mirror dr: partition 0 at dst0
 // with lag lag0, partition 1 at dst1 with lag lag1 (-1: unknown), and a
-// paused partition 2 of another topic, its lag 0 and source offset 3 s
-// old; mirror zz has no partitions.
+// paused partition 2 of another topic, its lag 0 and its lag in seconds
+// 3 s; mirror zz has no partitions.
 func watchAnswer(dst0, lag0, dst1, lag1 int64) *mirrorapi.DescribeClusterMirrorsResponse {
 	part := func(i int32, dst, lag, age int64, state string) mirrorapi.DescribeClusterMirrorsResponsePartition {
 		p := mirrorapi.NewDescribeClusterMirrorsResponsePartition()
-		p.PartitionIndex, p.DestinationOffset, p.Lag, p.SourceOffsetAgeMillis, p.StateValue = i, dst, lag, age, state
+		p.PartitionIndex, p.DestinationOffset, p.Lag, p.LagMillis, p.StateValue = i, dst, lag, age, state
 		if lag >= 0 {
 			p.SourceOffset = dst + lag
 		}
