@@ -31,20 +31,7 @@ func (s *Store) SyncedQuotas(mirror string) ([]ClientQuota, error) {
 	if err := checkMirrorName(mirror); err != nil {
 		return nil, fmt.Errorf("state: synced quotas: %v", err)
 	}
-	prefix := string(mirrorQuotaPrefix(mirror))
-	var out []ClientQuota
-	err := s.view(func(txn *badger.Txn) error {
-		out = out[:0]
-		return scanPrefix(txn, prefix, func(suffix string, v []byte) error {
-			q, err := decodeClientQuota(suffix, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, q)
-			return nil
-		})
-	})
-	return out, err
+	return s.scanQuotas(string(mirrorQuotaPrefix(mirror)))
 }
 
 // PutSyncedQuotas replaces mirror's record of each entity in put (one with
@@ -63,18 +50,6 @@ func (s *Store) PutSyncedQuotas(mirror string, put []ClientQuota) error {
 		if err := mirrorExists(txn, mirror); err != nil {
 			return err
 		}
-		for _, q := range put {
-			k := mirrorQuotaKey(mirror, q.Entity)
-			if len(q.Values) == 0 {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := txn.Set(k, appendClientQuotaValue(nil, q)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return putQuotas(txn, put, func(e QuotaEntity) []byte { return mirrorQuotaKey(mirror, e) })
 	})
 }

@@ -31,12 +31,8 @@ func (s *Store) AllocateProducerIDs(n int64) (first int64, err error) {
 	s.pidMu.Lock()
 	defer s.pidMu.Unlock()
 	err = s.update(func(txn *badger.Txn) error {
-		next := firstProducerID
-		if _, err := getRecord(txn, []byte(keyNextProducerID), func(v []byte) error {
-			var err error
-			next, err = decodeNextProducerID(v)
-			return err
-		}); err != nil {
+		next, err := readNextProducerID(txn)
+		if err != nil {
 			return err
 		}
 		// Written as a subtraction: next+n may overflow int64.
@@ -65,12 +61,8 @@ func (s *Store) SkipProducerIDsThrough(max int64) error {
 	s.pidMu.Lock()
 	defer s.pidMu.Unlock()
 	return s.update(func(txn *badger.Txn) error {
-		next := firstProducerID
-		if _, err := getRecord(txn, []byte(keyNextProducerID), func(v []byte) error {
-			var err error
-			next, err = decodeNextProducerID(v)
-			return err
-		}); err != nil {
+		next, err := readNextProducerID(txn)
+		if err != nil {
 			return err
 		}
 		if next > max {
@@ -78,4 +70,16 @@ func (s *Store) SkipProducerIDsThrough(max int64) error {
 		}
 		return txn.Set([]byte(keyNextProducerID), appendNextProducerID(nil, max+1))
 	})
+}
+
+// readNextProducerID reads the allocator's next id, firstProducerID when
+// none was allocated yet.
+func readNextProducerID(txn *badger.Txn) (int64, error) {
+	next := firstProducerID
+	_, err := getRecord(txn, []byte(keyNextProducerID), func(v []byte) error {
+		var err error
+		next, err = decodeNextProducerID(v)
+		return err
+	})
+	return next, err
 }

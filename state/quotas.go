@@ -132,29 +132,37 @@ func (s *Store) PutClientQuotas(put []ClientQuota) error {
 			return fmt.Errorf("state: client quota: %v", err)
 		}
 	}
-	return s.update(func(txn *badger.Txn) error {
-		for _, q := range put {
-			k := quotaKey(q.Entity)
-			if len(q.Values) == 0 {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := txn.Set(k, appendClientQuotaValue(nil, q)); err != nil {
+	return s.update(func(txn *badger.Txn) error { return putQuotas(txn, put, quotaKey) })
+}
+
+// putQuotas writes each quota of put at key(entity), deleting those with
+// no values.
+func putQuotas(txn *badger.Txn, put []ClientQuota, key func(QuotaEntity) []byte) error {
+	for _, q := range put {
+		k := key(q.Entity)
+		if len(q.Values) == 0 {
+			if err := txn.Delete(k); err != nil {
 				return err
 			}
+			continue
 		}
-		return nil
-	})
+		if err := txn.Set(k, appendClientQuotaValue(nil, q)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ClientQuotas returns every stored entity's quotas, in key order.
-func (s *Store) ClientQuotas() ([]ClientQuota, error) {
+func (s *Store) ClientQuotas() ([]ClientQuota, error) { return s.scanQuotas(keyQuotaPrefix) }
+
+// scanQuotas reads the quota records under prefix, whose key suffixes are
+// entity parts, in key order.
+func (s *Store) scanQuotas(prefix string) ([]ClientQuota, error) {
 	var out []ClientQuota
 	err := s.view(func(txn *badger.Txn) error {
 		out = out[:0]
-		return scanPrefix(txn, keyQuotaPrefix, func(suffix string, v []byte) error {
+		return scanPrefix(txn, prefix, func(suffix string, v []byte) error {
 			q, err := decodeClientQuota(suffix, v)
 			if err != nil {
 				return err
