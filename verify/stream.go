@@ -238,8 +238,11 @@ func (s *side) openStream(ctx context.Context, cfg streamConfig, topic string, p
 				send(chunk{err: err})
 				return
 			}
-			cfg.throttle.spend(len(f.records))
 			cfg.read.Add(int64(len(f.records)))
+			if err := cfg.throttle.done(ctx, limit, len(f.records)); err != nil {
+				send(chunk{err: err})
+				return
+			}
 			hs, next, done, serr := scan(nil, f.records, pos, to)
 			if len(hs) > 0 && !send(chunk{hs: hs}) {
 				return
