@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,7 @@ import (
 //     partition), one connection per side, every partition in each
 //     request, no CRC check;
 //   - mode=verify: verify.Run as the command runs it (kgo clients, one
-//     partition per request of up to 4 MiB, 4 partitions at once, every
+//     partition per request of up to 2 MiB, 8 partitions at once, every
 //     CRC32C recomputed, the streaming merge).
 //
 // MB/s counts the bytes of both sides; cpu-s/GB is this process's CPU per
@@ -43,7 +44,7 @@ import (
 // machine is shared, and a ratio of two runs minutes apart measures the
 // neighbours.
 //
-//	go test ./perf/mirror -run '^$' -bench BenchmarkVerify -benchtime 3x
+//	go test ./perf/mirror -run '^$' -bench BenchmarkVerify -benchtime 5x
 var verifyBenchBytes = flag.Int64("verify-bytes", 256<<20, "BenchmarkVerify: bytes per side")
 
 const verifyBenchPartitions = 8
@@ -200,13 +201,17 @@ func BenchmarkVerify(b *testing.B) {
 		}
 		return nil
 	}
-	// timed runs fn, adds its CPU time and returns its wall time.
+	// timed runs fn, adds its CPU time and returns its wall time. Each run
+	// ends with a collection of its own garbage, timed with it: without
+	// it, what verify allocates (kgo reads every response into a fresh
+	// buffer) would be collected during the drain that follows.
 	timed := func(fn func() error, cpu *time.Duration) time.Duration {
 		c0, _ := processCPU()
 		t0 := time.Now()
 		if err := fn(); err != nil {
 			b.Fatal(err)
 		}
+		runtime.GC()
 		took := time.Since(t0)
 		c1, _ := processCPU()
 		*cpu += c1 - c0
