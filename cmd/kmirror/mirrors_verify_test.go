@@ -21,16 +21,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/control"
 )
 
 var verifyHeader = []string{"TOPIC", "PARTITION", "STATUS", "COMPARED-BATCHES", "COMPARED-BYTES", "FIRST-DIFF",
 	"ONLY-IN-COPY", "MISSING-IN-COPY", "NOT-COPIED"}
 
-// verifySetup is a kfake source with topic orders (3 partitions, plain
-// and transactional batches, markers included) and a kmirror node that
-// mirrors it as mirror dr, caught up.
+// verifySetup is a kfake source of 3 brokers (partition leaders spread:
+// every fetch must go to its leader) with topic orders (3 partitions,
+// plain and transactional batches, markers included) and a kmirror node
+// that mirrors it as mirror dr, caught up.
 type verifySetup struct {
 	src  *kfake.Cluster
 	dst  *demoNode
@@ -41,7 +45,7 @@ type verifySetup struct {
 
 func startVerifySetup(t *testing.T, ctx context.Context) *verifySetup {
 	t.Helper()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, demoTopic), kfake.ClusterID("verify-src"))
+	src, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, demoTopic), kfake.ClusterID("verify-src"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,5 +396,79 @@ func TestMirrorsVerifyErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			failMirrors(t, tt.code, []string{tt.want}, s.cmd(tt.args...)...)
 		})
+	}
+}
+
+// A SASL source: the mirror's credentials stay on the node, so --verify
+// without --source-command-config says how to pass them, and with it
+// verifies.
+func TestMirrorsVerifySourceCredentials(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, demoTopic), kfake.ClusterID("sasl-src"),
+		kfake.EnableSASL(), kfake.Superuser("PLAIN", "src", "src-pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	seed := src.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic(demoTopic),
+		kgo.SASL(plain.Auth{User: "src", Pass: "src-pw"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 50 {
+		cl.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sec := "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n" +
+		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="src" password="src-pw";` + "\n"
+	// The node seals the mirror's credential (password.encoder.secret).
+	bcfg := broker.DefaultConfig()
+	bcfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1"}}
+	bcfg.LogDirs, bcfg.MetricsListener = []string{t.TempDir()}, ""
+	bcfg.PasswordEncoderSecret = "verify-test-secret"
+	b, err := broker.New(bcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctl, err := control.New(b, control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	b.SetMirrorAdmin(ctl)
+	dcl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dcl.Close()
+	bs := []string{"--bootstrap-server", b.Addr()}
+	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+seed+"\nmirror.fetch.wait.max.ms=100\n"+sec)
+	mustMirrors(t, append([]string{"--create", "--mirror", "dr", "--mirror-config", cfg}, bs...)...)
+	mustMirrors(t, append([]string{"--start", "--mirror", "dr", "--topics", demoTopic}, bs...)...)
+	checkFor(t, 20*time.Second, func() error {
+		got, err := kadm.NewClient(dcl).ListEndOffsets(ctx, demoTopic)
+		if err != nil {
+			return err
+		}
+		var total int64
+		got.Each(func(o kadm.ListedOffset) { total += o.Offset })
+		if total != 50 {
+			return fmt.Errorf("copy holds %d of 50 records", total)
+		}
+		return nil
+	})
+	failMirrors(t, 2, []string{"reaching the source at the mirror's bootstrap.servers " + seed, "--source-command-config"},
+		append([]string{"--verify", "--mirror", "dr", "--timeout", "3s"}, bs...)...)
+	rows, _, _ := verifyCmd(t, 0, append([]string{"--verify", "--mirror", "dr", "--source-command-config",
+		writeTestFile(t, "source.properties", sec)}, bs...)...)
+	if len(rows) != 2 || rows[0][2] != "IDENTICAL" || rows[1][2] != "IDENTICAL" {
+		t.Fatalf("rows %q", rows)
 	}
 }
