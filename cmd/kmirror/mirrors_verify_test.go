@@ -26,6 +26,7 @@ import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/verify"
 )
 
 var verifyHeader = []string{"TOPIC", "PARTITION", "STATUS", "COMPARED-BATCHES", "COMPARED-BYTES", "FIRST-DIFF",
@@ -470,5 +471,36 @@ func TestMirrorsVerifySourceCredentials(t *testing.T) {
 		writeTestFile(t, "source.properties", sec)}, bs...)...)
 	if len(rows) != 2 || rows[0][2] != "IDENTICAL" || rows[1][2] != "IDENTICAL" {
 		t.Fatalf("rows %q", rows)
+	}
+}
+
+// The exit status: a difference wins over a partition not verified, which
+// wins over identical; ranges print in offset order with what was left
+// out counted.
+func TestMirrorsVerifyExitAndCells(t *testing.T) {
+	t.Parallel()
+	r := func(s verify.Status) verify.Result { return verify.Result{Status: s, FirstDiff: -1} }
+	tests := []struct {
+		name    string
+		results []verify.Result
+		want    int
+	}{
+		{"none", nil, 0},
+		{"identical", []verify.Result{r(verify.Identical), r(verify.Identical)}, 0},
+		{"not verified", []verify.Result{r(verify.Identical), r(verify.Failed)}, 2},
+		{"differs", []verify.Result{r(verify.Failed), r(verify.Differs), r(verify.Identical)}, 1},
+	}
+	for _, tt := range tests {
+		if got := verifyExit(tt.results); got != tt.want {
+			t.Errorf("%s: exit %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	rs := verify.Ranges{List: []verify.Range{{First: 0, Last: 9, Reason: verify.ReasonSourceLogStart},
+		{First: 20, Last: 20, Reason: verify.ReasonCopyLacks}}, More: 3}
+	if got, want := rangesCell(rs), "0..9(source-log-start),20..20(copy-lacks-batch),+3-more"; got != want {
+		t.Errorf("cell %q, want %q", got, want)
+	}
+	if got := rangesCell(verify.Ranges{}); got != "-" {
+		t.Errorf("empty cell %q", got)
 	}
 }
