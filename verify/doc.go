@@ -42,7 +42,9 @@
 // differences:
 //
 //   - only in the copy, source-log-start: below the source's log start (its
-//     retention or DeleteRecords removed them after they were mirrored);
+//     retention or DeleteRecords removed them after they were mirrored; a
+//     mirroring copy's log start follows the source's, so this is mostly a
+//     stopped topic's);
 //   - only in the copy, after-source-end: past the source's high watermark
 //     (the source lost a tail, or this is a stopped topic's copy written to
 //     after the failover);
