@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,19 +13,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/fetch"
 )
 
-// side is one cluster the audit reads: the source or the copy. Fetches go
-// straight to each partition's leader (kgo's Request would send a Fetch
-// to any broker), found with a Metadata request that also teaches the
-// client the brokers' addresses.
+// side is one cluster the audit reads: the source or the copy. Metadata
+// and offsets go through its kgo client; fetches go straight to each
+// partition's leader on a raw connection per partition being read
+// (fetch.Conn, with the side's security), which reads every response into
+// one reused buffer where kgo allocates one per response, and lets the
+// broker serve the partitions' requests side by side (a kmirror broker
+// serves one connection's requests one at a time).
 type side struct {
 	name    string // "source" or "copy", for errors
 	cl      *kgo.Client
+	conn    fetch.ConnConfig
 	timeout time.Duration
 
-	mu     sync.Mutex
-	topics map[string]topicMeta
+	mu      sync.Mutex
+	topics  map[string]topicMeta
+	brokers map[int32]string // node id -> host:port, from metadata
 }
 
 // topicMeta is a topic as the side's metadata describes it. The id is the
@@ -86,6 +94,14 @@ func (s *side) meta(ctx context.Context, topic string, refresh bool) (topicMeta,
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 			return topicMeta{}, fmt.Errorf("the %s's metadata of topic %s: %w", s.name, topic, err)
 		}
+		s.mu.Lock()
+		if s.brokers == nil {
+			s.brokers = map[int32]string{}
+		}
+		for _, b := range resp.Brokers {
+			s.brokers[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+		s.mu.Unlock()
 		m = topicMeta{id: t.TopicID}
 		for _, p := range t.Partitions {
 			for int(p.Partition) >= len(m.leaders) {
@@ -108,15 +124,39 @@ func (s *side) meta(ctx context.Context, topic string, refresh bool) (topicMeta,
 // connection broke.
 const fetchAttempts = 5
 
-// fetched is one partition's answer to a fetch.
+// Fetch versions: v4 (Kafka 0.11, the first with record batches) to the
+// fetchers' v16; by name (v12 at most) when the side has no topic id.
+const (
+	minFetchVersion       = 4
+	maxFetchVersionByName = 12
+	maxFetchVersion       = 16
+)
+
+// fetched is one partition's answer to a fetch. records aliases the
+// reader's connection buffer until its next fetch.
 type fetched struct {
 	records       []byte
 	highWatermark int64
 }
 
+// reader fetches one partition of one side, on a connection of its own to
+// the partition's leader. Owned by one stream's goroutine.
+type reader struct {
+	s      *side
+	conn   *fetch.Conn
+	leader int32
+}
+
+func (r *reader) close() {
+	if r.conn != nil {
+		r.conn.Close()
+		r.conn = nil
+	}
+}
+
 // fetch reads one response's worth of topic-partition p from offset at,
 // READ_UNCOMMITTED (what the mirror copies), asking for at most maxBytes.
-func (s *side) fetch(ctx context.Context, topic string, p int32, at int64, maxBytes int32) (fetched, error) {
+func (r *reader) fetch(ctx context.Context, topic string, p int32, at int64, maxBytes int32) (fetched, error) {
 	var last error
 	for attempt := range fetchAttempts {
 		if attempt > 0 {
@@ -126,8 +166,8 @@ func (s *side) fetch(ctx context.Context, topic string, p int32, at int64, maxBy
 			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 			}
 		}
-		f, err := s.fetchOnce(ctx, topic, p, at, maxBytes, attempt > 0)
-		if err == nil || !retriable(err) || ctx.Err() != nil {
+		f, err, retry := r.fetchOnce(ctx, topic, p, at, maxBytes, attempt > 0)
+		if err == nil || !retry || ctx.Err() != nil {
 			return f, err
 		}
 		last = err
@@ -135,24 +175,43 @@ func (s *side) fetch(ctx context.Context, topic string, p int32, at int64, maxBy
 	return fetched{}, last
 }
 
-// retriable: a leader moved or is being elected, or a connection broke.
-func retriable(err error) bool {
-	var ne net.Error
-	return kerr.IsRetriable(err) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
-}
-
-func (s *side) fetchOnce(ctx context.Context, topic string, p int32, at int64, maxBytes int32, refresh bool) (fetched, error) {
+// fetchOnce is one attempt; retry says whether another may succeed (a
+// broken connection, a leader that moved), after a metadata refresh.
+func (r *reader) fetchOnce(ctx context.Context, topic string, p int32, at int64, maxBytes int32, refresh bool) (_ fetched, _ error, retry bool) {
+	s := r.s
 	m, err := s.meta(ctx, topic, refresh)
 	if err != nil {
-		return fetched{}, err
+		return fetched{}, err, true
 	}
 	if int(p) >= len(m.leaders) {
-		return fetched{}, fmt.Errorf("the %s has no partition %s-%d: %w", s.name, topic, p, ErrUnknownPartition)
+		return fetched{}, fmt.Errorf("the %s has no partition %s-%d: %w", s.name, topic, p, ErrUnknownPartition), false
 	}
-	if m.leaders[p] < 0 {
-		return fetched{}, fmt.Errorf("the %s's partition %s-%d: %w", s.name, topic, p, kerr.LeaderNotAvailable)
+	leader := m.leaders[p]
+	if leader < 0 {
+		return fetched{}, fmt.Errorf("the %s's partition %s-%d: %w", s.name, topic, p, kerr.LeaderNotAvailable), true
+	}
+	if r.conn == nil || r.leader != leader {
+		r.close()
+		s.mu.Lock()
+		addr, ok := s.brokers[leader]
+		s.mu.Unlock()
+		if !ok {
+			return fetched{}, fmt.Errorf("the %s's metadata names no address for broker %d", s.name, leader), true
+		}
+		c, err := fetch.DialConn(ctx, addr, s.conn)
+		if err != nil {
+			return fetched{}, fmt.Errorf("connecting to the %s's broker %d: %w", s.name, leader, err), true
+		}
+		r.conn, r.leader = c, leader
+	}
+	maxVer := int16(maxFetchVersion)
+	if m.id == ([16]byte{}) {
+		maxVer = maxFetchVersionByName
 	}
 	req := kmsg.NewPtrFetchRequest()
+	if req.Version = r.conn.Version(kmsg.Fetch, minFetchVersion, maxVer); req.Version < 0 {
+		return fetched{}, fmt.Errorf("the %s's broker %d serves no Fetch version %d to %d", s.name, leader, minFetchVersion, maxVer), false
+	}
 	req.ReplicaID = -1
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 0, maxBytes
 	req.IsolationLevel = 0
@@ -164,15 +223,13 @@ func (s *side) fetchOnce(ctx context.Context, topic string, p int32, at int64, m
 	rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	kresp, err := s.cl.Broker(int(m.leaders[p])).Request(rctx, req)
-	if err != nil {
-		return fetched{}, fmt.Errorf("fetching %s-%d at offset %d from the %s: %w", topic, p, at, s.name, err)
+	resp := kmsg.NewPtrFetchResponse()
+	if err := r.conn.RoundTrip(ctx, req, resp); err != nil {
+		r.close() // the connection closed itself; dial again
+		return fetched{}, fmt.Errorf("fetching %s-%d at offset %d from the %s: %w", topic, p, at, s.name, err), true
 	}
-	resp := kresp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return fetched{}, fmt.Errorf("fetching %s-%d at offset %d from the %s: %w", topic, p, at, s.name, err)
+		return fetched{}, fmt.Errorf("fetching %s-%d at offset %d from the %s: %w", topic, p, at, s.name, err), kerr.IsRetriable(err)
 	}
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
@@ -181,12 +238,12 @@ func (s *side) fetchOnce(ctx context.Context, topic string, p int32, at int64, m
 				continue
 			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return fetched{}, fmt.Errorf("fetching %s-%d at offset %d from the %s: %w", topic, p, at, s.name, err)
+				return fetched{}, fmt.Errorf("fetching %s-%d at offset %d from the %s: %w", topic, p, at, s.name, err), kerr.IsRetriable(err)
 			}
-			return fetched{records: rp.RecordBatches, highWatermark: rp.HighWatermark}, nil
+			return fetched{records: rp.RecordBatches, highWatermark: rp.HighWatermark}, nil, false
 		}
 	}
-	return fetched{}, fmt.Errorf("the %s answered no partition %s-%d", s.name, topic, p)
+	return fetched{}, fmt.Errorf("the %s answered no partition %s-%d", s.name, topic, p), false
 }
 
 // chunk is what a stream's reader hands the merge: the headers of one
@@ -198,8 +255,9 @@ type chunk struct {
 
 // stream is one side's batches of one partition's window [from, to),
 // read ahead by one response on its own goroutine so that both sides
-// fetch while the merge compares. It holds at most two responses' headers
-// (about 40 bytes a batch), never the records.
+// fetch while the merge compares. It holds its connection's buffer (one
+// response) and at most two responses' headers (about 40 bytes a batch),
+// never a partition.
 type stream struct {
 	chunks chan chunk
 	cur    []header
@@ -226,6 +284,8 @@ func (s *side) openStream(ctx context.Context, cfg streamConfig, topic string, p
 	}
 	go func() {
 		defer close(st.chunks)
+		rd := &reader{s: s}
+		defer rd.close()
 		pos, stuck := from, 0
 		for pos < to {
 			limit, err := cfg.throttle.take(ctx, cfg.maxBytes)
@@ -233,7 +293,7 @@ func (s *side) openStream(ctx context.Context, cfg streamConfig, topic string, p
 				send(chunk{err: err})
 				return
 			}
-			f, err := s.fetch(ctx, topic, p, pos, limit)
+			f, err := rd.fetch(ctx, topic, p, pos, limit)
 			if err != nil {
 				send(chunk{err: err})
 				return

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/fetch"
 )
 
 // Partition names one partition to verify.
@@ -28,18 +30,19 @@ type Partition struct {
 
 // Config is one audit.
 type Config struct {
-	// Source and Copy reach the two clusters, with their own security.
-	Source, Copy *kgo.Client
-	Partitions   []Partition
-	// Parallel is how many partitions are read at once (default 8) and
-	// PartitionMaxBytes bounds every Fetch answer (default 2 MiB): the
-	// memory of a run is about 2 sides x Parallel responses (the response
-	// read ahead is kept as batch headers only), 32 MiB by default. Why
-	// not the mirror fetchers' 1 MiB: the audit asks for one partition a
-	// request, a kmirror source serves a connection's requests one at a
-	// time with a cost per request, and at 4 x 1 MiB it read at about 60%
-	// of a bare drain's rate; 8 x 2 MiB was the best of the sizes measured
-	// for the same memory (BENCHMARKS.md).
+	// Source and Copy reach the two clusters for metadata and offsets;
+	// SourceConn and CopyConn are the same security for the fetches'
+	// raw connections (fetch.Conn).
+	Source, Copy         *kgo.Client
+	SourceConn, CopyConn fetch.ConnConfig
+	Partitions           []Partition
+	// Parallel is how many partitions are read at once (default 8),
+	// each on connections of its own, and PartitionMaxBytes bounds every
+	// Fetch answer (default 1 MiB, the mirror fetchers' size): a run holds
+	// about 2 sides x Parallel responses (16 MiB by default; the response
+	// read ahead is kept as batch headers only). Measured on a kmirror
+	// source (BENCHMARKS.md): 1 MiB read fastest and with the least CPU;
+	// 512 KiB, 2 MiB and 4 MiB were slower.
 	Parallel          int
 	PartitionMaxBytes int32
 	// Throttle caps the bytes read per second, both sides together; 0 is
@@ -53,7 +56,7 @@ type Config struct {
 // Defaults of Config.
 const (
 	DefaultParallel          = 8
-	DefaultPartitionMaxBytes = 2 << 20
+	DefaultPartitionMaxBytes = 1 << 20
 	DefaultRequestTimeout    = 30 * time.Second
 )
 
@@ -191,8 +194,10 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	src := &side{name: "source", cl: cfg.Source, timeout: cfg.RequestTimeout}
-	cp := &side{name: "copy", cl: cfg.Copy, timeout: cfg.RequestTimeout}
+	cfg.SourceConn.RequestTimeout = cmp.Or(cfg.SourceConn.RequestTimeout, cfg.RequestTimeout)
+	cfg.CopyConn.RequestTimeout = cmp.Or(cfg.CopyConn.RequestTimeout, cfg.RequestTimeout)
+	src := &side{name: "source", cl: cfg.Source, conn: cfg.SourceConn, timeout: cfg.RequestTimeout}
+	cp := &side{name: "copy", cl: cfg.Copy, conn: cfg.CopyConn, timeout: cfg.RequestTimeout}
 	var topics []string
 	seen := map[string]bool{}
 	for _, p := range cfg.Partitions {

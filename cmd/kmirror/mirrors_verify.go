@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/mirrorapi"
@@ -114,9 +115,21 @@ func (f *mirrorsFlags) runVerify(stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer src.Close()
+	// The fetches' raw connections carry the same security as the two
+	// clients (both files were read once already, so they parse).
+	srcSec, err := securityOf(f.sourceCommandConfig)
+	if err != nil {
+		return fail(err)
+	}
+	dstSec, err := securityOf(f.commandConfig)
+	if err != nil {
+		return fail(err)
+	}
 	start := time.Now()
 	results, err := verify.Run(ctx, verify.Config{Source: src, Copy: dst, Partitions: plan.partitions,
-		Throttle: f.throttle, RequestTimeout: f.timeout})
+		SourceConn: fetch.ConnConfig{ClientID: verifyClientID, TLS: srcSec.TLS, SASL: srcSec.SASL},
+		CopyConn:   fetch.ConnConfig{ClientID: verifyClientID, TLS: dstSec.TLS, SASL: dstSec.SASL},
+		Throttle:   f.throttle, RequestTimeout: f.timeout})
 	if err != nil {
 		return fail(err)
 	}
@@ -251,24 +264,11 @@ func (f *mirrorsFlags) sourceClient(ctx context.Context, plan verifyPlan) (*kgo.
 	if f.sourceBootstrap != "" {
 		where = "--source-bootstrap-server " + f.sourceBootstrap
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(plan.bootstrap...), kgo.ClientID("kmirror-mirrors-verify")}
-	if f.sourceCommandConfig != "" {
-		ps, err := readProps(f.sourceCommandConfig)
-		if err != nil {
-			return nil, err
-		}
-		sec := map[string]string{}
-		for _, p := range ps {
-			if clientauth.IsKey(p.Key) {
-				sec[p.Key] = p.Value
-			}
-		}
-		parsed, err := clientauth.Parse(sec)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.sourceCommandConfig, err)
-		}
-		opts = append(opts, parsed.KgoOpts()...)
+	sec, err := securityOf(f.sourceCommandConfig)
+	if err != nil {
+		return nil, err
 	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(plan.bootstrap...), kgo.ClientID(verifyClientID)}, sec.KgoOpts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
@@ -291,6 +291,32 @@ func (f *mirrorsFlags) sourceClient(ctx context.Context, plan verifyPlan) (*kgo.
 			where, *meta.ClusterID, f.mirror, plan.sourceClusterID)
 	}
 	return cl, nil
+}
+
+// verifyClientID is the client id of --verify's source connections.
+const verifyClientID = "kmirror-mirrors-verify"
+
+// securityOf reads the client security settings of a --command-config
+// style file; none without a file.
+func securityOf(file string) (clientauth.Security, error) {
+	if file == "" {
+		return clientauth.Security{}, nil
+	}
+	ps, err := readProps(file)
+	if err != nil {
+		return clientauth.Security{}, err
+	}
+	sec := map[string]string{}
+	for _, p := range ps {
+		if clientauth.IsKey(p.Key) {
+			sec[p.Key] = p.Value
+		}
+	}
+	parsed, err := clientauth.Parse(sec)
+	if err != nil {
+		return clientauth.Security{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return parsed, nil
 }
 
 // rangesCell prints ranges as FIRST..LAST(reason) joined by commas, "-"

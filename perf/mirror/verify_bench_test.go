@@ -29,11 +29,13 @@ import (
 //
 //   - mode=drain: the drain mode's raw Fetch loop (drain_conn.go) with its
 //     defaults (the mirror fetchers': 10 MiB responses, 1 MiB per
-//     partition), one connection per side, every partition in each
-//     request, no CRC check;
-//   - mode=verify: verify.Run as the command runs it (kgo clients, one
-//     partition per request of up to 2 MiB, 8 partitions at once, every
-//     CRC32C recomputed, the streaming merge).
+//     partition), -verify-drain-conns connections per side (1, the
+//     fetchers' default: every partition in each request; 8: about one
+//     partition per connection, as verify reads), no CRC check;
+//   - mode=verify: verify.Run as the command runs it (a raw connection
+//     per partition being read, one partition per request of up to
+//     1 MiB, 8 partitions at once, every CRC32C recomputed, the streaming
+//     merge).
 //
 // MB/s counts the bytes of both sides; cpu-s/GB is this process's CPU per
 // 10^9 of those bytes, the two nodes' serving included (they run in this
@@ -44,8 +46,11 @@ import (
 // machine is shared, and a ratio of two runs minutes apart measures the
 // neighbours.
 //
-//	go test ./perf/mirror -run '^$' -bench BenchmarkVerify -benchtime 5x
-var verifyBenchBytes = flag.Int64("verify-bytes", 256<<20, "BenchmarkVerify: bytes per side")
+//	go test ./perf/mirror -run '^$' -bench BenchmarkVerify -benchtime 5x [-verify-drain-conns 8]
+var (
+	verifyBenchBytes = flag.Int64("verify-bytes", 256<<20, "BenchmarkVerify: bytes per side")
+	verifyDrainConns = flag.Int("verify-drain-conns", 1, "BenchmarkVerify: the drain's connections per side")
+)
 
 const verifyBenchPartitions = 8
 
@@ -161,7 +166,7 @@ func BenchmarkVerify(b *testing.B) {
 					leaders[p] = n.b.Addr()
 				}
 				var total atomic.Int64
-				errs[i] = runDrainJobs(ctx, vb.topic, leaders, vb.ends, drainOpts, 1, nil, &total, nil)
+				errs[i] = runDrainJobs(ctx, vb.topic, leaders, vb.ends, drainOpts, *verifyDrainConns, nil, &total, nil)
 				if errs[i] == nil && total.Load() != vb.perSide {
 					errs[i] = fmt.Errorf("drained %d bytes, want %d", total.Load(), vb.perSide)
 				}
