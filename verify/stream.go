@@ -30,9 +30,70 @@ type side struct {
 	conn    fetch.ConnConfig
 	timeout time.Duration
 
+	// maxIdle bounds the connections kept for the next partitions: a
+	// partition's reader takes one to its leader, or dials, and gives it
+	// back when done, so a topic of many partitions is not a handshake
+	// (TLS, SASL) per partition. Parallel, so a run holds at most
+	// 2 x Parallel connections (and their buffers) per side.
+	maxIdle int
+
 	mu      sync.Mutex
 	topics  map[string]topicMeta
 	brokers map[int32]string // node id -> host:port, from metadata
+	idle    map[int32][]*fetch.Conn
+	nIdle   int
+}
+
+// getConn returns an idle connection to broker leader, or dials one.
+func (s *side) getConn(ctx context.Context, leader int32) (*fetch.Conn, error) {
+	s.mu.Lock()
+	if cs := s.idle[leader]; len(cs) > 0 {
+		c := cs[len(cs)-1]
+		s.idle[leader] = cs[:len(cs)-1]
+		s.nIdle--
+		s.mu.Unlock()
+		return c, nil
+	}
+	addr, ok := s.brokers[leader]
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("the %s's metadata names no address for broker %d", s.name, leader)
+	}
+	c, err := fetch.DialConn(ctx, addr, s.conn)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the %s's broker %d at %s: %w", s.name, leader, addr, err)
+	}
+	return c, nil
+}
+
+// putConn keeps a healthy connection to broker leader for the next
+// partition, or closes it when maxIdle are kept.
+func (s *side) putConn(leader int32, c *fetch.Conn) {
+	s.mu.Lock()
+	if s.nIdle < s.maxIdle {
+		if s.idle == nil {
+			s.idle = map[int32][]*fetch.Conn{}
+		}
+		s.idle[leader] = append(s.idle[leader], c)
+		s.nIdle++
+		c = nil
+	}
+	s.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// closeIdle closes the kept connections (the end of a run).
+func (s *side) closeIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cs := range s.idle {
+		for _, c := range cs {
+			c.Close()
+		}
+	}
+	s.idle, s.nIdle = nil, 0
 }
 
 // topicMeta is a topic as the side's metadata describes it. The id is the
@@ -139,15 +200,25 @@ type fetched struct {
 	highWatermark int64
 }
 
-// reader fetches one partition of one side, on a connection of its own to
-// the partition's leader. Owned by one stream's goroutine.
+// reader fetches one partition of one side, on a connection to the
+// partition's leader that no other reader uses meanwhile. Owned by one
+// stream's goroutine.
 type reader struct {
 	s      *side
 	conn   *fetch.Conn
 	leader int32
 }
 
-func (r *reader) close() {
+// release gives the connection back to the side for the next partition.
+func (r *reader) release() {
+	if r.conn != nil {
+		r.s.putConn(r.leader, r.conn)
+		r.conn = nil
+	}
+}
+
+// drop closes a connection that failed.
+func (r *reader) drop() {
 	if r.conn != nil {
 		r.conn.Close()
 		r.conn = nil
@@ -191,16 +262,10 @@ func (r *reader) fetchOnce(ctx context.Context, topic string, p int32, at int64,
 		return fetched{}, fmt.Errorf("the %s's partition %s-%d: %w", s.name, topic, p, kerr.LeaderNotAvailable), true
 	}
 	if r.conn == nil || r.leader != leader {
-		r.close()
-		s.mu.Lock()
-		addr, ok := s.brokers[leader]
-		s.mu.Unlock()
-		if !ok {
-			return fetched{}, fmt.Errorf("the %s's metadata names no address for broker %d", s.name, leader), true
-		}
-		c, err := fetch.DialConn(ctx, addr, s.conn)
+		r.release()
+		c, err := s.getConn(ctx, leader)
 		if err != nil {
-			return fetched{}, fmt.Errorf("connecting to the %s's broker %d: %w", s.name, leader, err), true
+			return fetched{}, err, true
 		}
 		r.conn, r.leader = c, leader
 	}
@@ -225,7 +290,7 @@ func (r *reader) fetchOnce(ctx context.Context, topic string, p int32, at int64,
 	req.Topics = append(req.Topics, rt)
 	resp := kmsg.NewPtrFetchResponse()
 	if err := r.conn.RoundTrip(ctx, req, resp); err != nil {
-		r.close() // the connection closed itself; dial again
+		r.drop() // the connection closed itself; dial again
 		return fetched{}, fmt.Errorf("fetching %s-%d at offset %d from the %s: %w", topic, p, at, s.name, err), true
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
@@ -260,8 +325,11 @@ type chunk struct {
 // never a partition.
 type stream struct {
 	chunks chan chunk
-	cur    []header
-	i      int
+	// done is closed when the reader goroutine has ended (its connection
+	// given back).
+	done chan struct{}
+	cur  []header
+	i    int
 }
 
 // streamConfig is what every stream of one run shares.
@@ -273,7 +341,7 @@ type streamConfig struct {
 
 // openStream starts reading; the reader stops when ctx ends.
 func (s *side) openStream(ctx context.Context, cfg streamConfig, topic string, p int32, from, to int64) *stream {
-	st := &stream{chunks: make(chan chunk, 1)}
+	st := &stream{chunks: make(chan chunk, 1), done: make(chan struct{})}
 	send := func(c chunk) bool {
 		select {
 		case st.chunks <- c:
@@ -283,9 +351,10 @@ func (s *side) openStream(ctx context.Context, cfg streamConfig, topic string, p
 		}
 	}
 	go func() {
+		defer close(st.done)
 		defer close(st.chunks)
 		rd := &reader{s: s}
-		defer rd.close()
+		defer rd.release()
 		pos, stuck := from, 0
 		for pos < to {
 			limit, err := cfg.throttle.take(ctx, cfg.maxBytes)

@@ -196,8 +196,10 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	cfg = cfg.withDefaults()
 	cfg.SourceConn.RequestTimeout = cmp.Or(cfg.SourceConn.RequestTimeout, cfg.RequestTimeout)
 	cfg.CopyConn.RequestTimeout = cmp.Or(cfg.CopyConn.RequestTimeout, cfg.RequestTimeout)
-	src := &side{name: "source", cl: cfg.Source, conn: cfg.SourceConn, timeout: cfg.RequestTimeout}
-	cp := &side{name: "copy", cl: cfg.Copy, conn: cfg.CopyConn, timeout: cfg.RequestTimeout}
+	src := &side{name: "source", cl: cfg.Source, conn: cfg.SourceConn, timeout: cfg.RequestTimeout, maxIdle: cfg.Parallel}
+	cp := &side{name: "copy", cl: cfg.Copy, conn: cfg.CopyConn, timeout: cfg.RequestTimeout, maxIdle: cfg.Parallel}
+	defer src.closeIdle()
+	defer cp.closeIdle()
 	var topics []string
 	seen := map[string]bool{}
 	for _, p := range cfg.Partitions {
@@ -251,9 +253,11 @@ func verifyPartition(ctx context.Context, src, cp *side, sc streamConfig, r *Res
 	window(r)
 	if r.From < r.To {
 		ctx, cancel := context.WithCancel(ctx)
-		defer cancel() // stops both readers, whatever the merge ended on
 		a := src.openStream(ctx, sc, r.Topic, r.Partition, r.From, r.To)
 		b := cp.openStream(ctx, sc, r.Topic, r.Partition, r.From, r.To)
+		// Whatever the merge ended on, both readers stop and give their
+		// connections back before the run can close them.
+		defer func() { cancel(); <-a.done; <-b.done }()
 		m := merger{res: r}
 		if err := m.run(a, b); err != nil {
 			var de *DamagedError
