@@ -49,6 +49,15 @@ type Config struct {
 	// timestamp is this old (min.compaction.lag.ms, default 0).
 	MinCompactionLagMs int64
 
+	// ExternalHighWatermark makes the log's owner move the high watermark
+	// (SetHighWatermark) instead of every append: a partition leader
+	// commits what its in-sync replicas hold, and a restarted node starts
+	// from its replication-offset-checkpoint. When it is set, Open starts
+	// the high watermark at the log start. When it is not (the default:
+	// tools, tests, a log that is its own only replica), every append
+	// raises it to the log end and Open starts it at the log end.
+	ExternalHighWatermark bool
+
 	// FS is the file system; nil means the operating system's.
 	FS vfs.FS
 	// Logger receives recovery and error reports; nil discards them.

@@ -114,9 +114,39 @@ func (l *Log) LogEndOffset() int64 {
 	return l.segs[len(l.segs)-1].next.Load()
 }
 
-// HighWatermark is the offset up to which consumers may read. A single node
-// is its own in-sync replica set, so it follows the log end offset.
+// HighWatermark is the offset up to which consumers may read: every record
+// below it is committed. It lies in [log start, log end]. Without
+// Config.ExternalHighWatermark every append raises it to the log end;
+// with it, only SetHighWatermark raises it.
 func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
+
+// SetHighWatermark raises the high watermark to offset, clamped into
+// [log start, log end], and reports whether it moved. It never lowers it:
+// as in Kafka, only a truncation below it (TruncateTo, the full truncation)
+// brings it down, and a log start moved above it (retention is bounded by
+// it; DeleteRecords refuses to pass it) pulls it up. The caller wakes the
+// readers waiting for it (a Fetch long poll, an acks=all produce) when it
+// moved. A closed log ignores it.
+//
+// Kafka splits this in two: UnifiedLog.maybeIncrementHighWatermark, the
+// leader's, which only goes up, and updateHighWatermark, which follows
+// the leader's value down too and is used at open and by followers. A
+// follower here would need the second; only the first exists for now.
+func (l *Log) SetHighWatermark(offset int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	// mu orders this against truncation: a log end read here is not one a
+	// concurrent TruncateTo is cutting away.
+	offset = min(max(offset, l.logStart.Load()), l.active().next.Load())
+	if offset <= l.highWatermark.Load() {
+		return false
+	}
+	l.highWatermark.Store(offset)
+	return true
+}
 
 // LastStableOffset is the high watermark, or the first offset of the
 // earliest open transaction if that is lower.

@@ -145,8 +145,8 @@ func (l *Log) appendAssigned(b batch.Batch, leaderEpoch int32) (AppendResult, er
 }
 
 // appendBatches writes checked, offset-ordered batches, rolling segments as
-// needed, and updates indexes, epochs, producer state and the high
-// watermark. REQUIRES: l.mu held; records structurally valid.
+// needed, and updates indexes, epochs, producer state and (unless the
+// owner sets it: Config.ExternalHighWatermark) the high watermark. REQUIRES: l.mu held; records structurally valid.
 func (l *Log) appendBatches(records []byte, res *AppendResult) error {
 	runStart := 0 // start of the pending run within records
 	pos := 0
@@ -244,7 +244,9 @@ func (l *Log) writeRun(run []byte, res *AppendResult) error {
 	seg.next.Store(next)
 	res.Records += records
 	res.NextOffset = next
-	l.highWatermark.Store(next)
+	if !l.cfg.ExternalHighWatermark {
+		l.highWatermark.Store(next)
+	}
 
 	if l.unflushedRecords == 0 {
 		l.firstUnflushedMs = l.cfg.Now().UnixMilli()

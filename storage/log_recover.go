@@ -99,7 +99,13 @@ func (l *Log) recover() error {
 		logStart = leo
 	}
 	l.logStart.Store(logStart)
-	l.highWatermark.Store(leo)
+	if l.cfg.ExternalHighWatermark {
+		// Only the owner knows what was committed (its checkpoint, its
+		// replicas): it raises this with SetHighWatermark.
+		l.highWatermark.Store(logStart)
+	} else {
+		l.highWatermark.Store(leo)
+	}
 	l.recoveryPoint = min(recoveryPoint, leo)
 	if !clean {
 		l.recoveryPoint = leo // the recovered tail was just validated; fsync it below

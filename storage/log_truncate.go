@@ -203,6 +203,13 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 // advanceLogStart. REQUIRES: l.mu held; logStart < offset <= log end.
 func (l *Log) advanceLogStart(offset int64) error {
 	l.logStart.Store(offset)
+	// The high watermark never lies below the log start (Kafka's
+	// maybeIncrementLogStartOffset). Retention stops at the high watermark
+	// and SetLogStartOffset refuses to pass it, so this only matters for
+	// an owner that set it below a log start it moved some other way.
+	if l.highWatermark.Load() < offset {
+		l.highWatermark.Store(offset)
+	}
 	if err := l.writeMeta(); err != nil {
 		return l.fail(err)
 	}
@@ -248,8 +255,17 @@ func (l *Log) ApplyRetention() (int, error) {
 	for _, s := range l.segs {
 		total += s.size.Load()
 	}
+	// As Kafka's deletableSegments: a segment goes only when all of it lies
+	// below the high watermark (the next segment starts at or below it),
+	// so retention never removes records that are not committed yet. With
+	// the high watermark at the log end (one node), that is every segment
+	// but the active one, as before.
+	hw := l.highWatermark.Load()
 	n := 0
-	for _, s := range l.segs[:len(l.segs)-1] {
+	for i, s := range l.segs[:len(l.segs)-1] {
+		if l.segs[i+1].base > hw {
+			break
+		}
 		newest := s.maxTs.Load()
 		if newest < 0 {
 			newest = s.created
