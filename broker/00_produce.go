@@ -47,9 +47,13 @@ var errReadOnlyTopic = kerr.PolicyViolation.Code
 // (cleanup.policy holds compact) a batch with a record without a key is
 // refused whole with INVALID_RECORD and per-record errors, as Kafka does
 // (refuseKeyless); only then are records read, decompressed if need be.
-// With acks=0 nothing is answered; acks=1 and acks=all are the same on
-// one node: the high watermark is the log end as soon as the append
-// returns.
+// With acks=0 nothing is answered. acks=1 answers once the batch is in
+// the log; acks=all (-1) once the high watermark covers it too
+// (awaitCommitted: Kafka's DelayedProduce), else REQUEST_TIMED_OUT after
+// the request's timeout. On one node the two answer alike and at once:
+// every append raises the high watermark to the log end before its
+// answer (partition.appended). A replicated leader will wait in
+// awaitCommitted for its in-sync replicas.
 //
 // Authorization: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for
 // its partitions (after UNKNOWN_TOPIC_ID for an unknown topic ID, before
@@ -72,6 +76,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
 	az := b.authz(r)
 	txnDenied := az.produceTxnDenied(req)
+	var deadline time.Time // of acks=all waits, set at the first one
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := b.topicByName(rt.Topic)
@@ -104,7 +109,10 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirrorName() + " and read-only until failover"
 				sp.ErrorMessage = &msg
 			default:
-				b.producePartition(r, t.parts()[rp.Partition], rp.Records, &sp)
+				p := t.parts()[rp.Partition]
+				if end := b.producePartition(r, p, rp.Records, &sp); req.Acks == -1 && end > 0 {
+					b.produceAcksAll(p, end, &sp, &deadline, req.TimeoutMillis)
+				}
 			}
 			if sp.ErrorCode != 0 {
 				b.stats.ProduceErrors.Add(1)
@@ -120,18 +128,20 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-// producePartition appends one partition's batch and fills its answer.
-func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+// producePartition appends one partition's batch and fills its answer. It
+// returns the end of the batch in the log (its last offset + 1), 0 when
+// it was refused.
+func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 	if len(records) < batch.HeaderSize {
 		b.refuseBatch(r, p, sp, kerr.CorruptMessage.Code,
 			fmt.Sprintf("%d bytes of records: a record batch has a %d-byte header", len(records), batch.HeaderSize))
-		return
+		return 0
 	}
 	if max := p.maxMessageBytes.Load(); len(records) > int(max) {
 		b.refuseBatch(r, p, sp, kerr.MessageTooLarge.Code,
 			fmt.Sprintf("the batch is %d bytes, above max.message.bytes %d of topic %s", len(records), max, p.topic.name))
-		return
+		return 0
 	}
 	// Parse refuses trailing bytes as corruption; Kafka's answer to a
 	// second batch is INVALID_RECORD, so find the first batch's end first.
@@ -141,7 +151,7 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 		sp.ErrorCode = kerr.InvalidRecord.Code
 		msg := "a produce request must hold exactly one record batch per partition"
 		sp.ErrorMessage = &msg
-		return
+		return 0
 	}
 	bt, err := batch.Parse(records)
 	// A compacted topic's records are read (decompressed if needed) for
@@ -151,7 +161,7 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 		if err = bt.Verify(); err == nil {
 			var refused bool
 			if refused, err = p.refuseKeyless(bt, sp); refused {
-				return
+				return 0
 			}
 		}
 	}
@@ -169,7 +179,7 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 		code := produceErrorCode(err)
 		if code != kerr.KafkaStorageError.Code {
 			b.refuseBatch(r, p, sp, code, err.Error())
-			return
+			return 0
 		}
 		// The node's fault, not the client's: the client is told why
 		// (its retries may succeed once space is back), the log says it
@@ -184,7 +194,7 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 			b.log.Warn("produce refused: the disk is full (appends resume by themselves once space is freed)",
 				"topic", p.topic.name, "partition", p.index, "held_back", held, "err", err)
 		}
-		return
+		return 0
 	}
 	sp.BaseOffset = res.FirstOffset
 	sp.LogStartOffset = p.log.LogStartOffset()
@@ -192,6 +202,27 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 		b.stats.ProduceBatches.Add(int64(res.Batches))
 		b.stats.ProduceBytes.Add(int64(len(records)))
 		p.appended()
+	}
+	return res.LastOffset + 1
+}
+
+// produceAcksAll holds an acks=all answer until the partition's high
+// watermark reaches end, the end of the appended batch (of the original
+// one for a duplicate: Kafka waits for those too),
+// as Kafka's DelayedProduce. All partitions of a request share one
+// deadline, the request's timeout from the first wait. On one node the
+// high watermark is already there and nothing waits.
+func (b *Broker) produceAcksAll(p *partition, end int64, sp *kmsg.ProduceResponseTopicPartition, deadline *time.Time, timeoutMs int32) {
+	if p.log.HighWatermark() >= end {
+		return // always, on one node
+	}
+	if deadline.IsZero() {
+		*deadline = time.Now().Add(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
+	}
+	if !b.awaitCommitted(p, end, time.Until(*deadline)) {
+		sp.ErrorCode = kerr.RequestTimedOut.Code
+		msg := fmt.Sprintf("the high watermark did not reach %d within the request's %d ms", end, timeoutMs)
+		sp.ErrorMessage = &msg
 	}
 }
 

@@ -21,7 +21,8 @@ const (
 // Latest is the high watermark (the last stable offset for read_committed),
 // earliest the log start, max timestamp the record with the largest
 // timestamp, and a timestamp the first record whose timestamp is at or
-// after it (storage reads the records of the batch the time index finds).
+// after it (storage reads the records of the batch the time index finds);
+// a record past the high watermark is not found, as in Kafka.
 // CurrentLeaderEpoch is checked as in Fetch.
 //
 // Authorization: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED
@@ -83,12 +84,18 @@ func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartit
 		offset = l.LogStartOffset()
 	case listMaxTimestamp:
 		offset, ts, found, err = l.MaxTimestamp()
+		found = found && offset < l.HighWatermark()
 	default:
 		if rp.Timestamp < 0 {
 			sp.ErrorCode = kerr.InvalidRequest.Code
 			return
 		}
 		offset, ts, found, err = l.OffsetForTimestamp(rp.Timestamp)
+		// As Kafka's fetchOffsetForTimestamp: a consumer is never told of
+		// a record past the high watermark (on one node it is the log
+		// end, so this never hides one). Kafka also stops read_committed
+		// lookups at the last stable offset; we do not, as before.
+		found = found && offset < l.HighWatermark()
 	}
 	if err != nil {
 		b.log.Warn("list offsets failed", "topic", p.topic.name, "partition", p.index, "err", err)

@@ -31,6 +31,12 @@ type Broker struct {
 	// logSpace is the space guard of each log dir on the state store's
 	// filesystem (log_dirs.go), by cleaned path; set once by New.
 	logSpace map[string]storage.SpaceGuard
+	// hwStart holds each log dir's checkpointed high watermarks while
+	// load opens the partitions (hw_checkpoint.go), nil after.
+	hwStart map[string]map[storage.TopicPartition]int64
+	// hwWritten is each log dir's last written checkpoint body; only
+	// checkpointHighWatermarks touches it (the loop, then Close).
+	hwWritten map[string][]byte
 
 	// advertised is what Metadata and DescribeCluster tell clients, fixed
 	// once the listeners are bound.
@@ -209,8 +215,9 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.srv = srv
 	b.advertised = advertisedListeners(cfg, srv.Listeners())
-	b.bg.Add(1)
+	b.bg.Add(2)
 	go b.maintain()
+	go b.checkpointLoop()
 	close(b.ready)
 	b.log.Info("kmirror broker started", "node_id", cfg.NodeID, "cluster_id", store.ClusterID(),
 		"listeners", fmt.Sprint(b.advertised), "topics", ntopics)
@@ -318,6 +325,11 @@ func (b *Broker) Close() error {
 		}
 		b.bg.Wait()
 		b.reapDeletedLogs(time.Now(), true)
+		// The last high watermarks, for the next start (Kafka writes the
+		// checkpoint at shutdown too). The loop has stopped.
+		if err := b.checkpointHighWatermarks(); err != nil {
+			errs = append(errs, fmt.Errorf("writing the high watermark checkpoints: %w", err))
+		}
 		if err := b.closeLogs(); err != nil {
 			errs = append(errs, err)
 		}
@@ -416,6 +428,10 @@ func (b *Broker) load() error {
 	if err != nil {
 		return fmt.Errorf("loading topics: %w", err)
 	}
+	// Only the partitions opened now start from the checkpoints: a topic
+	// created later under the name of a deleted one is a new log.
+	b.loadHighWatermarkCheckpoints()
+	defer func() { b.hwStart = nil }()
 	for _, st := range ts {
 		t, err := b.openTopic(st)
 		if err != nil {

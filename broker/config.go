@@ -56,6 +56,11 @@ type Config struct {
 	// Kafka's default is 5 minutes; ours is 10 s (DefaultMaintainInterval,
 	// also used when 0), as a pass costs little on one node.
 	LogRetentionCheckInterval time.Duration
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms (Kafka's default,
+	// 5 s, also used when 0): how often each log directory's
+	// replication-offset-checkpoint is written (see hw_checkpoint.go).
+	HighWatermarkCheckpointInterval time.Duration
 	// KafkaSettings are the Kafka broker settings of server.properties
 	// that kmirror accepts without applying them (num.io.threads,
 	// zookeeper.connect...), by name. DescribeConfigs shows them as
@@ -195,9 +200,10 @@ func DefaultConfig() Config {
 		LogCleanupPolicy:      "delete",
 		MetricsListener:       DefaultMetricsListener,
 
-		LogRetentionCheckInterval: DefaultMaintainInterval,
-		QuotaWindowNum:            DefaultQuotaWindowNum,
-		QuotaWindowSize:           DefaultQuotaWindowSize,
+		LogRetentionCheckInterval:       DefaultMaintainInterval,
+		HighWatermarkCheckpointInterval: DefaultHighWatermarkCheckpointInterval,
+		QuotaWindowNum:                  DefaultQuotaWindowNum,
+		QuotaWindowSize:                 DefaultQuotaWindowSize,
 
 		GroupInitialRebalanceDelay: group.DefaultInitialRebalanceDelay,
 		GroupMinSessionTimeout:     group.DefaultMinSessionTimeout,
@@ -299,6 +305,12 @@ func (c *Config) Validate() error {
 		return bad("log.retention.check.interval.ms", "must be >= 0, got %v", c.LogRetentionCheckInterval)
 	case c.LogRetentionCheckInterval == 0:
 		c.LogRetentionCheckInterval = DefaultMaintainInterval
+	}
+	switch {
+	case c.HighWatermarkCheckpointInterval < 0:
+		return bad("replica.high.watermark.checkpoint.interval.ms", "must be >= 0, got %v", c.HighWatermarkCheckpointInterval)
+	case c.HighWatermarkCheckpointInterval == 0:
+		c.HighWatermarkCheckpointInterval = DefaultHighWatermarkCheckpointInterval
 	}
 	switch {
 	case c.QuotaWindowNum < 0:

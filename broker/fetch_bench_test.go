@@ -64,6 +64,7 @@ func fillPartition(tb testing.TB, p *partition, size, batchSize int) {
 			tb.Fatal(err)
 		}
 	}
+	p.appended() // the node's step after its appends: the high watermark follows
 }
 
 // abortedTxns leaves n aborted transactions in a partition, each a
@@ -81,6 +82,7 @@ func abortedTxns(tb testing.TB, p *partition, n int) {
 			tb.Fatal(err)
 		}
 	}
+	p.appended() // the node's step after its appends: the high watermark follows
 }
 
 func fullFetchReq(v int16, tp *topic, partitionMaxBytes int32) *kmsg.FetchRequest {

@@ -660,6 +660,7 @@ func TestFetchReadCommitted(t *testing.T) {
 	if _, err := p.log.AppendControl(marker, 0); err != nil { // ABORT at 5
 		t.Fatal(err)
 	}
+	p.appended() // the node's step after an append: the high watermark follows
 	for _, v := range []int16{4, 12, 17} {
 		got := fetch(v, true, 0)
 		if got.LastStableOffset != 6 || got.HighWatermark != 6 || !reflect.DeepEqual(aborted(got), []int64{pid, 2}) ||

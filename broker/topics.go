@@ -138,8 +138,18 @@ func (p *partition) unwait(ch chan struct{}) {
 	p.waitMu.Unlock()
 }
 
-// appended wakes every long-poll Fetch waiting on the partition.
+// appended is called after every append the node makes to p (produce,
+// mirror appends, transaction markers and other control batches). On one
+// node the appended records are committed at once, so it raises the high
+// watermark to the log end (see hw_checkpoint.go), then wakes p's waiters.
 func (p *partition) appended() {
+	p.log.SetHighWatermark(p.log.LogEndOffset())
+	p.wake()
+}
+
+// wake wakes every long-poll Fetch and acks=all produce waiting on the
+// partition.
+func (p *partition) wake() {
 	p.waitMu.Lock()
 	for i, w := range p.waiters {
 		select {
@@ -280,6 +290,7 @@ func (b *Broker) addPartitions(t *topic, n int32) error {
 		}
 		p := &partition{topic: t, index: i, log: l}
 		p.applyEffective(eff)
+		b.startHighWatermark(p)
 		parts = append(parts, p)
 	}
 	t.partList.Store(&parts)
@@ -398,7 +409,7 @@ func (b *Broker) deleteTopic(t *topic) error {
 	}
 	b.mu.Unlock()
 	for _, p := range t.parts() {
-		p.appended() // wake long polls so they see the topic gone
+		p.wake() // wake long polls so they see the topic gone
 	}
 	// Kafka drops a deleted topic's committed offsets too.
 	if _, err := b.store.DeleteTopicOffsets(t.name); err != nil {

@@ -149,10 +149,12 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // SetConfig replaces the log's configuration (a topic config change). The
-// file system, logger and clock stay those the log was opened with. New
+// file system, logger, clock and ExternalHighWatermark stay those the log
+// was opened with. New
 // segment and retention limits apply from the next append or retention run.
 func (l *Log) SetConfig(cfg Config) error {
 	cfg.FS, cfg.Logger, cfg.Now = l.cfg.FS, l.cfg.Logger, l.cfg.Now
+	cfg.ExternalHighWatermark = l.cfg.ExternalHighWatermark
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err

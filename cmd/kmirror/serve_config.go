@@ -105,6 +105,12 @@ var settings = []setting{
 			c.LogRetentionCheckInterval = time.Duration(n) * time.Millisecond
 			return err
 		}},
+	{name: "replica.high.watermark.checkpoint.interval.ms", help: "how often each log directory's replication-offset-checkpoint (the partitions' high watermarks) is written, an integer >= 1 (default 5000, Kafka's)",
+		apply: func(c *broker.Config, v string) error {
+			n, err := int64At(v, 1)
+			c.HighWatermarkCheckpointInterval = time.Duration(n) * time.Millisecond
+			return err
+		}},
 	{name: "log.flush.interval.ms", help: "fsync when the oldest unflushed record is this old, an integer >= 0 (default: never)",
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.FlushMs, err = zeroAsOne(int64At(v, 0))

@@ -1,0 +1,170 @@
+package broker
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/storage"
+)
+
+// listLatestOffset answers ListOffsets latest for partition 0 of tp.
+func listLatestOffset(t *testing.T, rc *rawConn, tp *topic, committed bool) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 7
+	if committed {
+		req.IsolationLevel = 1
+	}
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = tp.name
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = 0, listLatest
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	sp := rc.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 {
+		t.Fatalf("ListOffsets: error %d", sp.ErrorCode)
+	}
+	return sp.Offset
+}
+
+// With the high watermark below the log end (records appended, not yet
+// committed: what a replicated leader holds until its followers catch
+// up), consumers see only what lies below it: Fetch in both isolation
+// levels, the offsets it reports, and ListOffsets latest. The node's
+// commit step after the append then shows the rest.
+func TestReadsStopAtHighWatermark(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "hw-bound", 1)
+	p := tp.parts()[0]
+	mustAppend(t, p, plainBatch(3, 10), 0)                               // 0-2, committed
+	if _, err := p.log.AppendProduce(plainBatch(2, 10), 0); err != nil { // 3-4, not committed
+		t.Fatal(err)
+	}
+	if p.log.HighWatermark() != 3 || p.log.LogEndOffset() != 5 {
+		t.Fatalf("hw %d leo %d, want 3 and 5", p.log.HighWatermark(), p.log.LogEndOffset())
+	}
+	rc := dialRaw(t, b)
+	fetch := func(committed bool, offset int64) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		req := newFetchReq(12)
+		if committed {
+			req.IsolationLevel = 1
+		}
+		addPart(req, tp, 0, offset)
+		return mustPart(t, rc.roundTrip(req).(*kmsg.FetchResponse), tp, 0)
+	}
+	for _, committed := range []bool{false, true} {
+		got := fetch(committed, 0)
+		if got.ErrorCode != 0 || got.HighWatermark != 3 || got.LastStableOffset != 3 ||
+			!reflect.DeepEqual(offsetsIn(t, got.RecordBatches), span(0, 3)) {
+			t.Fatalf("committed=%v: error %d hw %d lso %d offsets %v, want hw 3 lso 3 offsets 0-2", committed,
+				got.ErrorCode, got.HighWatermark, got.LastStableOffset, offsetsIn(t, got.RecordBatches))
+		}
+		if got = fetch(committed, 3); got.ErrorCode != 0 || len(got.RecordBatches) != 0 {
+			t.Fatalf("committed=%v: fetch at the high watermark: error %d, %d bytes", committed, got.ErrorCode, len(got.RecordBatches))
+		}
+		if off := listLatestOffset(t, rc, tp, committed); off != 3 {
+			t.Fatalf("committed=%v: ListOffsets latest %d, want the high watermark 3", committed, off)
+		}
+	}
+	p.appended()
+	if got := fetch(false, 0); got.HighWatermark != 5 || !reflect.DeepEqual(offsetsIn(t, got.RecordBatches), span(0, 5)) {
+		t.Fatalf("after the commit: hw %d offsets %v, want 5 and 0-4", got.HighWatermark, offsetsIn(t, got.RecordBatches))
+	}
+	if off := listLatestOffset(t, rc, tp, false); off != 5 {
+		t.Fatalf("after the commit: ListOffsets latest %d, want 5", off)
+	}
+}
+
+// An acks=all answer waits for the high watermark to cover the batch: at
+// once on one node (the append's commit step ran), until the commit step
+// when it has not run yet, and not past the deadline.
+func TestAwaitCommitted(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "acks-all", 1)
+	p := tp.parts()[0]
+	mustAppend(t, p, plainBatch(2, 10), 0)
+	if !b.awaitCommitted(p, 2, 0) {
+		t.Fatal("a committed batch waited")
+	}
+	if _, err := p.log.AppendProduce(plainBatch(2, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	if b.awaitCommitted(p, 4, 10*time.Millisecond) {
+		t.Fatal("an uncommitted batch was acknowledged")
+	}
+	done := make(chan bool)
+	go func() { done <- b.awaitCommitted(p, 4, time.Minute) }()
+	checkFor(t, 5*time.Second, func() bool { return waiters(p) == 1 })
+	p.appended()
+	if !<-done {
+		t.Fatal("the wait did not end with the commit")
+	}
+	if waiters(p) != 0 {
+		t.Fatalf("%d waiters left", waiters(p))
+	}
+}
+
+// The node writes each log directory's replication-offset-checkpoint in
+// Kafka's format, periodically and at shutdown; at the next start a
+// partition starts from it, then (one node) at its log end, whatever the
+// file says, and a corrupt file keeps no partition from starting.
+func TestHighWatermarkCheckpoint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, storage.ReplicationOffsetCheckpoint)
+	start := func() *Broker {
+		return newTestBroker(t, func(c *Config) {
+			c.LogDirs = []string{dir}
+			c.HighWatermarkCheckpointInterval = 10 * time.Millisecond
+		})
+	}
+	b := start()
+	tp := mustTopic(t, b, "ckpt", 2)
+	mustAppend(t, tp.parts()[0], plainBatch(3, 10), 0)
+	checkFor(t, 10*time.Second, func() bool {
+		got, _ := os.ReadFile(file)
+		return string(got) == "0\n2\nckpt 0 3\nckpt 1 0\n"
+	})
+	mustAppend(t, tp.parts()[1], plainBatch(2, 10), 0)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(file); err != nil || string(got) != "0\n2\nckpt 0 3\nckpt 1 2\n" {
+		t.Fatalf("checkpoint at shutdown %q %v", got, err)
+	}
+
+	for _, tc := range []struct{ name, body string }{
+		{"below the log end", "0\n2\nckpt 0 1\nckpt 1 0\n"},
+		{"above the log end", "0\n3\nckpt 0 100\nckpt 1 100\ngone 0 7\n"},
+		{"corrupt", "0\n2\nckpt 0 1\n"},
+		{"missing", ""},
+	} {
+		if tc.body == "" {
+			os.Remove(file)
+		} else if err := os.WriteFile(file, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b = start()
+		parts := b.topicByName("ckpt").parts()
+		for i, want := range []int64{3, 2} {
+			if hw := parts[i].log.HighWatermark(); hw != want {
+				t.Fatalf("%s: partition %d starts at hw %d, want its log end %d", tc.name, i, hw, want)
+			}
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(file); err != nil || string(got) != "0\n2\nckpt 0 3\nckpt 1 2\n" {
+			t.Fatalf("%s: checkpoint after the restart %q %v", tc.name, got, err)
+		}
+	}
+}
