@@ -29,6 +29,23 @@
 // fsynced. After an unclean shutdown every batch from the recovery point on
 // is re-validated (structure and CRC32C) and a torn or corrupt tail is cut.
 //
+// One file lives beside the partition directories, in the log directory,
+// written by the log's owner rather than by a Log:
+//
+//	replication-offset-checkpoint   every partition's high watermark (text,
+//	                                Kafka's format: offset_checkpoint.go)
+//
+// # High watermark
+//
+// The high watermark is a value of its own in [log start, log end]: reads
+// for consumers stop at it, the last stable offset never exceeds it,
+// retention never deletes past it. With Config.ExternalHighWatermark the
+// owner moves it (SetHighWatermark, upward only; a truncation below it or
+// a log start above it move it too), as a Kafka partition leader does from
+// its in-sync replicas, and Open starts it at the log start for the owner
+// to restore from its checkpoint. Without it (tools, tests) every append
+// raises it to the log end and Open starts it there.
+//
 // # Concurrency
 //
 // A Log has one writer at a time (appends, truncation, retention take
