@@ -133,6 +133,12 @@ func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
 // the leader's value down too and is used at open and by followers. A
 // follower here would need the second; only the first exists for now.
 func (l *Log) SetHighWatermark(offset int64) bool {
+	if offset <= l.highWatermark.Load() {
+		// Already there (concurrent appends raise it for each other).
+		// Without the lock: a truncation racing with this only lowers
+		// it, to at most where the raise would have clamped it.
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
