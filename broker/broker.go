@@ -362,16 +362,19 @@ func (b *Broker) closeLogs() error {
 const DefaultMaintainInterval = 10 * time.Second
 
 // maintain runs the periodic log work until Close.
-func (b *Broker) maintain() {
+func (b *Broker) maintain() { b.every(b.cfg.LogRetentionCheckInterval, b.maintainOnce) }
+
+// every runs fn every d until Close, for a goroutine counted in b.bg.
+func (b *Broker) every(d time.Duration, fn func(now time.Time)) {
 	defer b.bg.Done()
-	t := time.NewTicker(b.cfg.LogRetentionCheckInterval)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.closing:
 			return
 		case now := <-t.C:
-			b.maintainOnce(now)
+			fn(now)
 		}
 	}
 }

@@ -66,21 +66,13 @@ func (b *Broker) startHighWatermark(p *partition) {
 // checkpointLoop writes the checkpoints every
 // HighWatermarkCheckpointInterval until Close.
 func (b *Broker) checkpointLoop() {
-	defer b.bg.Done()
-	t := time.NewTicker(b.cfg.HighWatermarkCheckpointInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case now := <-t.C:
-			if err := b.checkpointHighWatermarks(); err != nil {
-				if ok, held := b.warnings.allow("hw-checkpoint", now); ok {
-					b.log.Warn("writing the high watermark checkpoint failed", "held_back", held, "err", err)
-				}
+	b.every(b.cfg.HighWatermarkCheckpointInterval, func(now time.Time) {
+		if err := b.checkpointHighWatermarks(); err != nil {
+			if ok, held := b.warnings.allow("hw-checkpoint", now); ok {
+				b.log.Warn("writing the high watermark checkpoint failed", "held_back", held, "err", err)
 			}
 		}
-	}
+	})
 }
 
 // checkpointHighWatermarks writes each log directory's
