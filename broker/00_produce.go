@@ -208,10 +208,11 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 
 // produceAcksAll holds an acks=all answer until the partition's high
 // watermark reaches end, the end of the appended batch (of the original
-// one for a duplicate: Kafka waits for those too),
-// as Kafka's DelayedProduce. All partitions of a request share one
-// deadline, the request's timeout from the first wait. On one node the
-// high watermark is already there and nothing waits.
+// one for a duplicate: Kafka waits for those too), as Kafka's
+// DelayedProduce; past the deadline it answers REQUEST_TIMED_OUT. All
+// partitions of a request share one deadline, the request's timeout from
+// the first wait. On one node the high watermark is already there and
+// nothing waits.
 func (b *Broker) produceAcksAll(p *partition, end int64, sp *kmsg.ProduceResponseTopicPartition, deadline *time.Time, timeoutMs int32) {
 	if p.log.HighWatermark() >= end {
 		return // always, on one node
