@@ -17,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/group"
 	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/netio"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 	"github.com/kmirror/kmirror/txn"
@@ -35,6 +36,9 @@ type Broker struct {
 	// advertised is what Metadata and DescribeCluster tell clients, fixed
 	// once the listeners are bound.
 	advertised []Listener
+	// img is the metadata image handlers answer from (image.go),
+	// replaced whole under mu, read without a lock.
+	img atomic.Pointer[meta.Image]
 
 	// saslDecoyKey derives the decoy SCRAM salts of unknown users.
 	saslDecoyKey []byte
@@ -209,6 +213,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.srv = srv
 	b.advertised = advertisedListeners(cfg, srv.Listeners())
+	b.publishImage()
 	b.bg.Add(1)
 	go b.maintain()
 	close(b.ready)
@@ -424,5 +429,6 @@ func (b *Broker) load() error {
 		b.topics[t.name] = t
 		b.topicsByID[t.id] = t
 	}
+	b.publishImage()
 	return nil
 }

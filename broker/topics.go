@@ -351,6 +351,7 @@ func (b *Broker) createTopicFor(name string, partitions int32, configs map[strin
 	}
 	b.topics[name] = t
 	b.topicsByID[id] = t
+	b.publishImageLocked()
 	b.log.Info("topic created", "topic", name, "partitions", partitions)
 	return t, nil
 }
@@ -384,6 +385,7 @@ func (b *Broker) deleteTopic(t *topic) error {
 	}
 	delete(b.topics, t.name)
 	delete(b.topicsByID, t.id)
+	b.publishImageLocked()
 	t.deleted = true
 	now := time.Now()
 	for _, p := range t.parts() {
@@ -476,6 +478,7 @@ func (b *Broker) growTopic(t *topic, n int32) error {
 		t.partList.Store(&old)
 		return fmt.Errorf("registering partitions of %s: %w", t.name, err)
 	}
+	b.publishImageLocked()
 	return nil
 }
 
