@@ -16,8 +16,8 @@ import (
 
 	"github.com/kmirror/kmirror/group"
 	"github.com/kmirror/kmirror/internal/clientauth"
-	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 	"github.com/kmirror/kmirror/txn"
@@ -39,6 +39,10 @@ type Broker struct {
 	// img is the metadata image handlers answer from (image.go),
 	// replaced whole under mu, read without a lock.
 	img atomic.Pointer[meta.Image]
+	// imgMu orders image publications: a full build (under mu, then
+	// imgMu) and an epoch patch (imgMu alone) never overwrite each
+	// other's image.
+	imgMu sync.Mutex
 
 	// saslDecoyKey derives the decoy SCRAM salts of unknown users.
 	saslDecoyKey []byte

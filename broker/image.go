@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/kmirror/kmirror/meta"
 )
 
@@ -17,8 +19,10 @@ func (b *Broker) image() *meta.Image { return b.img.Load() }
 
 // publishImageLocked builds the image from the node's topics and
 // publishes it.
-// REQUIRES: b.mu held for writing (publications never interleave).
+// REQUIRES: b.mu held for writing.
 func (b *Broker) publishImageLocked() {
+	b.imgMu.Lock()
+	defer b.imgMu.Unlock()
 	self := b.cfg.NodeID
 	bd := meta.NewBuilder(b.store.ClusterID(), self, self)
 	ls := make([]meta.Listener, len(b.advertised))
@@ -31,7 +35,9 @@ func (b *Broker) publishImageLocked() {
 		parts := t.parts()
 		mt := &meta.Topic{Name: t.name, ID: t.id, Partitions: make([]meta.Partition, len(parts))}
 		for i, p := range parts {
-			mt.Partitions[i] = meta.Partition{Leader: self, LeaderEpoch: p.leaderEpoch(), Replicas: replicas, ISR: replicas}
+			epoch := p.leaderEpoch()
+			p.published.Store(epoch)
+			mt.Partitions[i] = meta.Partition{Leader: self, LeaderEpoch: epoch, Replicas: replicas, ISR: replicas}
 		}
 		bd.AddTopic(mt)
 	}
@@ -45,25 +51,81 @@ func (b *Broker) publishImage() {
 	b.publishImageLocked()
 }
 
-// epochMoved republishes the image when p's leader epoch is no longer the
-// one it holds (a raised epoch floor, a log whose newest epoch moved).
-// The check is a lookup: nothing is allocated while the epoch holds.
+// epochMoved publishes an image with p's leader epoch when it is no longer
+// the one last published for it (a raised epoch floor, an append in a
+// newer epoch). While the epoch holds it costs two atomic loads: it runs
+// after every append. The new image is the current one with p's entry
+// patched, so it takes imgMu only, never b.mu (its callers may hold it).
 func (b *Broker) epochMoved(p *partition) {
-	if ip := b.image().Partition(p.topic.name, p.index); ip != nil && ip.LeaderEpoch == p.leaderEpoch() {
+	epoch := p.leaderEpoch()
+	if epoch == p.published.Load() {
 		return
 	}
-	b.publishImage()
+	b.imgMu.Lock()
+	defer b.imgMu.Unlock()
+	im := b.img.Load()
+	if im == nil || imageTopic(im, p.topic) == nil {
+		return // not published yet, or deleted: the next full build has it
+	}
+	if im.Partition(p.topic.name, p.index) == nil {
+		return
+	}
+	p.published.Store(epoch)
+	b.img.Store(im.WithLeaderEpoch(p.topic.name, p.index, epoch))
 }
 
-// imagePartition returns p's entry in im, nil when im does not know it
-// (a topic created or grown after im was loaded: this node leads it).
-func imagePartition(im *meta.Image, p *partition) *meta.Partition {
-	return im.Partition(p.topic.name, p.index)
+// imageTopic returns t's entry in im, nil when im does not hold this
+// incarnation of t: a topic created after im was loaded (its creation
+// publishes a newer image), which this node leads.
+func imageTopic(im *meta.Image, t *topic) *meta.Topic {
+	if t == nil || im == nil {
+		return nil
+	}
+	if it := im.Topic(t.name); it != nil && it.ID == t.id {
+		return it
+	}
+	return nil
 }
 
-// ledElsewhere reports whether im gives p to another node, whose entry it
-// returns: such a partition is answered NOT_LEADER_OR_FOLLOWER.
-func (b *Broker) ledElsewhere(im *meta.Image, p *partition) (*meta.Partition, bool) {
-	ip := imagePartition(im, p)
-	return ip, ip != nil && ip.Leader != b.cfg.NodeID
+// otherLeader returns partition p of it when the image gives it to a node
+// other than this one (no leader counts as another node), else nil: such
+// a partition is answered NOT_LEADER_OR_FOLLOWER.
+func otherLeader(im *meta.Image, it *meta.Topic, p int32) *meta.Partition {
+	if ip := it.Partition(p); ip != nil && ip.Leader != im.Self() {
+		return ip
+	}
+	return nil
+}
+
+// partitionEpoch is p's leader epoch in the image (it is p's topic in
+// it, or nil), p's own for a partition the image does not hold yet.
+func partitionEpoch(it *meta.Topic, p *partition) int32 {
+	if ip := it.Partition(p.index); ip != nil {
+		return ip.LeaderEpoch
+	}
+	return p.leaderEpoch()
+}
+
+// notLeaderMsg is the message of a NOT_LEADER_OR_FOLLOWER answer, Kafka's.
+var notLeaderMsg = "This server is not the leader for that topic-partition."
+
+// leaderEndpoints appends, once each, the brokers named by leaders that
+// the image holds, on their listener named like listener: the
+// NodeEndpoints (Brokers in kmsg) of Produce and Fetch answers with a
+// CurrentLeader (KIP-951).
+func leaderEndpoints[B any](im *meta.Image, leaders []int32, listener string, mk func(id int32, l meta.Listener, rack *string) B) []B {
+	var out []B
+	for i, id := range leaders {
+		if id < 0 || slices.Contains(leaders[:i], id) {
+			continue
+		}
+		br := im.Broker(id)
+		if br == nil {
+			continue
+		}
+		if l, ok := br.Listener(listener); ok {
+			out = append(out, mk(id, l, br.Rack))
+		}
+	}
+	return out
 }

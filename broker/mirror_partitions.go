@@ -81,7 +81,7 @@ type mirrorPartition struct {
 
 func (m mirrorPartition) Log() *storage.Log  { return m.p.log }
 func (m mirrorPartition) LeaderEpoch() int32 { return m.p.leaderEpoch() }
-func (m mirrorPartition) Appended()          { m.b.epochMoved(m.p); m.p.appended() }
+func (m mirrorPartition) Appended()          { m.p.appended() }
 func (m mirrorPartition) TopicID() [16]byte  { return m.p.topic.id }
 
 // RaiseLeaderEpoch persists a higher local leader epoch before the

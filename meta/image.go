@@ -227,3 +227,30 @@ func (bd *Builder) Build() *Image {
 	bd.im = Image{}
 	return &im
 }
+
+// WithLeaderEpoch returns a copy of the image in which partition p of
+// topic name has leader epoch epoch, or im itself when it has no such
+// partition. Only that topic is copied; the rest is shared (all of it is
+// immutable).
+func (im *Image) WithLeaderEpoch(name string, p int32, epoch int32) *Image {
+	old := im.topics[name]
+	if old.Partition(p) == nil {
+		return im
+	}
+	t := &Topic{Name: old.Name, ID: old.ID, Partitions: slices.Clone(old.Partitions)}
+	t.Partitions[p].LeaderEpoch = epoch
+	out := *im
+	out.topics = make(map[string]*Topic, len(im.topics))
+	for k, v := range im.topics {
+		out.topics[k] = v
+	}
+	out.topics[name] = t
+	out.byID = make(map[[16]byte]*Topic, len(im.byID))
+	for k, v := range im.byID {
+		out.byID[k] = v
+	}
+	if t.ID != ([16]byte{}) {
+		out.byID[t.ID] = t
+	}
+	return &out
+}

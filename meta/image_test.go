@@ -114,3 +114,21 @@ func TestLookupsAllocateNothing(t *testing.T) {
 		t.Fatalf("lookups allocate %v times", n)
 	}
 }
+
+func TestWithLeaderEpoch(t *testing.T) {
+	t.Parallel()
+	im := twoBrokers()
+	next := im.WithLeaderEpoch("b", 1, 9)
+	if got := next.Partition("b", 1).LeaderEpoch; got != 9 {
+		t.Fatalf("new epoch %d, want 9", got)
+	}
+	if got := im.Partition("b", 1).LeaderEpoch; got != 5 {
+		t.Fatalf("the old image changed: epoch %d, want 5", got)
+	}
+	if next.TopicByID([16]byte{2}).Partitions[1].LeaderEpoch != 9 || next.Topic("a") != im.Topic("a") {
+		t.Fatal("the copy's indexes")
+	}
+	if im.WithLeaderEpoch("b", 2, 1) != im || im.WithLeaderEpoch("zz", 0, 1) != im {
+		t.Fatal("a missing partition copied the image")
+	}
+}
