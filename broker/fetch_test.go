@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/vfs"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -49,6 +50,7 @@ type diffPart struct {
 	aborted   []storage.AbortedTxn
 	diverging bool
 	fenced    bool
+	notLeader bool // node 2 leads it (diffNotLeader)
 	include   bool
 	session   bool // carries a session position
 }
@@ -71,6 +73,12 @@ func buildDiff(b *Broker, v int16, committed bool, sessionID int32, topics []dif
 			info: dp.info, region: dp.region, diverging: dp.diverging, divEpoch: 2, divOffset: 17, include: dp.include}
 		if dp.fenced {
 			fp.p = fencedP
+		}
+		if dp.notLeader {
+			fp.ip = &diffNotLeader
+			fs.img = meta.NewBuilder("diff", b.cfg.NodeID, b.cfg.NodeID).AddBroker(meta.Broker{ID: b.cfg.NodeID}).
+				AddBroker(meta.Broker{ID: 2, Rack: &node2Rack, Listeners: []meta.Listener{{Name: "PLAINTEXT", Host: node2Host, Port: node2Port}}}).
+				Build()
 		}
 		if dp.session {
 			fp.sp = &sessionPart{sentHW: -1, sentLSO: -1, sentLogStart: -1}
@@ -125,12 +133,21 @@ func buildDiff(b *Broker, v int16, committed bool, sessionID int32, topics []dif
 			if v >= 12 && dp.fenced {
 				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = b.cfg.NodeID, fencedP.leaderEpoch()
 			}
+			if v >= 12 && dp.notLeader {
+				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = diffNotLeader.Leader, diffNotLeader.LeaderEpoch
+			}
+			if v >= 16 && dp.notLeader && len(want.Brokers) == 0 {
+				want.Brokers = []kmsg.FetchResponseBroker{{NodeID: 2, Host: node2Host, Port: node2Port, Rack: &node2Rack}}
+			}
 			rt.Partitions = append(rt.Partitions, kp)
 		}
 		want.Topics = append(want.Topics, rt)
 	}
 	return fs, want
 }
+
+// diffNotLeader is the image entry of a partition node 2 leads.
+var diffNotLeader = meta.Partition{Leader: 2, LeaderEpoch: node2Epoch}
 
 // firstDiff describes where two encodings part.
 func firstDiff(got, want []byte) string {
@@ -191,6 +208,9 @@ func TestFetchEncodeDifferential(t *testing.T) {
 		{topic: 1, partition: 1, info: okInfo, include: false},
 		{topic: 3, partition: 0, errCode: kerr.UnknownTopicOrPartition.Code, info: errInfo, include: true},
 		{topic: 0, partition: 6, errCode: kerr.UnknownLeaderEpoch.Code, info: errInfo, include: true},
+		// Led by node 2, twice: NodeEndpoints names it once.
+		{topic: 0, partition: 7, errCode: kerr.NotLeaderForPartition.Code, info: errInfo, notLeader: true, include: true},
+		{topic: 2, partition: 1, errCode: kerr.NotLeaderForPartition.Code, info: errInfo, notLeader: true, include: true},
 	}
 	for v := int16(4); v <= 17; v++ {
 		for _, committed := range []bool{false, true} {

@@ -234,66 +234,56 @@ func TestImageNotLeader(t *testing.T) {
 		}
 	})
 
-	t.Run("ListOffsets", func(t *testing.T) {
-		for _, v := range []int16{1, 4, 7} {
-			req := kmsg.NewPtrListOffsetsRequest()
-			req.Version = v
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = tp.name
-			for p := range int32(2) {
-				rp := kmsg.NewListOffsetsRequestTopicPartition()
-				rp.Partition, rp.Timestamp = p, listLatest
-				rt.Partitions = append(rt.Partitions, rp)
+	// The other APIs answer partitions 0 and 1 of tp in one list.
+	for _, c := range []struct {
+		api      string
+		versions []int16
+		req      func(v int16) kmsg.Request
+		ok       func(resp kmsg.Response) bool
+	}{
+		{"ListOffsets", []int16{1, 4, 7}, func(v int16) kmsg.Request {
+			rt := kmsg.ListOffsetsRequestTopic{Topic: tp.name, Partitions: bothParts(func(p int32) kmsg.ListOffsetsRequestTopicPartition {
+				return kmsg.ListOffsetsRequestTopicPartition{Partition: p, Timestamp: listLatest, CurrentLeaderEpoch: -1}
+			})}
+			return &kmsg.ListOffsetsRequest{Version: v, ReplicaID: -1, Topics: []kmsg.ListOffsetsRequestTopic{rt}}
+		}, func(resp kmsg.Response) bool {
+			ps := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions
+			return ps[0].ErrorCode == 0 && ps[0].Offset == tp.parts()[0].log.HighWatermark() && ps[1].ErrorCode == notLeader
+		}},
+		{"OffsetForLeaderEpoch", []int16{2, 3, 4}, func(v int16) kmsg.Request {
+			rt := kmsg.OffsetForLeaderEpochRequestTopic{Topic: tp.name, Partitions: bothParts(func(p int32) kmsg.OffsetForLeaderEpochRequestTopicPartition {
+				return kmsg.OffsetForLeaderEpochRequestTopicPartition{Partition: p, CurrentLeaderEpoch: -1}
+			})}
+			return &kmsg.OffsetForLeaderEpochRequest{Version: v, ReplicaID: -1, Topics: []kmsg.OffsetForLeaderEpochRequestTopic{rt}}
+		}, func(resp kmsg.Response) bool {
+			ps := resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions
+			return ps[0].ErrorCode == 0 && ps[0].LeaderEpoch == 0 && ps[1].ErrorCode == notLeader && ps[1].EndOffset == -1
+		}},
+		{"DeleteRecords", []int16{0, 2}, func(v int16) kmsg.Request {
+			rt := kmsg.DeleteRecordsRequestTopic{Topic: tp.name, Partitions: bothParts(func(p int32) kmsg.DeleteRecordsRequestTopicPartition {
+				return kmsg.DeleteRecordsRequestTopicPartition{Partition: p, Offset: 1}
+			})}
+			return &kmsg.DeleteRecordsRequest{Version: v, Topics: []kmsg.DeleteRecordsRequestTopic{rt}}
+		}, func(resp kmsg.Response) bool {
+			ps := resp.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions
+			return ps[0].ErrorCode == 0 && ps[0].LowWatermark == 1 && ps[1].ErrorCode == notLeader && ps[1].LowWatermark == -1
+		}},
+	} {
+		t.Run(c.api, func(t *testing.T) {
+			for _, v := range c.versions {
+				if resp := rc.roundTrip(c.req(v)); !c.ok(resp) {
+					t.Fatalf("v%d: %+v", v, resp)
+				}
 			}
-			req.Topics = append(req.Topics, rt)
-			ps := rc.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions
-			if ps[0].ErrorCode != 0 || ps[0].Offset != tp.parts()[0].log.HighWatermark() || ps[1].ErrorCode != notLeader {
-				t.Fatalf("v%d: %+v", v, ps)
-			}
-		}
-	})
-
-	t.Run("OffsetForLeaderEpoch", func(t *testing.T) {
-		for _, v := range []int16{2, 3, 4} {
-			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-			req.Version, req.ReplicaID = v, -1
-			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			rt.Topic = tp.name
-			for p := range int32(2) {
-				rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-				rp.Partition, rp.LeaderEpoch, rp.CurrentLeaderEpoch = p, 0, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
-			ps := rc.roundTrip(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions
-			if ps[0].ErrorCode != 0 || ps[0].LeaderEpoch != 0 || ps[1].ErrorCode != notLeader || ps[1].EndOffset != -1 {
-				t.Fatalf("v%d: %+v", v, ps)
-			}
-		}
-	})
-
-	t.Run("DeleteRecords", func(t *testing.T) {
-		for _, v := range []int16{0, 2} {
-			req := kmsg.NewPtrDeleteRecordsRequest()
-			req.Version = v
-			rt := kmsg.NewDeleteRecordsRequestTopic()
-			rt.Topic = tp.name
-			for p := range int32(2) {
-				rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-				rp.Partition, rp.Offset = p, 1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
-			ps := rc.roundTrip(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions
-			if ps[0].ErrorCode != 0 || ps[0].LowWatermark != 1 || ps[1].ErrorCode != notLeader || ps[1].LowWatermark != -1 {
-				t.Fatalf("v%d: %+v", v, ps)
-			}
-		}
-		if start := tp.parts()[1].log.LogStartOffset(); start != 0 {
-			t.Fatalf("node 2's partition moved its log start to %d", start)
-		}
-	})
+		})
+	}
+	if start := tp.parts()[1].log.LogStartOffset(); start != 0 {
+		t.Fatalf("node 2's partition moved its log start to %d", start)
+	}
 }
+
+// bothParts is partitions 0 and 1 of a request topic.
+func bothParts[P any](mk func(p int32) P) []P { return []P{mk(0), mk(1)} }
 
 // TestImageNotLeaderAllocs: answering a partition another node leads costs
 // the Fetch path no allocation (its lookups are the image's maps and

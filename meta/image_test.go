@@ -84,22 +84,20 @@ func TestCoordinator(t *testing.T) {
 
 func TestPartitionFor(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		key  string
-		n    int
-		want int
-	}{
-		{"", 50, 0},
-		{"txn", 50, 6},
-		// "polygenelubricants".hashCode() is Integer.MIN_VALUE: abs is 0.
-		{"polygenelubricants", 50, 0},
-		// A negative hash: "zzzzzzzz".hashCode() = -1910022912 (Java).
-		{"zzzzzzzz", 50, 1910022912 % 50},
-		// U+1F600 is a surrogate pair in Java: hashCode 1772899.
-		{"\U0001F600", 1 << 30, 1772899},
+	// abs(Java's String.hashCode()), with n above every hash; the modulo
+	// is TestCoordinator's.
+	for key, want := range map[string]int{
+		"":    0,
+		"txn": 115306,
+		// Its hashCode() is Integer.MIN_VALUE: Utils.abs makes it 0.
+		"polygenelubricants": 0,
+		// A negative hash, -1910022912.
+		"zzzzzzzz": 1910022912,
+		// U+1F600 is a surrogate pair in Java.
+		"\U0001F600": 1772899,
 	} {
-		if got := partitionFor(c.key, c.n); got != c.want {
-			t.Errorf("partitionFor(%q, %d) = %d, want %d", c.key, c.n, got, c.want)
+		if got := partitionFor(key, 1<<31-1); got != want {
+			t.Errorf("partitionFor(%q) = %d, want %d", key, got, want)
 		}
 	}
 }
