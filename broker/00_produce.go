@@ -43,6 +43,9 @@ var errReadOnlyTopic = kerr.PolicyViolation.Code
 // batch is appended at the log end with this node's leader epoch;
 // idempotent batches go through producer state (sequence and epoch checks;
 // a retried batch already appended answers with its original offsets).
+// A partition the metadata image gives to another node answers
+// NOT_LEADER_OR_FOLLOWER, from v10 with the leader and its epoch in
+// CurrentLeader and its endpoint in NodeEndpoints (KIP-951), as Kafka.
 // Partitions of a mirror topic answer POLICY_VIOLATION (errReadOnlyTopic:
 // READ_ONLY_TOPIC in the KIP) until failover. On a compacted topic
 // (cleanup.policy holds compact) a batch with a record without a key is

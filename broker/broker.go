@@ -70,7 +70,7 @@ type Broker struct {
 	// CreateAcls, DeleteAcls, AlterClientQuotas and their Go API twins): each
 	// decides from what it read, so two must not interleave. They are
 	// rare; one lock costs nothing. Lock order: adminMu,
-	// topic.maintainMu, mu, dynMu, then partition locks.
+	// topic.maintainMu, mu, dynMu or imgMu, then partition locks.
 	adminMu sync.Mutex
 
 	mu         sync.RWMutex

@@ -13,6 +13,13 @@ import (
 // per request, so it never sees half of a change. On one node the image
 // holds one broker, this node, leading every partition with itself as the
 // only replica and ISR, at the partition's leader epoch.
+//
+// The leader epoch of one node is its log's (partition.leaderEpoch: the
+// persisted floor or the newest epoch appended), so an append or a raised
+// floor that moves it publishes a patched image (epochMoved). A truncation
+// that lowers it (only a log whose batches carry epochs above its floor)
+// shows at the next append. Appends are still stamped with
+// partition.leaderEpoch, the image's epoch on one node.
 
 // image returns the current metadata image.
 func (b *Broker) image() *meta.Image { return b.img.Load() }
