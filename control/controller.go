@@ -155,7 +155,7 @@ func (c *Controller) resumeEach(m state.Mirror) {
 			ps, err := c.readPartitionState(m.Name, topic, p)
 			switch {
 			case err != nil:
-				c.startPartition(m, topic, p)
+				c.resumeFailed(m, topic, p, c.startPartition(m, topic, p)) // fails it, saying why
 			case ps.State != state.StateUnknown:
 				c.resume(m, ps)
 			}
@@ -168,10 +168,10 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	switch ps.State {
 	case state.StateLogAlignment, state.StateULERecovery:
 		if m.Topics[ps.Topic] != state.StatePaused { // paused mid-alignment: the resume aligns
-			c.startPartition(m, ps.Topic, ps.Partition)
+			c.resumeFailed(m, ps.Topic, ps.Partition, c.startPartition(m, ps.Topic, ps.Partition))
 		}
 	case state.StateEpochFencing, state.StateMirroring:
-		c.startPartition(m, ps.Topic, ps.Partition)
+		c.resumeFailed(m, ps.Topic, ps.Partition, c.startPartition(m, ps.Topic, ps.Partition))
 	case state.StateFailed:
 		// Retried by watchFailures after the backoff its attempt count
 		// gives, counting on from the persisted attempt.
@@ -179,13 +179,23 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 			c.scheduleRetry(ps, ps.RetryAttempt)
 		}
 	case state.StatePausing:
-		c.setState(ps, state.StatePaused, "")
+		c.resumeFailed(m, ps.Topic, ps.Partition, c.setState(ps, state.StatePaused, ""))
 	case state.StateStopping:
 		if err := c.stopPartition(m, ps.Topic, ps.Partition); err != nil {
 			c.log.Error("finishing a stop after a restart", "mirror", m.Name, "topic", ps.Topic,
 				"partition", ps.Partition, "err", err)
 		}
 		c.releaseIfStopped(m, ps.Topic)
+	}
+}
+
+// resumeFailed logs a partition a restart could not resume. It stays as
+// stored: a start that failed before its fetcher ran is retried by the
+// next restart or start, and one whose record cannot be read is FAILED
+// (startPartitionFrom). REQUIRES: c.mu held.
+func (c *Controller) resumeFailed(m state.Mirror, topic string, p int32, err error) {
+	if err != nil {
+		c.log.Error("resuming a mirror partition after a restart", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
 	}
 }
 

@@ -289,8 +289,11 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 		for p := int32(0); p < t.NumPartitions; p++ {
 			// A stopped partition starts over at LOG_ALIGNMENT.
 			ps := c.partitionState(m.Name, t.TopicName, p)
-			if ps.State == state.StateStopped {
-				c.setState(ps, state.StateLogAlignment, "")
+			if ps.State != state.StateStopped {
+				continue
+			}
+			if err := c.setState(ps, state.StateLogAlignment, ""); err != nil {
+				return kerr.UnknownServerError.Code, fmt.Sprintf("partition %d: persisting LOG_ALIGNMENT: %v", p, err)
 			}
 		}
 	}
@@ -484,8 +487,11 @@ func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.R
 					continue
 				}
 				// PAUSED -> MIRRORING: no re-alignment, from the log end.
-				c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
-				local, err := c.b.MirrorPartition(topic, p)
+				err := c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
+				var local broker.MirrorPartition
+				if err == nil {
+					local, err = c.b.MirrorPartition(topic, p)
+				}
 				if err == nil {
 					err = c.fm.StartPartition(m.Name, topic, p, local, fetch.StartResume)
 				}
