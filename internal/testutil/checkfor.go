@@ -1,7 +1,9 @@
 package testutil
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -21,7 +23,8 @@ const pollInterval = 10 * time.Millisecond
 //
 // The condition returns an error rather than a bool so that a test that
 // times out says what it saw last (a log end, a state, a counter), not
-// only that it waited; True adapts a condition that is a plain bool.
+// only that it waited. True adapts a condition that is a plain bool,
+// Named puts a name on one, and Left bounds the wait by a test's context.
 // CheckFor replaces time.Sleep in tests (STYLE.md 22): a sleep that waits
 // for something to happen is either too long or, on a loaded machine,
 // too short.
@@ -54,4 +57,27 @@ func True(what string, ok func() bool) func() error {
 		}
 		return err
 	}
+}
+
+// Named is cond with what in front of its error, for a CheckFor whose
+// condition is built apart from the call (a helper's, a table's), where
+// the failing line alone does not say what was awaited.
+func Named(what string, cond func() error) func() error {
+	return func() error {
+		if err := cond(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+}
+
+// Left is the time ctx has left before its deadline (Timeout if it has
+// none): the timeout of a CheckFor that may wait as long as the test's
+// context lasts.
+func Left(ctx context.Context) time.Duration {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return Timeout
+	}
+	return time.Until(deadline)
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -49,6 +50,26 @@ func TestCheckFor(t *testing.T) {
 		})
 		if !strings.Contains(f.failed, "last seen: 7") {
 			t.Fatalf("failure %q does not report the last error", f.failed)
+		}
+	})
+	t.Run("named", func(t *testing.T) {
+		t.Parallel()
+		if err := Named("log end", func() error { return errors.New("3, want 5") })(); err == nil || err.Error() != "log end: 3, want 5" {
+			t.Fatalf("named: %v", err)
+		}
+		if err := Named("log end", func() error { return nil })(); err != nil {
+			t.Fatalf("named, holding: %v", err)
+		}
+	})
+	t.Run("left", func(t *testing.T) {
+		t.Parallel()
+		if d := Left(context.Background()); d != Timeout {
+			t.Fatalf("no deadline: %v, want Timeout", d)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		if d := Left(ctx); d <= 59*time.Minute || d > time.Hour {
+			t.Fatalf("an hour's deadline: %v left", d)
 		}
 	})
 	t.Run("true", func(t *testing.T) {
