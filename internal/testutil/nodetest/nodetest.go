@@ -36,14 +36,20 @@ func Config(t testing.TB) broker.Config {
 	return cfg
 }
 
-// Start starts a broker on cfg, closed when the test ends.
+// Start starts a broker on cfg, closed when the test ends; an error
+// closing it fails the test. Config's temp dir is removed after the
+// close: cleanups run last registered first.
 func Start(t testing.TB, cfg broker.Config) *broker.Broker {
 	t.Helper()
 	b, err := broker.New(cfg)
 	if err != nil {
-		t.Fatalf("starting broker: %v", err)
+		t.Fatalf("starting the broker: %v", err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("closing the broker: %v", err)
+		}
+	})
 	return b
 }
 
