@@ -107,7 +107,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				b.producePartition(r, t.parts()[rp.Partition], rp.Records, &sp)
 			}
 			if sp.ErrorCode != 0 {
-				b.stats.ErrorResponses.Add(1)
+				b.stats.ProduceErrors.Add(1)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

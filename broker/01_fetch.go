@@ -15,7 +15,7 @@ import (
 // Fetch: v4-17
 //
 // Behavior:
-// Consumers (and later mirror followers) read stored batches. Each
+// Consumers read stored batches (mirror followers in a cluster will too). Each
 // partition is answered from the log: read_uncommitted up to the high
 // watermark, read_committed up to the last stable offset with the aborted
 // transactions of the range. The response is encoded by hand (fetch_encode.go)

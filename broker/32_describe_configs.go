@@ -82,7 +82,6 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 		if cerr != nil {
 			cerr.set(&res.ErrorCode, &res.ErrorMessage)
 			res.Configs = nil
-			b.stats.ErrorResponses.Add(1)
 		}
 		resp.Resources = append(resp.Resources, res)
 	}

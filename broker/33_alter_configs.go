@@ -47,7 +47,6 @@ func (b *Broker) handleAlterConfigs(r *request) (kmsg.Response, error) {
 		}
 		if cerr != nil {
 			cerr.set(&res.ErrorCode, &res.ErrorMessage)
-			b.stats.ErrorResponses.Add(1)
 		}
 		resp.Resources = append(resp.Resources, res)
 	}

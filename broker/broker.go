@@ -107,7 +107,7 @@ type Stats struct {
 	FetchBytes      atomic.Int64
 	FetchRequests   atomic.Int64
 	ProduceRequests atomic.Int64
-	ErrorResponses  atomic.Int64
+	ProduceErrors   atomic.Int64 // Produce partitions answered with an error code
 	// Throttled counts responses throttled by a client quota, by the
 	// quota that set the throttle time (QuotaNames), ThrottleMillis their
 	// throttle times.

@@ -20,7 +20,8 @@ type Config struct {
 	// NodeID is node.id (default 1).
 	NodeID int32
 	// Listeners are the addresses to bind (listeners, default
-	// PLAINTEXT://127.0.0.1:9092). Only PLAINTEXT exists today.
+	// PLAINTEXT://127.0.0.1:9092); the security protocol of each comes
+	// from listener.security.protocol.map (Security below).
 	Listeners []Listener
 	// AdvertisedListeners are what Metadata tells clients
 	// (advertised.listeners); empty means Listeners, with the bound port

@@ -1,5 +1,5 @@
 // Package broker is kmirror's Kafka API: the handlers clients, admin tools
-// and (later) the mirror commands talk to, one file per API key in the
+// and the `kmirror mirrors` commands talk to, one file per API key in the
 // kfake manner (00_produce.go, 01_fetch.go, ...), on top of the partition
 // logs of storage/ and the registry of state/, served by netio/.
 //

@@ -532,3 +532,27 @@ func TestProduceDiskFull(t *testing.T) {
 		t.Fatalf("produce once space is back: %v at %d, want offset 1", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
 	}
 }
+
+// Stats.ProduceErrors (kmirror_broker_produce_errors_total) counts Produce
+// partitions answered with an error, and nothing else: it used to count
+// config API errors too.
+func TestProduceErrorsStat(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "counted", 1)
+	rc := dialRaw(t, b)
+	if sp := onlyPartition(t, rc.roundTrip(produceReq(9, -1, tp, 3, plainBatch(1, 10))).(*kmsg.ProduceResponse)); sp.ErrorCode == 0 {
+		t.Fatal("produce to a partition that does not exist succeeded")
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.Version = 4
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "missing"
+	req.Resources = append(req.Resources, rr)
+	if resp := rc.roundTrip(req).(*kmsg.DescribeConfigsResponse); resp.Resources[0].ErrorCode == 0 {
+		t.Fatal("DescribeConfigs of a missing topic succeeded")
+	}
+	if got := b.Stats().ProduceErrors.Load(); got != 1 {
+		t.Fatalf("ProduceErrors = %d, want 1 (the produce, not the config error)", got)
+	}
+}

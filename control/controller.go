@@ -108,7 +108,11 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 		}
 		states, err := c.store.MirrorPartitionStates(m.Name)
 		if err != nil {
-			return nil, err
+			// One unreadable record must not keep the node down:
+			// partition by partition, it fails alone.
+			c.log.Error("reading a mirror's partition states; resuming them one by one", "mirror", m.Name, "err", err)
+			c.resumeEach(m)
+			continue
 		}
 		for _, ps := range states {
 			c.resume(m, ps)
@@ -137,15 +141,37 @@ func (c *Controller) Close() {
 	c.mu.Unlock()
 }
 
+// resumeEach resumes the partitions of m's topics one at a time, for a
+// store whose scan of them failed: a partition whose record cannot be
+// read goes to FAILED (startPartitionFrom), the others resume.
+// REQUIRES: c.mu held.
+func (c *Controller) resumeEach(m state.Mirror) {
+	for _, topic := range sortedTopics(m.Topics) {
+		info, ok := c.b.Topic(topic)
+		if !ok {
+			continue
+		}
+		for p := int32(0); p < info.Partitions; p++ {
+			ps, err := c.readPartitionState(m.Name, topic, p)
+			switch {
+			case err != nil:
+				c.resumeFailed(m, topic, p, c.startPartition(m, topic, p)) // fails it, saying why
+			case ps.State != state.StateUnknown:
+				c.resume(m, ps)
+			}
+		}
+	}
+}
+
 // resume continues a partition after a restart. REQUIRES: c.mu held.
 func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	switch ps.State {
 	case state.StateLogAlignment, state.StateULERecovery:
 		if m.Topics[ps.Topic] != state.StatePaused { // paused mid-alignment: the resume aligns
-			c.startPartition(m, ps.Topic, ps.Partition)
+			c.resumeFailed(m, ps.Topic, ps.Partition, c.startPartition(m, ps.Topic, ps.Partition))
 		}
 	case state.StateEpochFencing, state.StateMirroring:
-		c.startPartition(m, ps.Topic, ps.Partition)
+		c.resumeFailed(m, ps.Topic, ps.Partition, c.startPartition(m, ps.Topic, ps.Partition))
 	case state.StateFailed:
 		// Retried by watchFailures after the backoff its attempt count
 		// gives, counting on from the persisted attempt.
@@ -153,13 +179,23 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 			c.scheduleRetry(ps, ps.RetryAttempt)
 		}
 	case state.StatePausing:
-		c.setState(ps, state.StatePaused, "")
+		c.resumeFailed(m, ps.Topic, ps.Partition, c.setState(ps, state.StatePaused, ""))
 	case state.StateStopping:
 		if err := c.stopPartition(m, ps.Topic, ps.Partition); err != nil {
 			c.log.Error("finishing a stop after a restart", "mirror", m.Name, "topic", ps.Topic,
 				"partition", ps.Partition, "err", err)
 		}
 		c.releaseIfStopped(m, ps.Topic)
+	}
+}
+
+// resumeFailed logs a partition a restart could not resume. It stays as
+// stored: a start that failed before its fetcher ran is retried by the
+// next restart or start, and one whose record cannot be read is FAILED
+// (startPartitionFrom). REQUIRES: c.mu held.
+func (c *Controller) resumeFailed(m state.Mirror, topic string, p int32, err error) {
+	if err != nil {
+		c.log.Error("resuming a mirror partition after a restart", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
 	}
 }
 
@@ -175,14 +211,29 @@ func (c *Controller) setState(ps state.MirrorPartitionState, to state.PartitionS
 	return c.store.PutMirrorPartitionState(ps)
 }
 
-// partitionState reads a partition's state, UNKNOWN when none is stored.
+// partitionState reads a partition's state, UNKNOWN when none is stored
+// or the record cannot be read. Paths that would act on UNKNOWN as "never
+// mirrored" (a start aligns such a partition, and may cut it) read with
+// readPartitionState instead.
 func (c *Controller) partitionState(mirror, topic string, p int32) state.MirrorPartitionState {
+	ps, _ := c.readPartitionState(mirror, topic, p)
+	return ps
+}
+
+// readPartitionState is partitionState that also returns the error of a
+// record that exists but cannot be read (corrupt, or the store failing);
+// ps is then UNKNOWN. No record at all is UNKNOWN without an error.
+func (c *Controller) readPartitionState(mirror, topic string, p int32) (state.MirrorPartitionState, error) {
 	ps, err := c.store.MirrorPartitionState(mirror, topic, p)
 	if err != nil {
-		return state.MirrorPartitionState{Mirror: mirror, Topic: topic, Partition: p, State: state.StateUnknown,
+		unknown := state.MirrorPartitionState{Mirror: mirror, Topic: topic, Partition: p, State: state.StateUnknown,
 			Previous: state.StateUnknown, LastMirrorEpoch: -1, LastMirrorOffset: -1}
+		if errors.Is(err, state.ErrNotFound) {
+			err = nil
+		}
+		return unknown, err
 	}
-	return ps
+	return ps, nil
 }
 
 // startPartition hands a partition to the fetchers, its state persisted
@@ -205,7 +256,27 @@ func (c *Controller) startPartition(m state.Mirror, topic string, p int32) error
 // FAILED partition with StartResume whatever state it failed in.
 // REQUIRES: c.mu held.
 func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, resumeOnly bool) error {
-	ps := c.partitionState(m.Name, topic, p)
+	ps, err := c.readPartitionState(m.Name, topic, p)
+	if err != nil && !resumeOnly {
+		// Not "never mirrored": aligning it could cut a copy that
+		// mirrors. FAILED, with the error, until an operator recovers
+		// it (a recover resumes, and never cuts) or stops it.
+		msg := fmt.Sprintf("the partition's state record cannot be read (%v): not started; --recover resumes it "+
+			"from the log end without cutting anything", err)
+		failed := ps
+		failed.State, failed.Previous, failed.RetryAttempt, failed.ErrorMessage = state.StateFailed, state.StateUnknown, -1, msg
+		if errors.Is(err, state.ErrCorrupt) {
+			if rerr := c.store.ReplaceCorruptMirrorPartitionState(failed); rerr != nil {
+				c.log.Warn("marking a partition with a corrupt state record failed", "mirror", m.Name, "topic", topic,
+					"partition", p, "err", rerr)
+			}
+		}
+		c.log.Error("mirror partition failed", "mirror", m.Name, "topic", topic, "partition", p, "reason", msg)
+		return errors.New(msg)
+	}
+	if err != nil {
+		ps.State = state.StateFailed // --recover: resume as it is
+	}
 	mode := fetch.StartResume
 	switch ps.State {
 	case state.StateMirroring:

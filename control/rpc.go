@@ -289,8 +289,11 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 		for p := int32(0); p < t.NumPartitions; p++ {
 			// A stopped partition starts over at LOG_ALIGNMENT.
 			ps := c.partitionState(m.Name, t.TopicName, p)
-			if ps.State == state.StateStopped {
-				c.setState(ps, state.StateLogAlignment, "")
+			if ps.State != state.StateStopped {
+				continue
+			}
+			if err := c.setState(ps, state.StateLogAlignment, ""); err != nil {
+				return kerr.UnknownServerError.Code, fmt.Sprintf("partition %d: persisting LOG_ALIGNMENT: %v", p, err)
 			}
 		}
 	}
@@ -428,20 +431,39 @@ func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response 
 			res.add(topic, mirrorapi.ErrMirrorTopicBeingStopped, "topic %s is stopped", topic)
 			return
 		case state.StateMirroring:
-			m.Topics[topic] = state.StatePaused
+			// Each transition is persisted before its action: PAUSING,
+			// then the fetcher removed, then PAUSED. A partition whose
+			// PAUSING cannot be persisted keeps mirroring, and the topic
+			// stays MIRRORING, so that the pause can be asked again.
+			var failed error
 			for p := int32(0); p < partitions; p++ {
-				c.stopFetcher(m.Name, topic, p)
 				ps := c.partitionState(m.Name, topic, p)
-				if aligningState(ps.State) {
+				switch {
+				case ps.State == state.StatePaused:
+					continue // a pause asked again after a partial failure
+				case aligningState(ps.State):
 					// Not aligned yet: PAUSING is entered from
 					// MIRRORING only (SPEC.md section 4), so the
 					// partition stays in its alignment, without a
 					// fetcher, and the resume aligns (alignment.go).
+					c.stopFetcher(m.Name, topic, p)
 					continue
 				}
-				c.setState(ps, state.StatePausing, "")
-				c.setState(c.partitionState(m.Name, topic, p), state.StatePaused, "")
+				if err := c.setState(ps, state.StatePausing, ""); err != nil {
+					failed = fmt.Errorf("partition %d: %w", p, err)
+					continue
+				}
+				c.stopFetcher(m.Name, topic, p)
+				if err := c.setState(c.partitionState(m.Name, topic, p), state.StatePaused, ""); err != nil {
+					// PAUSING without a fetcher: a restart finishes it.
+					c.log.Warn("persisting PAUSED", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
+				}
 			}
+			if failed != nil {
+				res.add(topic, kerr.UnknownServerError.Code, "pausing %s: %v", topic, failed)
+				return
+			}
+			m.Topics[topic] = state.StatePaused
 		}
 		res.add(topic, 0, "")
 	})
@@ -465,8 +487,11 @@ func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.R
 					continue
 				}
 				// PAUSED -> MIRRORING: no re-alignment, from the log end.
-				c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
-				local, err := c.b.MirrorPartition(topic, p)
+				err := c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
+				var local broker.MirrorPartition
+				if err == nil {
+					local, err = c.b.MirrorPartition(topic, p)
+				}
 				if err == nil {
 					err = c.fm.StartPartition(m.Name, topic, p, local, fetch.StartResume)
 				}

@@ -36,8 +36,9 @@
 // A corrupt or malformed batch, or one whose offsets do not follow the
 // batch before it or lie past the source high watermark, is never
 // appended: the partition stops in the failed state with an error naming
-// the offset, and waits to be restarted. Everything the fetchers do per batch is allocation-free;
-// buffers in flight are bounded by fetchers x the response max bytes.
+// the offset, and waits to be restarted. Everything the fetchers do per
+// batch is allocation-free; buffers in flight are bounded by fetchers x the
+// response max bytes.
 //
 // The control plane (control/) starts and stops partitions with
 // StartPartition and StopPartition, and reads their Status.

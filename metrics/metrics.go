@@ -14,7 +14,7 @@
 //	kmirror_broker_produce_batches_total     batches appended by Produce
 //	kmirror_broker_produce_bytes_total       bytes appended by Produce
 //	kmirror_broker_fetch_bytes_total         record bytes served by Fetch
-//	kmirror_broker_error_responses_total     partitions answered with an error by Produce
+//	kmirror_broker_produce_errors_total      partitions answered with an error by Produce
 //	kmirror_broker_throttled_responses_total{quota}
 //	                                         responses throttled by a client quota
 //	                                         (produce, fetch, request)
@@ -69,7 +69,7 @@ func NewCollector(b *broker.Broker) *Collector {
 		produceBatches: d("kmirror_broker_produce_batches_total", "Record batches appended by Produce."),
 		produceBytes:   d("kmirror_broker_produce_bytes_total", "Record batch bytes appended by Produce."),
 		fetchBytes:     d("kmirror_broker_fetch_bytes_total", "Record batch bytes served by Fetch."),
-		errorResponses: d("kmirror_broker_error_responses_total", "Produce partitions answered with an error code."),
+		errorResponses: d("kmirror_broker_produce_errors_total", "Produce partitions answered with an error code."),
 		throttled:      d("kmirror_broker_throttled_responses_total", "Responses throttled by a client quota, by quota type.", "quota"),
 		throttleTime:   d("kmirror_broker_throttle_seconds_total", "Throttle time of the throttled responses, by quota type.", "quota"),
 		topics:         d("kmirror_broker_topics", "Topics on this node."),
@@ -113,7 +113,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.produceBatches, bs.ProduceBatches.Load())
 	counter(c.produceBytes, bs.ProduceBytes.Load())
 	counter(c.fetchBytes, bs.FetchBytes.Load())
-	counter(c.errorResponses, bs.ErrorResponses.Load())
+	counter(c.errorResponses, bs.ProduceErrors.Load())
 	for i, name := range broker.QuotaNames {
 		counter(c.throttled, bs.Throttled[i].Load(), name)
 		ch <- prometheus.MustNewConstMetric(c.throttleTime, prometheus.CounterValue,

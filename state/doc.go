@@ -6,8 +6,9 @@
 // __consumer_offsets), the local leader epochs of mirrored partitions, the
 // cluster mirrors (configs, patterns, topics' desired states) and the
 // mirror partition states with their last mirror epochs and offsets and
-// their last known source offsets (the prototype's __mirror_state). A
-// later step adds ACLs under a key prefix of their own.
+// their last known source offsets (the prototype's __mirror_state), ACLs
+// and SCRAM credentials, client quotas, transactions, and what each
+// mirror's metadata sync created here (the keys below).
 //
 // # Why a Badger directory
 //

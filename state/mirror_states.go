@@ -208,6 +208,39 @@ func (s *Store) PutMirrorPartitionState(p MirrorPartitionState) error {
 	})
 }
 
+// ReplaceCorruptMirrorPartitionState writes p over a stored state that
+// cannot be decoded (the repair PutMirrorPartitionState refuses), fsynced:
+// the controller records FAILED there, with the error, instead of leaving
+// a record no one can read. p is checked as PutMirrorPartitionState
+// checks it; a stored state that decodes, or none, is refused with
+// ErrInvalidTransition (use PutMirrorPartitionState).
+func (s *Store) ReplaceCorruptMirrorPartitionState(p MirrorPartitionState) error {
+	k := mirrorPartitionKey{p.Mirror, p.Topic, p.Partition}
+	if err := checkMirrorPartitionKey(k); err != nil {
+		return fmt.Errorf("state: replace mirror partition state: %v", err)
+	}
+	p.SourceOffsetTime = toMillis(p.SourceOffsetTime)
+	if err := checkMirrorPartitionValue(&p); err != nil {
+		return fmt.Errorf("state: replace mirror partition state: mirror %q topic %q partition %d: %v",
+			p.Mirror, p.Topic, p.Partition, err)
+	}
+	key := appendMirrorPartitionKey(nil, k)
+	return s.update(func(txn *badger.Txn) error {
+		if err := mirrorExists(txn, p.Mirror); err != nil {
+			return err
+		}
+		found, err := getRecord(txn, key, func(v []byte) error {
+			_, err := decodeMirrorPartitionState(v)
+			return err
+		})
+		if err == nil || !isCorrupt(err) {
+			return fmt.Errorf("%w: mirror %q topic %q partition %d: the stored state is not corrupt (found %v, %v)",
+				ErrInvalidTransition, p.Mirror, p.Topic, p.Partition, found, err)
+		}
+		return txn.Set(key, appendMirrorPartitionState(nil, p))
+	})
+}
+
 // MirrorPartitionStates returns the stored states of mirror's partitions,
 // sorted by topic, then partition; none (or no such mirror) is an empty
 // result, not an error. It refuses an invalid mirror name.

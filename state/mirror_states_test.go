@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // putState stores p and checks it reads back (without Previous and
@@ -506,5 +508,38 @@ func TestPutMirrorPartitionStateRace(t *testing.T) {
 		if err != nil || got.State != StateStopping {
 			t.Fatalf("round %d: ended %v, %v", round, got.State, err)
 		}
+	}
+}
+
+// ReplaceCorruptMirrorPartitionState repairs only a record that does not
+// decode: a readable one or none is refused, and an invalid state too.
+func TestReplaceCorruptMirrorPartitionState(t *testing.T) {
+	t.Parallel()
+	s := openWithMirror(t)
+	failed := MirrorPartitionState{Mirror: "m", Topic: "t", Partition: 0, State: StateFailed, Previous: StateUnknown,
+		RetryAttempt: -1, ErrorMessage: "unreadable", LastMirrorEpoch: -1, LastMirrorOffset: -1}
+	if err := s.ReplaceCorruptMirrorPartitionState(failed); !errors.Is(err, ErrInvalidTransition) {
+		t.Fatalf("over no record: %v", err)
+	}
+	if err := s.PutMirrorPartitionState(aligning("t", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReplaceCorruptMirrorPartitionState(failed); !errors.Is(err, ErrInvalidTransition) {
+		t.Fatalf("over a readable record: %v", err)
+	}
+	key := appendMirrorPartitionKey(nil, mirrorPartitionKey{"m", "t", 0})
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(key, []byte{0xff}) }); err != nil {
+		t.Fatal(err)
+	}
+	bad := failed
+	bad.RetryAttempt = 0
+	if err := s.ReplaceCorruptMirrorPartitionState(bad); err == nil {
+		t.Fatal("an invalid state replaced a corrupt record")
+	}
+	if err := s.ReplaceCorruptMirrorPartitionState(failed); err != nil {
+		t.Fatalf("over a corrupt record: %v", err)
+	}
+	if got, err := s.MirrorPartitionState("m", "t", 0); err != nil || got.State != StateFailed || got.ErrorMessage != "unreadable" {
+		t.Fatalf("after the repair: %+v %v", got, err)
 	}
 }

@@ -91,6 +91,7 @@ func realCodecsAndTransactions(t *testing.T, src *realSource) {
 
 			n.waitMirrored(ctx, "rk", topic, settledEnds(t, ctx, src.adm, topic))
 			raw := checkSameLog(t, ctx, src.cl, n.cl, topic)
+			checkVerified(t, ctx, src.cl, n.cl, topic)
 			checkReadOnly(t, ctx, n.addr(), topic)
 			// The comparison means something only if Kafka's log really
 			// holds markers, transactional and compressed batches: two

@@ -40,6 +40,8 @@ Exactly one action:
   --list      list the mirrors
   --describe  describe mirror partitions (--mirror to pick one, --failed for failures only);
               with --watch, per mirror progress every --interval until Ctrl-C
+  --verify    compare the copy of --mirror's --topics (all without it) with the source,
+              batch by batch; exit 0 identical, 1 differences, 2 not verified
 
 Options:
 `
@@ -54,6 +56,9 @@ type mirrorsFlags struct {
 	// notes receives what is said about a table but is no row of it
 	// (stderr), so scripts that parse the table keep working.
 	notes io.Writer
+	// --verify's (mirrors_verify.go).
+	sourceBootstrap, sourceCommandConfig string
+	throttle                             int64
 }
 
 func runMirrors(args []string, stdout, stderr io.Writer) int {
@@ -73,8 +78,11 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.interval, "interval", time.Second, "--watch: poll every `duration`")
 	fs.IntVar(&f.watchCount, "watch-count", 0, "--watch: stop after `n` polls (0: until Ctrl-C)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up when the node has not answered within this `duration`")
+	fs.StringVar(&f.sourceBootstrap, "source-bootstrap-server", "", "--verify: the source, `host:port[,host:port...]` (default: the mirror's bootstrap.servers)")
+	fs.StringVar(&f.sourceCommandConfig, "source-command-config", "", "--verify: client properties `file` for the source (as --command-config)")
+	fs.Int64Var(&f.throttle, "throttle", 0, "--verify: read at most this many `bytes` per second from both sides together (0: no limit)")
 	f.actions = map[string]*bool{}
-	for _, a := range []string{"create", "start", "stop", "pause", "resume", "recover", "delete", "list", "describe"} {
+	for _, a := range []string{"create", "start", "stop", "pause", "resume", "recover", "delete", "list", "describe", "verify"} {
 		f.actions[a] = fs.Bool(a, false, a+" (see above)")
 	}
 	fs.Usage = func() { fmt.Fprint(stderr, mirrorsUsage); fs.PrintDefaults() }
@@ -89,6 +97,9 @@ func runMirrors(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "kmirror mirrors: %v\n", err)
 		return 2
+	}
+	if action == "verify" {
+		return f.runVerify(stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	if f.watch {
@@ -117,7 +128,7 @@ func (f *mirrorsFlags) validate(extra []string) (string, error) {
 		// Naming it shows the usual slip, --topics a b for --topics a,b.
 		return "", fmt.Errorf("unexpected argument %q", extra[0])
 	case len(picked) != 1:
-		return "", errors.New("exactly one of --create --start --stop --pause --resume --recover --delete --list --describe is required")
+		return "", errors.New("exactly one of --create --start --stop --pause --resume --recover --delete --list --describe --verify is required")
 	case f.bootstrap == "":
 		return "", errors.New("--bootstrap-server is required")
 	case bootstrapErr(f.bootstrap) != nil:
@@ -143,6 +154,9 @@ func (f *mirrorsFlags) validate(extra []string) (string, error) {
 		return "", errors.New("--watch goes with --describe only, without --json or --failed")
 	case f.watch && (f.interval <= 0 || f.watchCount < 0):
 		return "", fmt.Errorf("--watch needs a positive --interval and a --watch-count of at least 0, got %v and %d", f.interval, f.watchCount)
+	}
+	if err := f.verifyFlagsErr(a); err != nil {
+		return "", err
 	}
 	return a, nil
 }

@@ -13,8 +13,9 @@
 //
 // The package talks to the source with kadm and to this node through the
 // Dest interface; it runs on the control plane's loop, never on an event
-// loop. It is one of the sync/ packages (topics and configs, ACLs and the
-// cluster-id guard are the others, still to come).
+// loop. It is one of the sync/ packages, with sync/acls and sync/quotas;
+// the topic and config part and the cluster-id guard are control's own
+// (they are state transitions control owns).
 package groups
 
 import (
