@@ -134,13 +134,8 @@ func TestSecuredSourceRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ca, other := testcerts.NewCA(t), testcerts.NewCA(t)
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
-		kfake.Superuser("SCRAM-SHA-256", "mirror", "right"),
+	src := nodetest.Source(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "mirror", "right"),
 		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{ca.Server().TLS}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
 	cfg := nodetest.Config(t)
 	cfg.PasswordEncoderSecret = "test-encoder-secret"
 	n := openTestNodeWith(t, cfg, nil, Config{SourceTimeout: 5 * time.Second})
