@@ -48,7 +48,10 @@ type Controller struct {
 
 	// mu serialises the admin operations and every state change, so the
 	// persisted states and the fetchers never disagree.
-	mu      sync.Mutex
+	mu sync.Mutex
+	// srcMu guards sources apart from mu, so that the source I/O of an
+	// RPC can run before it takes mu (Handle).
+	srcMu   sync.Mutex
 	sources map[string]*kgo.Client // per mirror, for the slow calls
 
 	syncRec syncRecord // the metadata sync's stats and failing kinds
@@ -133,12 +136,12 @@ func (c *Controller) Close() {
 	c.cancel()
 	c.wg.Wait()
 	c.fm.Close()
-	c.mu.Lock()
+	c.srcMu.Lock()
 	for _, cl := range c.sources {
 		cl.Close()
 	}
 	c.sources = map[string]*kgo.Client{}
-	c.mu.Unlock()
+	c.srcMu.Unlock()
 }
 
 // resumeEach resumes the partitions of m's topics one at a time, for a
@@ -393,7 +396,6 @@ func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
 }
 
 // source returns the mirror's client for the source (slow calls).
-// REQUIRES: c.mu held.
 func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
 	cl, err := c.sourceClient(m)
 	if err != nil {
@@ -413,8 +415,9 @@ func (c *Controller) addFetchers(m state.Mirror) error {
 
 // sourceClient is source's kgo client; it may send the mirror RPCs to a
 // source that is itself a kmirror node (the loop check).
-// REQUIRES: c.mu held.
 func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
+	c.srcMu.Lock()
+	defer c.srcMu.Unlock()
 	cl := c.sources[m.Name]
 	if cl == nil {
 		sec, err := clientauth.Parse(m.Configs)
