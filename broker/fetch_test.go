@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/vfs"
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/storage"
@@ -370,7 +371,7 @@ func TestFetchLongPoll(t *testing.T) {
 		addPart(req, tp, 0, 0)
 		start := time.Now()
 		corr := rc.send(req)
-		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) > 0 })
+		testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(tp.parts()[0]) > 0 }))
 		pr := dialRaw(t, b).roundTrip(produceReq(9, -1, tp, 0, plainBatch(2, 10))).(*kmsg.ProduceResponse)
 		if sp := onlyPartition(t, pr); sp.ErrorCode != 0 {
 			t.Fatalf("produce: error %d", sp.ErrorCode)
@@ -382,7 +383,7 @@ func TestFetchLongPoll(t *testing.T) {
 		if got := offsetsIn(t, mustPart(t, resp, tp, 0).RecordBatches); !reflect.DeepEqual(got, []int64{0, 1}) {
 			t.Fatalf("offsets %v, want [0 1]", got)
 		}
-		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) == 0 })
+		testutil.CheckFor(t, 5*time.Second, testutil.True("no fetch parked", func() bool { return waiters(tp.parts()[0]) == 0 }))
 	})
 	t.Run("nothing produced", func(t *testing.T) {
 		t.Parallel()
@@ -433,7 +434,7 @@ func TestFetchLongPoll(t *testing.T) {
 		addPart(req, tp, 0, 0)
 		start := time.Now()
 		corr := rc.send(req)
-		checkFor(t, 5*time.Second, func() bool { return waiters(p) > 0 })
+		testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(p) > 0 }))
 		mustAppend(t, p, plainBatch(1, 100), 0)
 		resp := rc.recv(req, corr).(*kmsg.FetchResponse)
 		if took := time.Since(start); took >= 4*time.Second {
@@ -795,7 +796,7 @@ func TestFetchSessionMaintenance(t *testing.T) {
 	req = newFetchReq(17)
 	req.SessionID, req.SessionEpoch, req.MaxWaitMillis = id, 1, 5000
 	corr := rc.send(req)
-	checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) > 0 })
+	testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(tp.parts()[0]) > 0 }))
 
 	start := time.Now()
 	b.sessions.expire(time.Now().Add(time.Hour)) // the busy session looks idle by its clock

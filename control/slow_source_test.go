@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -21,12 +22,8 @@ func TestSlowSourceDoesNotBlockDescribe(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	n := openTestNode(t, testConfig(t), nil)
+	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
 
