@@ -21,6 +21,7 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // The broker benchmarks run a real node in-process and drive it with kgo
@@ -67,23 +68,8 @@ const defaultConsumeBytes = 256 << 20
 // the log directory.
 func startBroker(b *testing.B) (*broker.Broker, string) {
 	b.Helper()
-	dir := b.TempDir()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{dir}
-	cfg.MetricsListener = ""
-	br, err := broker.New(cfg)
-	if err != nil {
-		b.Fatalf("starting the broker: %v", err)
-	}
-	// Registered after TempDir's cleanup, so it runs first: the logs close
-	// before their directory goes.
-	b.Cleanup(func() {
-		if err := br.Close(); err != nil {
-			b.Errorf("closing the broker: %v", err)
-		}
-	})
-	return br, dir
+	cfg := nodetest.Config(b)
+	return nodetest.Start(b, cfg), cfg.LogDirs[0]
 }
 
 // newProducer is the producer of both benchmarks: lz4, 1 MiB batches,
@@ -533,12 +519,7 @@ func BenchmarkProduce(b *testing.B) {
 			return []string{br.Addr()}
 		}},
 		{"kfake", func(b *testing.B) []string {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, benchTopic))
-			if err != nil {
-				b.Fatalf("starting kfake: %v", err)
-			}
-			b.Cleanup(c.Close)
-			return c.ListenAddrs()
+			return nodetest.Source(b, kfake.SeedTopics(1, benchTopic)).ListenAddrs()
 		}},
 	} {
 		b.Run("target="+target.name, func(b *testing.B) {

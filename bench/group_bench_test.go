@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // The group benchmarks measure the consumer group coordinator through kgo,
@@ -44,20 +44,9 @@ const (
 // and a groupBenchPartitions-partition topic, and returns its address.
 func startGroupBroker(b *testing.B, delay time.Duration) string {
 	b.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{b.TempDir()}
-	cfg.MetricsListener = ""
+	cfg := nodetest.Config(b)
 	cfg.GroupInitialRebalanceDelay = delay
-	br, err := broker.New(cfg)
-	if err != nil {
-		b.Fatalf("starting the broker: %v", err)
-	}
-	b.Cleanup(func() {
-		if err := br.Close(); err != nil {
-			b.Errorf("closing the broker: %v", err)
-		}
-	})
+	br := nodetest.Start(b, cfg)
 	cl := newGroupBenchClient(b, br.Addr())
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // The transactional produce benchmark (issue 11): what a transaction costs
@@ -53,12 +55,7 @@ func BenchmarkTxnProduce(b *testing.B) {
 		}{
 			{"kmirror", startTxnKmirror},
 			{"kfake", func(b *testing.B, parts int) []string {
-				c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(parts), benchTopic))
-				if err != nil {
-					b.Fatalf("starting kfake: %v", err)
-				}
-				b.Cleanup(c.Close)
-				return c.ListenAddrs()
+				return nodetest.Source(b, kfake.SeedTopics(int32(parts), benchTopic)).ListenAddrs()
 			}},
 		} {
 			b.Run(fmt.Sprintf("partitions=%d/target=%s", parts, target.name), func(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -42,6 +43,9 @@ var errReadOnlyTopic = kerr.PolicyViolation.Code
 // batch is appended at the log end with this node's leader epoch;
 // idempotent batches go through producer state (sequence and epoch checks;
 // a retried batch already appended answers with its original offsets).
+// A partition the metadata image gives to another node answers
+// NOT_LEADER_OR_FOLLOWER, from v10 with the leader and its epoch in
+// CurrentLeader and its endpoint in NodeEndpoints (KIP-951), as Kafka.
 // Partitions of a mirror topic answer POLICY_VIOLATION (errReadOnlyTopic:
 // READ_ONLY_TOPIC in the KIP) until failover. On a compacted topic
 // (cleanup.policy holds compact) a batch with a record without a key is
@@ -76,6 +80,8 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
 	az := b.authz(r)
 	txnDenied := az.produceTxnDenied(req)
+	im := b.image()
+	var leaders []int32    // of the NOT_LEADER_OR_FOLLOWER partitions, v10+
 	var deadline time.Time // of acks=all waits, set at the first one
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -83,6 +89,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 		if req.Version >= 13 {
 			t = b.topicByID(rt.TopicID)
 		}
+		it := imageTopic(im, t)
 		writeDenied := !txnDenied && az.produceTopicDenied(req.Version, rt.Topic, t)
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -104,6 +111,13 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts()):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case otherLeader(im, it, rp.Partition) != nil:
+				ip := otherLeader(im, it, rp.Partition)
+				sp.ErrorCode, sp.ErrorMessage = kerr.NotLeaderForPartition.Code, &notLeaderMsg
+				if req.Version >= 10 {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = ip.Leader, ip.LeaderEpoch
+					leaders = append(leaders, ip.Leader)
+				}
 			case t.readOnly():
 				sp.ErrorCode = errReadOnlyTopic
 				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirrorName() + " and read-only until failover"
@@ -120,6 +134,11 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(leaders) > 0 {
+		resp.Brokers = leaderEndpoints(im, leaders, r.conn.Listener(), func(id int32, l meta.Listener, rack *string) kmsg.ProduceResponseBroker {
+			return kmsg.ProduceResponseBroker{NodeID: id, Host: l.Host, Port: l.Port, Rack: rack}
+		})
 	}
 	if req.Acks == 0 {
 		r.noResponse = true

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/storage"
 )
@@ -29,8 +30,11 @@ import (
 // up to MaxWaitMillis for an append to any of its partitions (long poll); the
 // wait is on this connection's worker, never on an event loop.
 //
-// CurrentLeaderEpoch (v9+) older than ours is FENCED_LEADER_EPOCH, newer is
-// UNKNOWN_LEADER_EPOCH. LastFetchedEpoch (v12+) that diverges from our epoch
+// A partition the metadata image gives to another node answers
+// NOT_LEADER_OR_FOLLOWER with, from v12, the leader and its epoch in
+// CurrentLeader and, from v16, that leader's endpoint in NodeEndpoints
+// (KIP-951), as Kafka fills them. CurrentLeaderEpoch (v9+) older than the
+// image's is FENCED_LEADER_EPOCH, newer is UNKNOWN_LEADER_EPOCH. LastFetchedEpoch (v12+) that diverges from our epoch
 // history returns DivergingEpoch and no records. Fetch sessions: see
 // fetch_session.go.
 //
@@ -57,7 +61,8 @@ type fetchPart struct {
 	topicIdx  int // index into fetchScratch.topics
 	t         *topic
 	p         *partition
-	sp        *sessionPart // session position, nil when sessionless
+	ip        *meta.Partition // p in the request's image, nil if not there yet
+	sp        *sessionPart    // session position, nil when sessionless
 	partition int32
 	offset    int64
 	maxBytes  int32
@@ -87,9 +92,12 @@ type fetchTopic struct {
 type fetchScratch struct {
 	// conn receives the records as sendfile splices; nil reads them into
 	// the response buffer instead.
-	conn    *netio.Conn
-	parts   []fetchPart
-	topics  []fetchTopic
+	conn   *netio.Conn
+	parts  []fetchPart
+	topics []fetchTopic
+	// img is the metadata image of the request being answered, nil
+	// between requests.
+	img     *meta.Image
 	aborted []storage.AbortedTxn
 	wake    chan struct{}
 	timer   *time.Timer
@@ -108,6 +116,8 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	b.stats.FetchRequests.Add(1)
 	fs := b.fetchScratch(r)
 	fs.parts, fs.topics = fs.parts[:0], fs.topics[:0]
+	fs.img = b.image()
+	defer func() { fs.img = nil }()
 
 	sess, sessErr := b.fetchSessionFor(req, fs)
 	if sess != nil {
@@ -247,6 +257,7 @@ func (b *Broker) addFetchPart(fs *fetchScratch, fp fetchPart, key sessionKey) {
 	}
 	if fp.t != nil && fp.partition >= 0 && int(fp.partition) < len(fp.t.parts()) {
 		fp.p = fp.t.parts()[fp.partition]
+		fp.ip = imageTopic(fs.img, fp.t).Partition(fp.partition)
 	}
 	if n := len(fs.topics); n > 0 && fs.topics[n-1].name == key.topic && fs.topics[n-1].id == key.topicID {
 		fp.topicIdx = n - 1
@@ -313,8 +324,11 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 	case p == nil:
 		fp.errCode = kerr.UnknownTopicOrPartition.Code
 		return
+	case fp.ip != nil && fp.ip.Leader != fs.img.Self():
+		fp.errCode = kerr.NotLeaderForPartition.Code
+		return
 	}
-	if code := p.checkLeaderEpoch(fp.curEpoch); code != 0 {
+	if code := checkLeaderEpoch(fp.curEpoch, fp.leaderEpoch()); code != 0 {
 		fp.errCode = code
 		return
 	}
@@ -373,6 +387,15 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 		fs.aborted = p.log.Producers().AppendAbortedTxns(fs.aborted, fp.offset, fp.info.LastStableOffset)
 		fp.aborted = fs.aborted[start:len(fs.aborted):len(fs.aborted)]
 	}
+}
+
+// leaderEpoch is the partition's leader epoch in the request's image.
+// REQUIRES: fp.p != nil.
+func (fp *fetchPart) leaderEpoch() int32 {
+	if fp.ip != nil {
+		return fp.ip.LeaderEpoch
+	}
+	return fp.p.leaderEpoch()
 }
 
 // partitionInfo reads the offsets a partition answers with when no read

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -23,7 +24,8 @@ const (
 // timestamp, and a timestamp the first record whose timestamp is at or
 // after it (storage reads the records of the batch the time index finds);
 // a record past the high watermark is not found, as in Kafka.
-// CurrentLeaderEpoch is checked as in Fetch.
+// CurrentLeaderEpoch is checked as in Fetch. A partition the metadata
+// image gives to another node answers NOT_LEADER_OR_FOLLOWER.
 //
 // Authorization: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED
 // for its partitions, before the topic is looked up.
@@ -38,9 +40,11 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	az := b.authz(r)
+	im := b.image()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := b.topicByName(rt.Topic)
+		it := imageTopic(im, t)
 		denied := !az.topic(aclOperationDescribe, rt.Topic)
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -54,8 +58,10 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts()):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case otherLeader(im, it, rp.Partition) != nil:
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				b.listOffset(t.parts()[rp.Partition], rp, req.IsolationLevel == 1, &sp)
+				b.listOffset(it, t.parts()[rp.Partition], rp, req.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -64,8 +70,10 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	if sp.ErrorCode = p.checkLeaderEpoch(rp.CurrentLeaderEpoch); sp.ErrorCode != 0 {
+// listOffset answers one partition; it is p's topic in the image (nil
+// when the image does not hold it yet).
+func (b *Broker) listOffset(it *meta.Topic, p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, partitionEpoch(it, p)); sp.ErrorCode != 0 {
 		return
 	}
 	l := p.log

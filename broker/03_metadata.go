@@ -6,14 +6,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/meta"
 )
 
 // Metadata: v0-13
 //
 // Behavior:
-// One broker, this node, leads every partition with itself as the only
-// replica. The broker entry advertises the listener the request came in
-// on. A null topic list (v1+; empty in v0) lists every topic. A requested
+// Brokers, controller, cluster id and every partition's leader, leader
+// epoch, replicas and ISR come from the metadata image (image.go); on one
+// node, this node leads every partition with itself as the only replica.
+// Each broker entry advertises the broker's listener named like the one
+// the request came in on. A null topic list (v1+; empty in v0) lists every topic. A requested
 // topic that does not exist is created with num.partitions when
 // auto.create.topics.enable is on and the request allows it (always before
 // v4), and answered at once, not with LEADER_NOT_AVAILABLE.
@@ -35,11 +39,17 @@ func init() { regKey(3, 0, 13, (*Broker).handleMetadata) }
 func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	adv := b.advertisedFor(r.conn.Listener())
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: adv.Host, Port: int32(adv.Port)}}
-	clusterID := b.ClusterID()
+	im := b.image()
+	for _, br := range im.Brokers() {
+		l, ok := br.Listener(r.conn.Listener())
+		if !ok {
+			continue
+		}
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: br.ID, Host: l.Host, Port: l.Port, Rack: br.Rack})
+	}
+	clusterID := im.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = im.Controller()
 
 	az := b.authz(r)
 	defer az.metadataOperations(req, resp)
@@ -54,7 +64,7 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 		sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
 		for _, t := range ts {
 			if az.topicQuietly(aclOperationDescribe, t.name) {
-				resp.Topics = append(resp.Topics, b.metadataTopic(t))
+				resp.Topics = append(resp.Topics, b.metadataTopic(&im, t))
 			}
 		}
 		return resp, nil
@@ -87,7 +97,7 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, b.metadataTopic(t))
+		resp.Topics = append(resp.Topics, b.metadataTopic(&im, t))
 	}
 	return resp, nil
 }
@@ -109,34 +119,35 @@ func (b *Broker) autoCreate(name string) *topic {
 	return t
 }
 
-func (b *Broker) metadataTopic(t *topic) kmsg.MetadataResponseTopic {
+// metadataTopic answers a topic from the image. A topic created after
+// *im was loaded is in a newer image (topics are published under b.mu
+// with their creation), which then replaces *im for the rest of the
+// request.
+func (b *Broker) metadataTopic(im **meta.Image, t *topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.name
 	mt.Topic, mt.TopicID = &name, t.id
-	b.mu.RLock()
-	parts := t.parts()
-	b.mu.RUnlock()
-	replicas := []int32{b.cfg.NodeID}
-	for _, p := range parts {
+	it := (*im).Topic(t.name)
+	if it == nil || it.ID != t.id {
+		*im = b.image()
+		if it = (*im).Topic(t.name); it == nil || it.ID != t.id {
+			// Deleted since it was looked up.
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			return mt
+		}
+	}
+	for i := range it.Partitions {
+		ip := &it.Partitions[i]
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
-		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.leaderEpoch()
-		mp.Replicas, mp.ISR = replicas, replicas
+		mp.Partition = int32(i)
+		mp.Leader, mp.LeaderEpoch = ip.Leader, ip.LeaderEpoch
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = ip.Replicas, ip.ISR, ip.Offline
+		if mp.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
-}
-
-// advertisedFor returns the advertised listener named like the one a
-// connection came in on.
-func (b *Broker) advertisedFor(listener string) Listener {
-	for _, l := range b.advertised {
-		if l.Name == listener {
-			return l
-		}
-	}
-	return b.advertised[0]
 }
 
 // validateTopicName applies Kafka's topic name rules.

@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/meta"
 )
 
 // Coordinator key types.
@@ -14,8 +16,10 @@ const (
 // FindCoordinator: v0-6
 //
 // Behavior:
-// One node coordinates everything: every group and transactional id maps
-// to this node, on the listener the request came in on. The keys must be
+// The coordinator of a key is the metadata image's (meta.Image.Coordinator),
+// on its listener named like the one the request came in on; one node
+// coordinates everything, so every group and transactional id maps to this
+// node. A coordinator the image does not know is COORDINATOR_NOT_AVAILABLE. The keys must be
 // non-empty; share-group keys (type 2) and unknown types are INVALID_REQUEST.
 // librdkafka also uses FindCoordinator v0 being advertised to decide that
 // the broker supports lz4, so this answer matters even to producers.
@@ -33,39 +37,49 @@ func init() { regKey(10, 0, 6, (*Broker).handleFindCoordinator) }
 func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	adv := b.advertisedFor(r.conn.Listener())
+	im := b.image()
 	az := b.authz(r)
-	answer := func(key string) (code int16, msg *string) {
-		denied := az.coordinatorDenied(req.CoordinatorType, key)
-		switch {
-		case req.CoordinatorType != coordinatorGroup && req.CoordinatorType != coordinatorTransaction:
-			m := "kmirror coordinates consumer groups and transactions only"
-			return kerr.InvalidRequest.Code, &m
-		case denied != nil:
-			return authzFailure(denied)
-		case key == "":
-			m := "the coordinator key is empty"
-			return kerr.InvalidRequest.Code, &m
+	answer := func(key string) (code int16, msg *string, node int32, host string, port int32) {
+		code, msg = b.coordinatorCheck(&az, req.CoordinatorType, key)
+		if code != 0 {
+			return code, msg, -1, "", -1
 		}
-		return 0, nil
+		c, ok := im.Coordinator(meta.CoordinatorKind(req.CoordinatorType), key)
+		l, lok := meta.Listener{}, false
+		if ok {
+			l, lok = c.Listener(r.conn.Listener())
+		}
+		if !lok {
+			return kerr.CoordinatorNotAvailable.Code, nil, -1, "", -1
+		}
+		return 0, nil, c.ID, l.Host, l.Port
 	}
 	if req.Version < 4 {
-		resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorKey)
-		resp.NodeID, resp.Host, resp.Port = b.cfg.NodeID, adv.Host, int32(adv.Port)
-		if resp.ErrorCode != 0 {
-			resp.NodeID, resp.Host, resp.Port = -1, "", -1
-		}
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = answer(req.CoordinatorKey)
 		return resp, nil
 	}
 	for _, key := range req.CoordinatorKeys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
-		c.ErrorCode, c.ErrorMessage = answer(key)
-		c.NodeID, c.Host, c.Port = b.cfg.NodeID, adv.Host, int32(adv.Port)
-		if c.ErrorCode != 0 {
-			c.NodeID, c.Host, c.Port = -1, "", -1
-		}
+		c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port = answer(key)
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return resp, nil
+}
+
+// coordinatorCheck answers a key that cannot be looked up: an unknown key
+// type, a key the sender may not DESCRIBE, an empty key.
+func (b *Broker) coordinatorCheck(az *authzCtx, kind int8, key string) (code int16, msg *string) {
+	denied := az.coordinatorDenied(kind, key)
+	switch {
+	case kind != coordinatorGroup && kind != coordinatorTransaction:
+		m := "kmirror coordinates consumer groups and transactions only"
+		return kerr.InvalidRequest.Code, &m
+	case denied != nil:
+		return authzFailure(denied)
+	case key == "":
+		m := "the coordinator key is empty"
+		return kerr.InvalidRequest.Code, &m
+	}
+	return 0, nil
 }

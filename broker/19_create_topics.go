@@ -248,15 +248,16 @@ func (b *Broker) checkCreationAssignment(rt *kmsg.CreateTopicsRequestTopic, c *t
 }
 
 // checkReplicaAssignment returns why one partition's manual replica list
-// is refused ("" if it is not), with Kafka's messages. On one node the only
-// valid list is this node alone.
+// is refused ("" if it is not), with Kafka's messages: every replica must
+// be a broker of the metadata image (on one node, this node alone).
 func (b *Broker) checkReplicaAssignment(replicas []int32) string {
 	if len(replicas) == 0 {
 		return "The manual partition assignment includes an empty replica list."
 	}
+	im := b.image()
 	sorted := slices.Sorted(slices.Values(replicas))
 	for i, id := range sorted {
-		if id != b.cfg.NodeID {
+		if im.Broker(id) == nil {
 			return fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
 		}
 		if i > 0 && sorted[i-1] == id {

@@ -27,7 +27,9 @@ const deleteRecordsHighWatermark = -1
 // begin at it. The new log start is persisted before the answer.
 //
 // Mirror topics are accepted: SPEC.md refuses only appends, and moving the
-// log start never changes the offsets the mirror appends at.
+// log start never changes the offsets the mirror appends at. A partition
+// the metadata image gives to another node answers NOT_LEADER_OR_FOLLOWER
+// (Kafka's order: before the cleanup.policy check).
 //
 // One node differs from Kafka: there are no followers to wait for, so the
 // low watermark is this log's start and TimeoutMillis is ignored.
@@ -43,9 +45,11 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	az := b.authz(r)
+	im := b.image()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := b.topicByName(rt.Topic)
+		it := imageTopic(im, t)
 		denied := !az.topic(aclOperationDelete, rt.Topic)
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
@@ -66,6 +70,8 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case otherLeader(im, it, rp.Partition) != nil:
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case !deletable:
 				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:

@@ -14,7 +14,9 @@ import (
 // (the clients use it to detect truncation after a leader change). An
 // epoch above the current one, or -1, answers epoch -1 and offset -1.
 // CurrentLeaderEpoch is checked as in Fetch and ListOffsets: older than
-// ours is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+// ours is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. A partition
+// the metadata image gives to another node answers NOT_LEADER_OR_FOLLOWER,
+// to followers too (Kafka answers from the leader only).
 //
 // One node differs from Kafka: there are no followers, so ReplicaID is
 // ignored (Kafka answers followers from any replica, consumers from the
@@ -35,9 +37,11 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	az := b.authz(r)
 	replica := az.clusterQuietly(aclOperationClusterAction)
+	im := b.image()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := b.topicByName(rt.Topic)
+		it := imageTopic(im, t)
 		denied := !replica && !az.topic(aclOperationDescribe, rt.Topic)
 		var parts []*partition
 		if t != nil {
@@ -57,8 +61,10 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case otherLeader(im, it, rp.Partition) != nil:
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				endOffsetForEpoch(parts[rp.Partition], rp, &sp)
+				endOffsetForEpoch(partitionEpoch(it, parts[rp.Partition]), parts[rp.Partition], rp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -67,9 +73,10 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func endOffsetForEpoch(p *partition, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
-	epoch := p.leaderEpoch()
-	if sp.ErrorCode = p.checkLeaderEpoch(rp.CurrentLeaderEpoch); sp.ErrorCode != 0 {
+// endOffsetForEpoch answers one partition whose leader epoch (the image's)
+// is epoch.
+func endOffsetForEpoch(epoch int32, p *partition, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
+	if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, epoch); sp.ErrorCode != 0 {
 		return
 	}
 	if rp.LeaderEpoch == epoch {

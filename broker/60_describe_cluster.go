@@ -28,8 +28,10 @@ const clusterOperations = 1<<5 | // CREATE
 // DescribeCluster: v0-2
 //
 // Behavior:
-// The cluster is this node: ClusterID, this node as the only broker (with
-// the listener the request came in on, no rack) and as ControllerID. A
+// ClusterID, the brokers (each with its listener named like the one the
+// request came in on, and its rack) and ControllerID come from the
+// metadata image; on one node the cluster is this node, its only broker
+// (no rack) and its controller. A
 // request for controllers (EndpointType 2) answers
 // MISMATCHED_ENDPOINT_TYPE, as a Kafka broker does, and an unknown type
 // UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0, which cannot ask).
@@ -76,12 +78,18 @@ func (b *Broker) handleDescribeCluster(r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 
-	resp.ClusterID = b.ClusterID()
-	resp.ControllerID = b.cfg.NodeID
-	adv := b.advertisedFor(r.conn.Listener())
-	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.NodeID, adv.Host, int32(adv.Port)
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
+	im := b.image()
+	resp.ClusterID = im.ClusterID()
+	resp.ControllerID = im.Controller()
+	for _, ib := range im.Brokers() {
+		l, ok := ib.Listener(r.conn.Listener())
+		if !ok {
+			continue
+		}
+		br := kmsg.NewDescribeClusterResponseBroker()
+		br.NodeID, br.Host, br.Port, br.Rack = ib.ID, l.Host, l.Port, ib.Rack
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = clusterOperations
 		if az := b.authz(r); az.on() {

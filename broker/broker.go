@@ -16,6 +16,7 @@ import (
 
 	"github.com/kmirror/kmirror/group"
 	"github.com/kmirror/kmirror/internal/clientauth"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
@@ -41,6 +42,13 @@ type Broker struct {
 	// advertised is what Metadata and DescribeCluster tell clients, fixed
 	// once the listeners are bound.
 	advertised []Listener
+	// img is the metadata image handlers answer from (image.go),
+	// replaced whole under mu, read without a lock.
+	img atomic.Pointer[meta.Image]
+	// imgMu orders image publications: a full build (under mu, then
+	// imgMu) and an epoch patch (imgMu alone) never overwrite each
+	// other's image.
+	imgMu sync.Mutex
 
 	// saslDecoyKey derives the decoy SCRAM salts of unknown users.
 	saslDecoyKey []byte
@@ -68,7 +76,7 @@ type Broker struct {
 	// CreateAcls, DeleteAcls, AlterClientQuotas and their Go API twins): each
 	// decides from what it read, so two must not interleave. They are
 	// rare; one lock costs nothing. Lock order: adminMu,
-	// topic.maintainMu, mu, dynMu, then partition locks.
+	// topic.maintainMu, mu, dynMu or imgMu, then partition locks.
 	adminMu sync.Mutex
 
 	mu         sync.RWMutex
@@ -215,6 +223,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.srv = srv
 	b.advertised = advertisedListeners(cfg, srv.Listeners())
+	b.publishImage()
 	b.bg.Add(2)
 	go b.maintain()
 	go b.checkpointLoop()
@@ -443,5 +452,6 @@ func (b *Broker) load() error {
 		b.topics[t.name] = t
 		b.topicsByID[t.id] = t
 	}
+	b.publishImage()
 	return nil
 }

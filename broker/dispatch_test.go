@@ -171,20 +171,6 @@ func listedParts(resp *kmsg.FetchResponse) int {
 	return n
 }
 
-// checkFor polls cond until it holds or the deadline passes.
-func checkFor(t testing.TB, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", timeout)
-		}
-		<-tick.C
-	}
-}
-
 // expectServing checks the broker still answers a new connection.
 func expectServing(t *testing.T, b *Broker) {
 	t.Helper()

@@ -28,6 +28,7 @@ type fetchServer struct {
 func (s *fetchServer) serve(tb testing.TB) {
 	req, fs := s.req, &s.fs
 	fs.parts, fs.topics = fs.parts[:0], fs.topics[:0]
+	fs.img = s.b.image() // as handleFetch: the per-partition image lookups are measured too
 	sess, sessErr := s.b.fetchSessionFor(req, fs)
 	if sessErr != nil {
 		tb.Fatalf("session: %v", sessErr)

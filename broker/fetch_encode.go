@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/internal/bufpool"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/netio"
 )
 
@@ -27,7 +28,8 @@ import (
 //	    tags (v12+): 0 DivergingEpoch{Epoch int32, EndOffset int64}
 //	                 1 CurrentLeader{LeaderID int32, LeaderEpoch int32}
 //	  ] tags (v12+)
-//	] tags (v12+)
+//	] tags (v12+): 0 NodeEndpoints (v16+) [NodeID int32 | Host string
+//	               | Port int32 | Rack nullable string | tags]
 //
 // v12+ uses compact (uvarint length+1) strings, arrays and bytes, and every
 // struct ends with a tagged-field section. A differential test checks the
@@ -57,6 +59,22 @@ func (b *Broker) encodeFetch(out []byte, version int16, sessionID int32, fs *fet
 		grown := bufpool.Get(len(out) + need)[:len(out)]
 		bufpool.Put(out)
 		out = grown
+	}
+	im := fs.img
+	if im == nil {
+		im = b.image()
+	}
+	endpoints := version >= 16 && fetchHasLeaders(fs)
+	if endpoints {
+		need += 32 * len(im.Brokers())
+		for _, br := range im.Brokers() {
+			for _, l := range br.Listeners {
+				need += len(l.Host)
+			}
+			if br.Rack != nil {
+				need += len(*br.Rack)
+			}
+		}
 	}
 	flex := version >= 12
 	out = appendI32(out, 0) // throttle
@@ -88,7 +106,7 @@ func (b *Broker) encodeFetch(out []byte, version int16, sessionID int32, fs *fet
 			if fp.topicIdx != ti || !fp.include {
 				continue
 			}
-			out = b.appendFetchPartition(out, version, fp, committed, fs.conn)
+			out = b.appendFetchPartition(out, version, fp, committed, fs.conn, im.Self())
 			sent += fp.region.Length
 			if sp := fp.sp; sp != nil {
 				sp.sentHW, sp.sentLSO, sp.sentLogStart = fp.info.HighWatermark, fp.info.LastStableOffset, fp.info.LogStartOffset
@@ -98,14 +116,96 @@ func (b *Broker) encodeFetch(out []byte, version int16, sessionID int32, fs *fet
 			out = append(out, 0) // topic tags
 		}
 	}
-	if flex {
+	switch {
+	case endpoints:
+		out = b.appendNodeEndpoints(out, im, fs)
+	case flex:
 		out = append(out, 0) // response tags
 	}
 	b.stats.FetchBytes.Add(sent)
 	return out
 }
 
-func (b *Broker) appendFetchPartition(out []byte, version int16, fp *fetchPart, committed bool, conn *netio.Conn) []byte {
+// notLeader reports whether the partition answers NOT_LEADER_OR_FOLLOWER
+// with the leader the image names (CurrentLeader).
+func (fp *fetchPart) notLeader() bool {
+	return fp.errCode == kerr.NotLeaderForPartition.Code && fp.ip != nil
+}
+
+// fetchHasLeaders reports whether a listed partition names another leader.
+func fetchHasLeaders(fs *fetchScratch) bool {
+	for i := range fs.parts {
+		if fs.parts[i].include && fs.parts[i].notLeader() {
+			return true
+		}
+	}
+	return false
+}
+
+// appendNodeEndpoints writes the response's tags with NodeEndpoints: the
+// brokers named in a CurrentLeader, once each, in the order first named,
+// on the listener named like the request's (KIP-951).
+func (b *Broker) appendNodeEndpoints(out []byte, im *meta.Image, fs *fetchScratch) []byte {
+	var n, size int
+	b.eachFetchLeader(im, fs, func(br *meta.Broker, l meta.Listener) {
+		n++
+		size += 4 + uvarintLen(uint64(len(l.Host)+1)) + len(l.Host) + 4 + 1 + 1
+		if br.Rack != nil {
+			size += uvarintLen(uint64(len(*br.Rack)+1)) + len(*br.Rack) - 1
+		}
+	})
+	if n == 0 {
+		return append(out, 0)
+	}
+	size += uvarintLen(uint64(n + 1))
+	out = append(out, 1, 0) // one tag: 0
+	out = appendUvarint(out, uint64(size))
+	out = appendUvarint(out, uint64(n+1))
+	b.eachFetchLeader(im, fs, func(br *meta.Broker, l meta.Listener) {
+		out = appendI32(out, br.ID)
+		out = appendString(out, l.Host, true)
+		out = appendI32(out, l.Port)
+		if br.Rack == nil {
+			out = append(out, 0)
+		} else {
+			out = appendString(out, *br.Rack, true)
+		}
+		out = append(out, 0)
+	})
+	return out
+}
+
+// eachFetchLeader calls fn for every broker of im named by a listed
+// partition's CurrentLeader, once, with its listener for this request.
+func (b *Broker) eachFetchLeader(im *meta.Image, fs *fetchScratch, fn func(*meta.Broker, meta.Listener)) {
+	listener := ""
+	if fs.conn != nil {
+		listener = fs.conn.Listener()
+	}
+	for i := range fs.parts {
+		fp := &fs.parts[i]
+		if !fp.include || !fp.notLeader() {
+			continue
+		}
+		seen := false
+		for j := range i {
+			if q := &fs.parts[j]; q.include && q.notLeader() && q.ip.Leader == fp.ip.Leader {
+				seen = true
+				break
+			}
+		}
+		br := im.Broker(fp.ip.Leader)
+		if seen || br == nil {
+			continue
+		}
+		if l, ok := br.Listener(listener); ok {
+			fn(br, l)
+		}
+	}
+}
+
+// appendFetchPartition encodes one partition; self is this node's id.
+func (b *Broker) appendFetchPartition(out []byte, version int16, fp *fetchPart, committed bool, conn *netio.Conn, self int32) []byte {
 	flex := version >= 12
 	out = appendI32(out, fp.partition)
 	errAt := len(out)
@@ -150,7 +250,7 @@ func (b *Broker) appendFetchPartition(out []byte, version int16, fp *fetchPart, 
 		}
 	}
 	if flex {
-		out = appendFetchPartitionTags(out, fp, b.cfg.NodeID)
+		out = appendFetchPartitionTags(out, fp, self)
 	}
 	return out
 }
@@ -162,15 +262,17 @@ func spliceable(f any) bool {
 }
 
 // appendFetchPartitionTags writes the partition's tagged fields: the
-// diverging epoch, and the current leader with FENCED_LEADER_EPOCH so the
-// client learns our epoch without a metadata round trip.
-func appendFetchPartitionTags(out []byte, fp *fetchPart, nodeID int32) []byte {
+// diverging epoch, and the current leader, with FENCED_LEADER_EPOCH (this
+// node, self) so the client learns our epoch without a metadata round
+// trip, and with NOT_LEADER_OR_FOLLOWER (the image's leader) so it learns
+// where to go.
+func appendFetchPartitionTags(out []byte, fp *fetchPart, self int32) []byte {
 	fenced := fp.errCode == kerr.FencedLeaderEpoch.Code && fp.p != nil
 	n := 0
 	if fp.diverging {
 		n++
 	}
-	if fenced {
+	if fenced || fp.notLeader() {
 		n++
 	}
 	out = appendUvarint(out, uint64(n))
@@ -180,10 +282,16 @@ func appendFetchPartitionTags(out []byte, fp *fetchPart, nodeID int32) []byte {
 		out = appendI64(out, fp.divOffset)
 		out = append(out, 0)
 	}
-	if fenced {
+	switch {
+	case fenced:
 		out = append(out, 1, 4+4+1) // tag 1, size
-		out = appendI32(out, nodeID)
-		out = appendI32(out, fp.p.leaderEpoch())
+		out = appendI32(out, self)
+		out = appendI32(out, fp.leaderEpoch())
+		out = append(out, 0)
+	case fp.notLeader():
+		out = append(out, 1, 4+4+1)
+		out = appendI32(out, fp.ip.Leader)
+		out = appendI32(out, fp.ip.LeaderEpoch)
 		out = append(out, 0)
 	}
 	return out

@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/vfs"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -49,6 +51,7 @@ type diffPart struct {
 	aborted   []storage.AbortedTxn
 	diverging bool
 	fenced    bool
+	notLeader bool // node 2 leads it (diffNotLeader)
 	include   bool
 	session   bool // carries a session position
 }
@@ -71,6 +74,12 @@ func buildDiff(b *Broker, v int16, committed bool, sessionID int32, topics []dif
 			info: dp.info, region: dp.region, diverging: dp.diverging, divEpoch: 2, divOffset: 17, include: dp.include}
 		if dp.fenced {
 			fp.p = fencedP
+		}
+		if dp.notLeader {
+			fp.ip = &diffNotLeader
+			fs.img = meta.NewBuilder("diff", b.cfg.NodeID, b.cfg.NodeID).AddBroker(meta.Broker{ID: b.cfg.NodeID}).
+				AddBroker(meta.Broker{ID: 2, Rack: &node2Rack, Listeners: []meta.Listener{{Name: "PLAINTEXT", Host: node2Host, Port: node2Port}}}).
+				Build()
 		}
 		if dp.session {
 			fp.sp = &sessionPart{sentHW: -1, sentLSO: -1, sentLogStart: -1}
@@ -125,12 +134,21 @@ func buildDiff(b *Broker, v int16, committed bool, sessionID int32, topics []dif
 			if v >= 12 && dp.fenced {
 				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = b.cfg.NodeID, fencedP.leaderEpoch()
 			}
+			if v >= 12 && dp.notLeader {
+				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = diffNotLeader.Leader, diffNotLeader.LeaderEpoch
+			}
+			if v >= 16 && dp.notLeader && len(want.Brokers) == 0 {
+				want.Brokers = []kmsg.FetchResponseBroker{{NodeID: 2, Host: node2Host, Port: node2Port, Rack: &node2Rack}}
+			}
 			rt.Partitions = append(rt.Partitions, kp)
 		}
 		want.Topics = append(want.Topics, rt)
 	}
 	return fs, want
 }
+
+// diffNotLeader is the image entry of a partition node 2 leads.
+var diffNotLeader = meta.Partition{Leader: 2, LeaderEpoch: node2Epoch}
 
 // firstDiff describes where two encodings part.
 func firstDiff(got, want []byte) string {
@@ -191,6 +209,9 @@ func TestFetchEncodeDifferential(t *testing.T) {
 		{topic: 1, partition: 1, info: okInfo, include: false},
 		{topic: 3, partition: 0, errCode: kerr.UnknownTopicOrPartition.Code, info: errInfo, include: true},
 		{topic: 0, partition: 6, errCode: kerr.UnknownLeaderEpoch.Code, info: errInfo, include: true},
+		// Led by node 2, twice: NodeEndpoints names it once.
+		{topic: 0, partition: 7, errCode: kerr.NotLeaderForPartition.Code, info: errInfo, notLeader: true, include: true},
+		{topic: 2, partition: 1, errCode: kerr.NotLeaderForPartition.Code, info: errInfo, notLeader: true, include: true},
 	}
 	for v := int16(4); v <= 17; v++ {
 		for _, committed := range []bool{false, true} {
@@ -350,7 +371,7 @@ func TestFetchLongPoll(t *testing.T) {
 		addPart(req, tp, 0, 0)
 		start := time.Now()
 		corr := rc.send(req)
-		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) > 0 })
+		testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(tp.parts()[0]) > 0 }))
 		pr := dialRaw(t, b).roundTrip(produceReq(9, -1, tp, 0, plainBatch(2, 10))).(*kmsg.ProduceResponse)
 		if sp := onlyPartition(t, pr); sp.ErrorCode != 0 {
 			t.Fatalf("produce: error %d", sp.ErrorCode)
@@ -362,7 +383,7 @@ func TestFetchLongPoll(t *testing.T) {
 		if got := offsetsIn(t, mustPart(t, resp, tp, 0).RecordBatches); !reflect.DeepEqual(got, []int64{0, 1}) {
 			t.Fatalf("offsets %v, want [0 1]", got)
 		}
-		checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) == 0 })
+		testutil.CheckFor(t, 5*time.Second, testutil.True("no fetch parked", func() bool { return waiters(tp.parts()[0]) == 0 }))
 	})
 	t.Run("nothing produced", func(t *testing.T) {
 		t.Parallel()
@@ -413,7 +434,7 @@ func TestFetchLongPoll(t *testing.T) {
 		addPart(req, tp, 0, 0)
 		start := time.Now()
 		corr := rc.send(req)
-		checkFor(t, 5*time.Second, func() bool { return waiters(p) > 0 })
+		testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(p) > 0 }))
 		mustAppend(t, p, plainBatch(1, 100), 0)
 		resp := rc.recv(req, corr).(*kmsg.FetchResponse)
 		if took := time.Since(start); took >= 4*time.Second {
@@ -776,7 +797,7 @@ func TestFetchSessionMaintenance(t *testing.T) {
 	req = newFetchReq(17)
 	req.SessionID, req.SessionEpoch, req.MaxWaitMillis = id, 1, 5000
 	corr := rc.send(req)
-	checkFor(t, 5*time.Second, func() bool { return waiters(tp.parts()[0]) > 0 })
+	testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(tp.parts()[0]) > 0 }))
 
 	start := time.Now()
 	b.sessions.expire(time.Now().Add(time.Hour)) // the busy session looks idle by its clock

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -103,7 +105,7 @@ func TestAwaitCommitted(t *testing.T) {
 	}
 	done := make(chan bool)
 	go func() { done <- b.awaitCommitted(p, 4, time.Minute) }()
-	checkFor(t, 5*time.Second, func() bool { return waiters(p) == 1 })
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("the produce parked", func() bool { return waiters(p) == 1 }))
 	p.appended()
 	if !<-done {
 		t.Fatal("the wait did not end with the commit")
@@ -130,9 +132,11 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	b := start()
 	tp := mustTopic(t, b, "ckpt", 2)
 	mustAppend(t, tp.parts()[0], plainBatch(3, 10), 0)
-	checkFor(t, 10*time.Second, func() bool {
-		got, _ := os.ReadFile(file)
-		return string(got) == "0\n2\nckpt 0 3\nckpt 1 0\n"
+	testutil.CheckFor(t, testutil.Timeout, func() error {
+		if got, _ := os.ReadFile(file); string(got) != "0\n2\nckpt 0 3\nckpt 1 0\n" {
+			return fmt.Errorf("checkpoint %q", got)
+		}
+		return nil
 	})
 	mustAppend(t, tp.parts()[1], plainBatch(2, 10), 0)
 	if err := b.Close(); err != nil {

@@ -92,6 +92,7 @@ func (m mirrorPartition) RaiseLeaderEpoch(epoch int32) error {
 		return err
 	}
 	m.p.epochFloor.Store(stored)
+	m.b.epochMoved(m.p)
 	return nil
 }
 

@@ -26,6 +26,7 @@ const deletedSuffix = "-delete"
 
 // topic is a topic and its partitions.
 type topic struct {
+	b       *Broker // the node, for image publication (nil in tests' stand-ins)
 	name    string
 	id      [16]byte
 	configs map[string]string // dynamic topic configs (explicitly set keys)
@@ -85,6 +86,10 @@ type partition struct {
 	// partition (state.PutLeaderEpoch): the epoch never goes below it,
 	// even when a truncation removes the batches that carried higher ones.
 	epochFloor atomic.Int32
+	// published is the leader epoch of the partition in the last image
+	// published (image.go), so an append sees at the cost of one load
+	// whether it moved the epoch.
+	published atomic.Int32
 
 	waitMu  sync.Mutex
 	waiters []chan struct{}
@@ -102,11 +107,11 @@ func (p *partition) leaderEpoch() int32 {
 }
 
 // checkLeaderEpoch checks a client's CurrentLeaderEpoch (-1: not given)
-// against ours, as Kafka does: an older one is FENCED_LEADER_EPOCH (the
-// client must refresh its metadata), a newer one UNKNOWN_LEADER_EPOCH (it
-// saw an epoch this node has not reached yet).
-func (p *partition) checkLeaderEpoch(current int32) int16 {
-	epoch := p.leaderEpoch()
+// against the partition's leader epoch in the metadata image, as Kafka
+// does: an older one is FENCED_LEADER_EPOCH (the client must refresh its
+// metadata), a newer one UNKNOWN_LEADER_EPOCH (it saw an epoch this node
+// has not reached yet).
+func checkLeaderEpoch(current, epoch int32) int16 {
 	switch {
 	case current >= 0 && current < epoch:
 		return kerr.FencedLeaderEpoch.Code
@@ -141,9 +146,13 @@ func (p *partition) unwait(ch chan struct{}) {
 // appended is called after every append the node makes to p (produce,
 // mirror appends, transaction markers and other control batches). On one
 // node the appended records are committed at once, so it raises the high
-// watermark to the log end (see hw_checkpoint.go), then wakes p's waiters.
+// watermark to the log end (see hw_checkpoint.go), publishes p's leader
+// epoch if the append moved it, then wakes p's waiters.
 func (p *partition) appended() {
 	p.log.SetHighWatermark(p.log.LogEndOffset())
+	if b := p.topic.b; b != nil {
+		b.epochMoved(p)
+	}
 	p.wake()
 }
 
@@ -240,7 +249,7 @@ func (b *Broker) partitionDir(name string, p int32) string {
 
 // openTopic opens the logs of a registered topic.
 func (b *Broker) openTopic(st state.Topic) (*topic, error) {
-	t := &topic{name: st.Name, id: st.ID, configs: st.Configs}
+	t := &topic{b: b, name: st.Name, id: st.ID, configs: st.Configs}
 	t.setMirror(st.Mirror)
 	if t.configs == nil {
 		t.configs = map[string]string{}
@@ -362,6 +371,7 @@ func (b *Broker) createTopicFor(name string, partitions int32, configs map[strin
 	}
 	b.topics[name] = t
 	b.topicsByID[id] = t
+	b.publishImageLocked()
 	b.log.Info("topic created", "topic", name, "partitions", partitions)
 	return t, nil
 }
@@ -395,6 +405,7 @@ func (b *Broker) deleteTopic(t *topic) error {
 	}
 	delete(b.topics, t.name)
 	delete(b.topicsByID, t.id)
+	b.publishImageLocked()
 	t.deleted = true
 	now := time.Now()
 	for _, p := range t.parts() {
@@ -487,6 +498,7 @@ func (b *Broker) growTopic(t *topic, n int32) error {
 		t.partList.Store(&old)
 		return fmt.Errorf("registering partitions of %s: %w", t.name, err)
 	}
+	b.publishImageLocked()
 	return nil
 }
 

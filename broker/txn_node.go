@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/storage"
 	"github.com/kmirror/kmirror/txn"
 )
 
@@ -24,6 +26,14 @@ func (n txnNode) WriteMarker(tp state.TxnPartition, pid int64, epoch int16, comm
 	if t == nil {
 		return txn.ErrNoPartition
 	}
+	return n.writeMarkerOn(t, tp, pid, epoch, commit)
+}
+
+// writeMarkerOn is WriteMarker on topic t as looked up. A topic deleted
+// since (its logs closed under the marker) is a partition that no longer
+// exists, as for Kafka: the marker is dropped, not retried, or the
+// transaction would never complete.
+func (n txnNode) writeMarkerOn(t *topic, tp state.TxnPartition, pid int64, epoch int16, commit bool) error {
 	parts := t.parts()
 	if tp.Partition < 0 || int(tp.Partition) >= len(parts) {
 		return txn.ErrNoPartition
@@ -33,6 +43,9 @@ func (n txnNode) WriteMarker(tp state.TxnPartition, pid int64, epoch int16, comm
 	raw := batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: p.log.LogEndOffset(), PartitionLeaderEpoch: le,
 		Timestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, Commit: commit})
 	if _, err := p.log.AppendControl(raw, le); err != nil {
+		if errors.Is(err, storage.ErrClosed) && n.b.topicByName(tp.Topic) != t {
+			return fmt.Errorf("%w: %s was deleted", txn.ErrNoPartition, tp.Topic)
+		}
 		return fmt.Errorf("broker: transaction marker on %s-%d: %w", tp.Topic, tp.Partition, err)
 	}
 	p.appended()

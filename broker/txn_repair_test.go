@@ -3,12 +3,16 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/txn"
 )
 
 // transactionalBatch builds a one-record transactional RecordBatch of
@@ -99,5 +103,31 @@ func TestRunningTransactionKept(t *testing.T) {
 	}
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("committing after maintenance: %v", err)
+	}
+}
+
+// A marker for a partition whose topic was deleted between the
+// coordinator's lookup and the append answers txn.ErrNoPartition, which
+// the coordinator skips, as Kafka drops markers for deleted partitions.
+// It used to answer the log's ErrClosed, which the coordinator retries:
+// the transaction never completed. A closed log of a topic that still
+// exists (a shutdown) stays an error to retry.
+func TestTxnMarkerOnADeletedTopic(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "doomed", 1)
+	if err := b.deleteTopic(tp); err != nil {
+		t.Fatal(err)
+	}
+	err := txnNode{b}.writeMarkerOn(tp, state.TxnPartition{Topic: "doomed", Partition: 0}, 7, 0, true)
+	if !errors.Is(err, txn.ErrNoPartition) {
+		t.Fatalf("marker on a deleted topic: %v, want txn.ErrNoPartition", err)
+	}
+
+	kept := mustTopic(t, b, "kept", 1)
+	kept.parts()[0].log.MarkDeleted() // closed under the marker, the topic still here
+	err = txnNode{b}.writeMarkerOn(kept, state.TxnPartition{Topic: "kept", Partition: 0}, 7, 0, true)
+	if err == nil || errors.Is(err, txn.ErrNoPartition) {
+		t.Fatalf("marker on a closed log of a live topic: %v, want an error to retry", err)
 	}
 }

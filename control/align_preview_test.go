@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -20,20 +22,12 @@ func TestStartDryRunFromScratch(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	sp, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	sp := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	if err := sp.ProduceSync(ctx, kgo.StringRecord("1"), kgo.StringRecord("2"), kgo.StringRecord("3")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	n := openTestNode(t, testConfig(t), nil)
+	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
 	startReq := func(dry bool) *mirrorapi.StartMirrorTopicsResponse {
@@ -68,10 +62,10 @@ func TestStartDryRunFromScratch(t *testing.T) {
 	}
 
 	startReq(false)
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 mirrored to log end 3", func() bool {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return err == nil && st.LogEndOffset == 3
-	})
+	}))
 	stop := mirrorapi.NewPtrStopMirrorTopicsRequest()
 	stop.MirrorName = "m"
 	stop.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: "t"}}
@@ -101,10 +95,10 @@ func TestStartDryRunFromScratch(t *testing.T) {
 		t.Fatalf("the dry run changed the topic: end %d size %d->%d", l.LogEndOffset(), size, l.Size())
 	}
 	startReq(false)
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 mirrored to log end 3, source at 3", func() bool {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return err == nil && st.LogEndOffset == 3 && st.SourceHighWatermark == 3
-	})
+	}))
 }
 
 // partitionStateName is partition 0's stored state.

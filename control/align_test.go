@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -20,20 +23,12 @@ func TestRestartAfterFailoverMirrorsFromScratch(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	sp, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	sp := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	if err := sp.ProduceSync(ctx, kgo.StringRecord("1"), kgo.StringRecord("2"), kgo.StringRecord("3")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig(t)
+	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
 	send := func(req kmsg.Request) {
@@ -48,10 +43,10 @@ func TestRestartAfterFailoverMirrorsFromScratch(t *testing.T) {
 	start.MirrorName = "m"
 	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "t"}}
 	send(start)
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 mirrored to log end 3, source at 3", func() bool {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return err == nil && st.SourceHighWatermark == 3 && st.LogEndOffset == 3
-	})
+	}))
 	stop := mirrorapi.NewPtrStopMirrorTopicsRequest()
 	stop.MirrorName = "m"
 	stop.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: "t"}}
@@ -67,18 +62,14 @@ func TestRestartAfterFailoverMirrorsFromScratch(t *testing.T) {
 	// After the failover the log holds the 3 mirrored records, the
 	// MIRROR_PID_RESET and the local write.
 	send(start)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.CheckFor(t, 10*time.Second, func() error {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		if err == nil && st.LogEndOffset == 3 && st.SourceHighWatermark == 3 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			info, _ := n.b.Topic("t")
-			t.Fatalf("status %+v err %v topic %+v", st, err, info)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+		info, _ := n.b.Topic("t")
+		return fmt.Errorf("status %+v err %v topic %+v", st, err, info)
+	})
 	local, err := n.b.MirrorPartition("t", 0)
 	if err != nil {
 		t.Fatal(err)

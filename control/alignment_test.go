@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -116,30 +118,22 @@ func TestInterruptedAlignmentAlignsAgain(t *testing.T) {
 func interruptedAlignment(t *testing.T, interrupt func(t *testing.T, ctx context.Context, n *testNode) *testNode) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
 	var blocked atomic.Bool
 	refuseFetches(src, &blocked)
-	srcCl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srcCl.Close()
+	srcCl := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	if err := srcCl.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
-	cfg := testConfig(t)
+	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
 	n.startTopics(t, ctx, "t")
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 caught up with the source at 2", func() bool {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return err == nil && st.SourceHighWatermark == 2 && st.Lag == 0
-	})
+	}))
 	// Failover, then writes on both sides: the copy's tail diverges.
 	stop := mirrorapi.NewPtrStopMirrorTopicsRequest()
 	stop.MirrorName = "m"
@@ -147,10 +141,10 @@ func interruptedAlignment(t *testing.T, interrupt func(t *testing.T, ctx context
 	if _, err := n.cl.Request(ctx, stop); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 STOPPED", func() bool {
 		ps, err := n.b.Store().MirrorPartitionState("m", "t", 0)
 		return err == nil && ps.State == state.StateStopped
-	})
+	}))
 	local, err := kgo.NewClient(kgo.SeedBrokers(n.b.Addr()), kgo.DefaultProduceTopic("t"))
 	if err != nil {
 		t.Fatal(err)
@@ -174,14 +168,14 @@ func interruptedAlignment(t *testing.T, interrupt func(t *testing.T, ctx context
 	defer n.close()
 
 	blocked.Store(false)
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 MIRRORING again, caught up with the source at 3", func() bool {
 		ps, _ := n.b.Store().MirrorPartitionState("m", "t", 0)
 		if ps.State == state.StateFailed {
 			t.Fatalf("the restarted failback failed: %s", ps.ErrorMessage)
 		}
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return ps.State == state.StateMirroring && err == nil && st.Lag == 0 && st.SourceHighWatermark == 3
-	})
+	}))
 	cons, err := kgo.NewClient(kgo.SeedBrokers(n.b.Addr()), kgo.ConsumeTopics("t"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {

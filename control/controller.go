@@ -48,7 +48,10 @@ type Controller struct {
 
 	// mu serialises the admin operations and every state change, so the
 	// persisted states and the fetchers never disagree.
-	mu      sync.Mutex
+	mu sync.Mutex
+	// srcMu guards sources apart from mu, so that the source I/O of an
+	// RPC can run before it takes mu (Handle).
+	srcMu   sync.Mutex
 	sources map[string]*kgo.Client // per mirror, for the slow calls
 
 	syncRec syncRecord // the metadata sync's stats and failing kinds
@@ -133,12 +136,12 @@ func (c *Controller) Close() {
 	c.cancel()
 	c.wg.Wait()
 	c.fm.Close()
-	c.mu.Lock()
+	c.srcMu.Lock()
 	for _, cl := range c.sources {
 		cl.Close()
 	}
 	c.sources = map[string]*kgo.Client{}
-	c.mu.Unlock()
+	c.srcMu.Unlock()
 }
 
 // resumeEach resumes the partitions of m's topics one at a time, for a
@@ -155,7 +158,7 @@ func (c *Controller) resumeEach(m state.Mirror) {
 			ps, err := c.readPartitionState(m.Name, topic, p)
 			switch {
 			case err != nil:
-				c.startPartition(m, topic, p)
+				c.resumeFailed(m, topic, p, c.startPartition(m, topic, p)) // fails it, saying why
 			case ps.State != state.StateUnknown:
 				c.resume(m, ps)
 			}
@@ -168,10 +171,10 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	switch ps.State {
 	case state.StateLogAlignment, state.StateULERecovery:
 		if m.Topics[ps.Topic] != state.StatePaused { // paused mid-alignment: the resume aligns
-			c.startPartition(m, ps.Topic, ps.Partition)
+			c.resumeFailed(m, ps.Topic, ps.Partition, c.startPartition(m, ps.Topic, ps.Partition))
 		}
 	case state.StateEpochFencing, state.StateMirroring:
-		c.startPartition(m, ps.Topic, ps.Partition)
+		c.resumeFailed(m, ps.Topic, ps.Partition, c.startPartition(m, ps.Topic, ps.Partition))
 	case state.StateFailed:
 		// Retried by watchFailures after the backoff its attempt count
 		// gives, counting on from the persisted attempt.
@@ -179,13 +182,23 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 			c.scheduleRetry(ps, ps.RetryAttempt)
 		}
 	case state.StatePausing:
-		c.setState(ps, state.StatePaused, "")
+		c.resumeFailed(m, ps.Topic, ps.Partition, c.setState(ps, state.StatePaused, ""))
 	case state.StateStopping:
 		if err := c.stopPartition(m, ps.Topic, ps.Partition); err != nil {
 			c.log.Error("finishing a stop after a restart", "mirror", m.Name, "topic", ps.Topic,
 				"partition", ps.Partition, "err", err)
 		}
 		c.releaseIfStopped(m, ps.Topic)
+	}
+}
+
+// resumeFailed logs a partition a restart could not resume. It stays as
+// stored: a start that failed before its fetcher ran is retried by the
+// next restart or start, and one whose record cannot be read is FAILED
+// (startPartitionFrom). REQUIRES: c.mu held.
+func (c *Controller) resumeFailed(m state.Mirror, topic string, p int32, err error) {
+	if err != nil {
+		c.log.Error("resuming a mirror partition after a restart", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
 	}
 }
 
@@ -383,7 +396,6 @@ func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
 }
 
 // source returns the mirror's client for the source (slow calls).
-// REQUIRES: c.mu held.
 func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
 	cl, err := c.sourceClient(m)
 	if err != nil {
@@ -403,8 +415,9 @@ func (c *Controller) addFetchers(m state.Mirror) error {
 
 // sourceClient is source's kgo client; it may send the mirror RPCs to a
 // source that is itself a kmirror node (the loop check).
-// REQUIRES: c.mu held.
 func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
+	c.srcMu.Lock()
+	defer c.srcMu.Unlock()
 	cl := c.sources[m.Name]
 	if cl == nil {
 		sec, err := clientauth.Parse(m.Configs)

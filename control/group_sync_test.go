@@ -8,6 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // A group's offsets committed at the source appear here after a sync
@@ -17,16 +20,8 @@ func TestSyncCopiesGroupOffsets(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	sc, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	sc := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	for range 5 {
 		if err := sc.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -39,16 +34,16 @@ func TestSyncCopiesGroupOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := testConfig(t)
+	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
 	boot := src.ListenAddrs()[0]
 	n.createMirror(t, ctx, boot)
 	n.startTopics(t, ctx, "t")
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 mirrored to log end 5", func() bool {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return err == nil && st.LogEndOffset == 5
-	})
+	}))
 	n.ctl.SyncOnce()
 	got, err := kadm.NewClient(n.cl).FetchOffsets(ctx, "orders-app")
 	if err != nil {
@@ -66,17 +61,9 @@ func TestClusterIDGuard(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	first, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"), kfake.ClusterID("first"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	second, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"), kfake.ClusterID("second"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
-	cfg := testConfig(t)
+	first := nodetest.Source(t, kfake.SeedTopics(1, "t"), kfake.ClusterID("first"))
+	second := nodetest.Source(t, kfake.SeedTopics(1, "t"), kfake.ClusterID("second"))
+	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
 	boot := first.ListenAddrs()[0]
@@ -84,10 +71,10 @@ func TestClusterIDGuard(t *testing.T) {
 	n.startTopics(t, ctx, "t")
 	n.ctl.SyncOnce()
 	// MIRRORING once the source accepted the fetch (alignment.go).
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 MIRRORING", func() bool {
 		ps, _ := n.b.Store().MirrorPartitionState("m", "t", 0)
 		return ps.State.String() == "MIRRORING"
-	})
+	}))
 	if err := n.ctl.SetMirrorConfigs("m", map[string]string{"bootstrap.servers": second.ListenAddrs()[0]}); err != nil {
 		t.Fatal(err)
 	}

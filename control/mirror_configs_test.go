@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // A mirror's configs are a CLUSTER_MIRROR (64) config resource: described,
@@ -17,12 +18,8 @@ func TestMirrorConfigResource(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	n := openTestNode(t, testConfig(t), nil)
+	src := nodetest.Source(t)
+	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	cl := n.cl
 	boot := src.ListenAddrs()[0]

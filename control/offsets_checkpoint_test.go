@@ -2,6 +2,8 @@ package control
 
 import (
 	"testing"
+
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // The periodic checkpoint persists what the fetchers read: the source high
@@ -19,10 +21,10 @@ func TestCheckpointPersistsSourceOffsets(t *testing.T) {
 	// and checks the store holds that reading.
 	checkpointAt := func(want int64) {
 		t.Helper()
-		waitFor(t, func() bool {
+		testutil.CheckFor(t, testutil.Timeout, testutil.True("the fetcher saw the source high watermark", func() bool {
 			st, err := f.n.ctl.fm.Status("m", "t", 0)
 			return err == nil && st.SourceHighWatermark == want
-		})
+		}))
 		// The fetcher may read again while this runs: the stored time
 		// lies between the readings before and after the checkpoint.
 		before, _ := f.n.ctl.fm.Status("m", "t", 0)

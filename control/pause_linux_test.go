@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -23,21 +24,17 @@ func TestPauseOnAFullDisk(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	cfg := testConfig(t)
+	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	cfg := nodetest.Config(t)
 	cfg.LogDirs = []string{testutil.Tmpfs(t, 64<<20)}
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
 	n.startTopics(t, ctx, "t")
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 MIRRORING", func() bool {
 		ps, _ := n.b.Store().MirrorPartitionState("m", "t", 0)
 		return ps.State == state.StateMirroring
-	})
+	}))
 	pause := func() *mirrorapi.PauseMirrorTopicsResponse {
 		req := mirrorapi.NewPtrPauseMirrorTopicsRequest()
 		req.MirrorName, req.Topics = "m", []mirrorapi.MirrorTopicsRequestTopic{{TopicName: "t"}}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -100,7 +101,7 @@ func TestSyncClientQuotas(t *testing.T) {
 	if _, err := f.n.cl.Request(f.ctx, stop); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return f.state(t, "t", 0).State == state.StateStopped })
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 STOPPED", func() bool { return f.state(t, "t", 0).State == state.StateStopped }))
 	alterQuotas(t, f, f.sadm, "carol", "request_percentage", 0, true)
 	f.n.ctl.SyncOnce()
 	if got := userQuotas(t, f, "carol"); got["request_percentage"] != 20 {

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -48,15 +50,6 @@ func openTestNodeWith(t testing.TB, cfg broker.Config, before func(*broker.Broke
 		t.Fatal(err)
 	}
 	return &testNode{cfg: cfg, b: b, ctl: ctl, cl: cl}
-}
-
-// testConfig is a node on a free loopback port in a temp dir.
-func testConfig(t testing.TB) broker.Config {
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
-	return cfg
 }
 
 // createMirror creates mirror "m" from the source at boot; the request
@@ -102,24 +95,12 @@ func TestRestartFinishesAStop(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	plain, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	plain := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	if err := plain.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	txn, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"), kgo.TransactionalID("open"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
+	txn := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"), kgo.TransactionalID("open"))
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,15 +108,15 @@ func TestRestartFinishesAStop(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := testConfig(t)
+	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	boot := src.ListenAddrs()[0]
 	n.createMirror(t, ctx, boot)
 	n.startTopics(t, ctx, "t")
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 caught up with the source", func() bool {
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return err == nil && st.SourceHighWatermark > 0 && st.Lag == 0
-	})
+	}))
 	n.close()
 
 	// The crash: STOPPING persisted, nothing of the stop done.
@@ -206,16 +187,5 @@ func TestRestartFinishesAStop(t *testing.T) {
 	defer p.Close()
 	if err := p.ProduceSync(ctx, kgo.StringRecord("after failover")).FirstErr(); err != nil {
 		t.Fatalf("produce after the stop: %v", err)
-	}
-}
-
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		<-time.After(10 * time.Millisecond)
 	}
 }

@@ -21,14 +21,31 @@ import (
 
 // Handle answers a mirror RPC (the broker's handlers for keys 94-107 call
 // it). It blocks on the state store and the source: broker workers only.
+//
+// The RPCs that change mirrors run under c.mu, one at a time, so that
+// persisted states and fetchers never disagree. List and Describe only
+// read (the store and the fetchers' statuses, each safe on its own) and
+// take no lock: a failback peer's DescribeClusterMirrors, or an
+// operator's --describe, never waits behind a Start or Stop that waits on
+// a slow source. A Start reads the source (topics, ids, configs) before it
+// takes c.mu, for the same reason.
 func (c *Controller) Handle(req kmsg.Request) (kmsg.Response, error) {
+	switch r := req.(type) {
+	case *mirrorapi.ListClusterMirrorsRequest:
+		return c.list(r), nil
+	case *mirrorapi.DescribeClusterMirrorsRequest:
+		return c.describe(r), nil
+	case *mirrorapi.StartMirrorTopicsRequest:
+		looked := c.startLookups(r)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.start(r, looked), nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch r := req.(type) {
 	case *mirrorapi.CreateClusterMirrorRequest:
 		return c.create(r), nil
-	case *mirrorapi.StartMirrorTopicsRequest:
-		return c.start(r), nil
 	case *mirrorapi.StopMirrorTopicsRequest:
 		return c.stop(r), nil
 	case *mirrorapi.PauseMirrorTopicsRequest:
@@ -39,10 +56,6 @@ func (c *Controller) Handle(req kmsg.Request) (kmsg.Response, error) {
 		return c.recover(r), nil
 	case *mirrorapi.DeleteClusterMirrorRequest:
 		return c.delete(r), nil
-	case *mirrorapi.ListClusterMirrorsRequest:
-		return c.list(r), nil
-	case *mirrorapi.DescribeClusterMirrorsRequest:
-		return c.describe(r), nil
 	}
 	return nil, fmt.Errorf("control: not a mirror request: %T", req)
 }
@@ -110,6 +123,8 @@ func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Respon
 }
 
 func (c *Controller) dropSource(name string) {
+	c.srcMu.Lock()
+	defer c.srcMu.Unlock()
 	if cl := c.sources[name]; cl != nil {
 		cl.Close()
 		delete(c.sources, name)
@@ -145,7 +160,38 @@ func (c *Controller) mirrorFor(name string, res *topicsResult) (state.Mirror, bo
 	return m, true
 }
 
-func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response {
+// startLookup is what a Start reads from the source before it takes c.mu.
+type startLookup struct {
+	looked  bool // the request names topics or patterns: they were resolved
+	topics  []mirrorapi.StartMirrorTopicsRequestTopic
+	configs map[string]map[string]string
+	err     error
+}
+
+// startLookups resolves a Start's names and patterns against the source:
+// ids and partition counts come from there when the caller left them out,
+// and the source's topic configs. No lock is held: the source may be slow.
+// A mirror that is missing here is answered by start, under c.mu.
+func (c *Controller) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLookup {
+	if len(r.IncludePatterns) == 0 && len(r.Topics) == 0 {
+		return startLookup{}
+	}
+	m, err := c.store.GetMirror(r.MirrorName)
+	if err != nil {
+		return startLookup{}
+	}
+	found, err := c.sourceTopics(m, r.IncludePatterns, r.ExcludePatterns, r.Topics)
+	if err != nil {
+		return startLookup{looked: true, err: err}
+	}
+	l := startLookup{looked: true, topics: found}
+	if !r.ValidateOnly { // a dry run applies no configs
+		l.configs = c.startConfigs(m, found)
+	}
+	return l
+}
+
+func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLookup) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.StartMirrorTopicsResponse)
 	var res topicsResult
 	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
@@ -155,19 +201,17 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest) kmsg.Response 
 	}
 	resp.DryRun = r.ValidateOnly
 	topics := r.Topics
-	var configs map[string]map[string]string
-	if len(r.IncludePatterns) > 0 || len(topics) > 0 {
-		// Names and patterns are resolved against the source: ids and
-		// partition counts come from there when the caller left them out.
-		found, err := c.sourceTopics(m, r.IncludePatterns, r.ExcludePatterns, topics)
-		if err != nil {
-			res.fail(kerr.UnknownServerError.Code, "%v: %v", errSourceUnreachable, err)
-			return resp
-		}
-		topics = found
-		if !r.ValidateOnly { // a dry run applies no configs
-			configs = c.startConfigs(m, topics)
-		}
+	configs := looked.configs
+	switch {
+	case looked.err != nil:
+		res.fail(kerr.UnknownServerError.Code, "%v: %v", errSourceUnreachable, looked.err)
+		return resp
+	case looked.looked:
+		topics = looked.topics
+	case len(r.IncludePatterns) > 0 || len(topics) > 0:
+		// The mirror was created between the lookups and the lock.
+		res.fail(kerr.UnknownServerError.Code, "cluster mirror %s changed during the start: ask again", m.Name)
+		return resp
 	}
 	// SPEC.md section 2: names and patterns join the include set; a
 	// pattern included is no longer excluded and vice versa; a topic named
@@ -289,8 +333,11 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 		for p := int32(0); p < t.NumPartitions; p++ {
 			// A stopped partition starts over at LOG_ALIGNMENT.
 			ps := c.partitionState(m.Name, t.TopicName, p)
-			if ps.State == state.StateStopped {
-				c.setState(ps, state.StateLogAlignment, "")
+			if ps.State != state.StateStopped {
+				continue
+			}
+			if err := c.setState(ps, state.StateLogAlignment, ""); err != nil {
+				return kerr.UnknownServerError.Code, fmt.Sprintf("partition %d: persisting LOG_ALIGNMENT: %v", p, err)
 			}
 		}
 	}
@@ -484,8 +531,11 @@ func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.R
 					continue
 				}
 				// PAUSED -> MIRRORING: no re-alignment, from the log end.
-				c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
-				local, err := c.b.MirrorPartition(topic, p)
+				err := c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
+				var local broker.MirrorPartition
+				if err == nil {
+					local, err = c.b.MirrorPartition(topic, p)
+				}
 				if err == nil {
 					err = c.fm.StartPartition(m.Name, topic, p, local, fetch.StartResume)
 				}

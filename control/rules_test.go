@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -19,12 +20,8 @@ func TestIncludeExcludeRules(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b1", "b2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	cfg := testConfig(t)
+	src := nodetest.Source(t, kfake.SeedTopics(1, "a", "b1", "b2"))
+	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()
 	send := func(req kmsg.Request) kmsg.Response {

@@ -159,7 +159,7 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 
 // startConfigs reads the source configs of the topics a Start is about to
 // create. A failure is logged, not fatal: the next sync cycle copies them.
-// REQUIRES: c.mu held.
+// No lock is needed (Handle calls it before taking c.mu).
 func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirrorTopicsRequestTopic) map[string]map[string]string {
 	adm, err := c.source(m)
 	if err != nil {
@@ -183,7 +183,7 @@ func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirror
 // explainSource turns a failed source call into the reason an operator
 // can act on: kgo often reports a refused SASL login or TLS handshake as
 // a closed connection, so the source is probed the fetchers' way, which
-// names the step and the source's own error. REQUIRES: c.mu held.
+// names the step and the source's own error.
 func (c *Controller) explainSource(m state.Mirror, err error) error {
 	fc, ferr := fetchConfig(m.Name, m.Configs)
 	if ferr != nil {

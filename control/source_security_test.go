@@ -16,6 +16,8 @@ import (
 
 	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/internal/testcerts"
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -63,11 +65,7 @@ func TestSecuredSource(t *testing.T) {
 				configs["ssl.truststore.certificates"] = string(ca.PEM)
 				clientOpts = append(clientOpts, kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool}))
 			}
-			src, err := kfake.NewCluster(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer src.Close()
+			src := nodetest.Source(t, opts...)
 			scl, err := kgo.NewClient(append(clientOpts, kgo.SeedBrokers(src.ListenAddrs()...),
 				kgo.DefaultProduceTopic("secret-orders"))...)
 			if err != nil {
@@ -84,7 +82,7 @@ func TestSecuredSource(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			cfg := testConfig(t)
+			cfg := nodetest.Config(t)
 			cfg.PasswordEncoderSecret = "test-encoder-secret"
 			n := openTestNode(t, cfg, nil)
 			defer n.close()
@@ -92,10 +90,10 @@ func TestSecuredSource(t *testing.T) {
 			createMirrorWith(t, ctx, n, configs, 0)
 			n.startTopics(t, ctx, "secret-orders")
 			ends.Each(func(o kadm.ListedOffset) {
-				waitFor(t, func() bool {
+				testutil.CheckFor(t, testutil.Timeout, testutil.True("the committed offset mirrored", func() bool {
 					local, err := n.b.MirrorPartition("secret-orders", o.Partition)
 					return err == nil && local.Log().HighWatermark() == o.Offset
-				})
+				}))
 			})
 			n.ctl.SyncOnce()
 			for _, st := range n.ctl.SyncStats() {
@@ -136,14 +134,9 @@ func TestSecuredSourceRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ca, other := testcerts.NewCA(t), testcerts.NewCA(t)
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
-		kfake.Superuser("SCRAM-SHA-256", "mirror", "right"),
+	src := nodetest.Source(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "mirror", "right"),
 		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{ca.Server().TLS}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	cfg := testConfig(t)
+	cfg := nodetest.Config(t)
 	cfg.PasswordEncoderSecret = "test-encoder-secret"
 	n := openTestNodeWith(t, cfg, nil, Config{SourceTimeout: 5 * time.Second})
 	defer n.close()
@@ -199,12 +192,8 @@ func TestCredentialsNeedEncoderSecret(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("PLAIN", "mirror", "pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	n := openTestNode(t, testConfig(t), nil)
+	src := nodetest.Source(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "mirror", "pw"))
+	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	msg := createMirrorWith(t, ctx, n, map[string]string{"bootstrap.servers": src.ListenAddrs()[0],
 		"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",

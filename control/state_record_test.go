@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -56,28 +58,20 @@ func TestUnreadableStateRecordFails(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	scl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer scl.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	scl := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	if err := scl.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig(t)
+	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
 	n.startTopics(t, ctx, "t")
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 MIRRORING, caught up with the source at 2", func() bool {
 		ps, _ := n.b.Store().MirrorPartitionState("m", "t", 0)
 		st, err := n.ctl.fm.Status("m", "t", 0)
 		return ps.State == state.StateMirroring && err == nil && st.Lag == 0 && st.SourceHighWatermark == 2
-	})
+	}))
 	n.close()
 	corruptPartitionStates(t, filepath.Join(cfg.LogDirs[0], "__kmirror_state")) // the default metadata.log.dir
 
@@ -103,12 +97,12 @@ func TestUnreadableStateRecordFails(t *testing.T) {
 	if err := scl.ProduceSync(ctx, kgo.StringRecord("c")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 readable and MIRRORING again, caught up with the source at 3", func() bool {
 		ps, err := n.b.Store().MirrorPartitionState("m", "t", 0)
 		if errors.Is(err, state.ErrCorrupt) {
 			return false
 		}
 		st, serr := n.ctl.fm.Status("m", "t", 0)
 		return ps.State == state.StateMirroring && serr == nil && st.Lag == 0 && st.SourceHighWatermark == 3
-	})
+	}))
 }

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // Sync cycle cost at the size issue 8 names: 1,000 mirrored partitions
@@ -21,16 +23,8 @@ func BenchmarkSyncCycle(b *testing.B) {
 	const topics, partitions, groups, topicsPerGroup, recordsPerPartition = 100, 10, 100, 10, 5
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Close()
-	scl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer scl.Close()
+	src := nodetest.Source(b)
+	scl := nodetest.Client(b, src.ListenAddrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	sadm := kadm.NewClient(scl)
 	names := make([]string, topics)
 	retention := "604800000"
@@ -64,17 +58,17 @@ func BenchmarkSyncCycle(b *testing.B) {
 		}
 	}
 
-	cfg := testConfig(b)
+	cfg := nodetest.Config(b)
 	n := openTestNode(b, cfg, nil)
 	defer n.close()
 	n.createMirror(b, ctx, src.ListenAddrs()[0])
 	n.startTopics(b, ctx, names...)
 	for _, t := range names {
 		for p := range int32(partitions) {
-			waitFor(b, func() bool {
+			testutil.CheckFor(b, testutil.Timeout, testutil.True("mirrored up to the end", func() bool {
 				local, err := n.b.MirrorPartition(t, p)
 				return err == nil && local.Log().HighWatermark() == recordsPerPartition
-			})
+			}))
 		}
 	}
 	n.ctl.SyncOnce() // the first cycle copies; the measured ones keep in step

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -36,21 +38,13 @@ func newSyncFixtureWith(t *testing.T, ctlCfg Config, seedTopics ...string) *sync
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	var opts []kfake.Opt
 	if len(seedTopics) > 0 {
 		opts = append(opts, kfake.SeedTopics(1, seedTopics...))
 	}
-	src, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	scl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(scl.Close)
-	n := openTestNodeWith(t, testConfig(t), nil, ctlCfg)
+	src := nodetest.Source(t, opts...)
+	scl := nodetest.Client(t, src.ListenAddrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	n := openTestNodeWith(t, nodetest.Config(t), nil, ctlCfg)
 	t.Cleanup(n.close)
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
 	return &syncFixture{ctx: ctx, src: src, sadm: kadm.NewClient(scl), scl: scl, n: n}
@@ -96,10 +90,10 @@ func (f *syncFixture) state(t *testing.T, topic string, p int32) state.MirrorPar
 
 func (f *syncFixture) waitMirrored(t *testing.T, topic string, p int32, end int64) {
 	t.Helper()
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("mirrored up to the end", func() bool {
 		local, err := f.n.b.MirrorPartition(topic, p)
 		return err == nil && local.Log().HighWatermark() == end
-	})
+	}))
 }
 
 // New source topics that the mirror's rules match start mirroring at the
@@ -159,7 +153,7 @@ func TestSyncGrowsPartitions(t *testing.T) {
 		t.Fatalf("partitions after the sync: %d, want 3", info.Partitions)
 	}
 	f.waitMirrored(t, "t", 2, 4)
-	waitFor(t, func() bool { return f.state(t, "t", 2).State == state.StateMirroring })
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-2 MIRRORING", func() bool { return f.state(t, "t", 2).State == state.StateMirroring }))
 }
 
 // The source's dynamic topic configs are copied (at start, before any
@@ -298,13 +292,9 @@ func TestSyncErrorsCountedAndLoggedOnce(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := nodetest.Source(t)
 	var logs lockedBuffer
-	n := openTestNodeWith(t, testConfig(t), nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	n := openTestNodeWith(t, nodetest.Config(t), nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		SourceTimeout: 500 * time.Millisecond})
 	defer n.close()
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
@@ -354,15 +344,11 @@ func TestSyncLoopRunsByItself(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "auto.a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(1, "auto.a"))
 	boot := src.ListenAddrs()[0]
-	on := openTestNodeWith(t, testConfig(t), nil, Config{RefreshInterval: 50 * time.Millisecond})
+	on := openTestNodeWith(t, nodetest.Config(t), nil, Config{RefreshInterval: 50 * time.Millisecond})
 	defer on.close()
-	off := openTestNodeWith(t, testConfig(t), nil, Config{RefreshInterval: -1})
+	off := openTestNodeWith(t, nodetest.Config(t), nil, Config{RefreshInterval: -1})
 	defer off.close()
 	for _, n := range []*testNode{on, off} {
 		n.createMirror(t, ctx, boot)
@@ -370,10 +356,10 @@ func TestSyncLoopRunsByItself(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool {
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("auto.a mirrored by m", func() bool {
 		info, ok := on.b.Topic("auto.a")
 		return ok && info.Mirror == "m"
-	})
+	}))
 	if st := off.ctl.SyncStats(); len(st) != 0 {
 		t.Fatalf("the loop ran with the interval off: %+v", st)
 	}

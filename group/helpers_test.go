@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -131,25 +132,6 @@ func openStateStore(t *testing.T) *state.Store {
 	return s
 }
 
-// checkFor polls fn until it returns nil, failing the test with fn's last
-// error after timeout.
-func checkFor(t *testing.T, timeout time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v: %v", timeout, err)
-		}
-		<-tick.C
-	}
-}
-
 // recv waits for a response on ch.
 func recv[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
@@ -219,7 +201,7 @@ func stateOf(c *Coordinator, name string) (st string, gen int32, members int) {
 // waitState waits until group name is in state st with n members.
 func waitState(t *testing.T, c *Coordinator, name, st string, n int) {
 	t.Helper()
-	checkFor(t, waitFor, func() error {
+	testutil.CheckFor(t, waitFor, func() error {
 		if got, gen, members := stateOf(c, name); got != st || members != n {
 			return fmt.Errorf("group %s is %s (generation %d) with %d members, want %s with %d", name, got, gen, members, st, n)
 		}
@@ -246,7 +228,7 @@ func parked(c *Coordinator, name, id string, join bool) bool {
 // (join) or a SyncGroup.
 func waitParked(t *testing.T, c *Coordinator, name, id string, join bool) {
 	t.Helper()
-	checkFor(t, waitFor, func() error {
+	testutil.CheckFor(t, waitFor, func() error {
 		if !parked(c, name, id, join) {
 			return fmt.Errorf("member %s of %s is not waiting (join %v)", id, name, join)
 		}

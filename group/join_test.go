@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 func TestJoinGroupRefusals(t *testing.T) {
@@ -126,7 +128,7 @@ func TestJoinGroupPendingMemberExpires(t *testing.T) {
 	m.session = 20 * time.Millisecond
 	resp := c.JoinGroup(m.joinRequest(), "a", "/10.0.0.1")
 	wantCode(t, "first join", resp.ErrorCode, kerr.MemberIDRequired)
-	checkFor(t, waitFor, func() error {
+	testutil.CheckFor(t, waitFor, func() error {
 		var err error
 		peek(c, "g", func(g *Group) {
 			if len(g.pending) != 0 {
@@ -315,7 +317,7 @@ func TestJoinGroupSessionExpiry(t *testing.T) {
 	gen := a.gen
 
 	// b stops heartbeating; a keeps on until it learns of the rebalance.
-	checkFor(t, waitFor, func() error {
+	testutil.CheckFor(t, waitFor, func() error {
 		if code := a.heartbeat(); code != kerr.RebalanceInProgress.Code {
 			return fmt.Errorf("a's heartbeat: %s", errName(code))
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/fetch"
+	ktestutil "github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // The fetch collector reports what a real mirror did: bytes and batches,
@@ -26,7 +28,7 @@ func TestFetchCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := startMirrored(t, b, m, "m", "s", sourceID(t, ctx, p, "s"))
-	waitUntil(t, "mirror caught up", func() bool { return local.Log().LogEndOffset() == 3 })
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("mirror caught up", func() bool { return local.Log().LogEndOffset() == 3 }))
 
 	c := NewFetchCollector(m, true)
 	reg := prometheus.NewPedanticRegistry()
@@ -88,26 +90,26 @@ func TestFetchCollectorStalled(t *testing.T) {
 		}
 		return age, stalled
 	}
-	waitUntil(t, "mirror caught up", func() bool { return local.Log().LogEndOffset() == 1 })
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("mirror caught up", func() bool { return local.Log().LogEndOffset() == 1 }))
 	// Answered (the source keeps answering, with new records so that
 	// even an incremental fetch session names the partition).
-	waitUntil(t, "fresh while answered", func() bool {
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("fresh while answered", func() bool {
 		if err := p.ProduceSync(ctx, kgo.StringRecord("more")).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 		age, stalled := gauges("m", "s")
 		return age >= 0 && age < timeout.Seconds() && stalled == 0
-	})
+	}))
 	if age, stalled := gauges("gone", "never"); !math.IsInf(age, 1) {
 		t.Errorf("never answered: age %v, stalled %v; want +Inf", age, stalled)
 	}
-	waitUntil(t, "never answered: stalled", func() bool { _, stalled := gauges("gone", "never"); return stalled == 1 })
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("never answered: stalled", func() bool { _, stalled := gauges("gone", "never"); return stalled == 1 }))
 
 	src.Close()
-	waitUntil(t, "stalled once the source is gone", func() bool {
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("stalled once the source is gone", func() bool {
 		age, stalled := gauges("m", "s")
 		return stalled == 1 && age >= timeout.Seconds() && !math.IsInf(age, 1)
-	})
+	}))
 }
 
 // The RPO gauges, per partition (partition labels on): about 0 while the
@@ -132,10 +134,10 @@ func TestFetchCollectorLagSeconds(t *testing.T) {
 		return got["kmirror_mirror_lag_seconds"+labels], got["kmirror_mirror_lag_bytes"+labels],
 			got["kmirror_mirror_lag_records"+labels]
 	}
-	waitUntil(t, "caught up: lag about 0", func() bool {
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("caught up: lag about 0", func() bool {
 		s, bytes, recs := lag()
 		return local.Log().LogEndOffset() == 1 && s < 1 && bytes == 0 && recs == 0
-	})
+	}))
 
 	// A burst of 100 batches of about 80 bytes (snappy): seconds of
 	// copying at 2000 bytes per second.
@@ -146,26 +148,26 @@ func TestFetchCollectorLagSeconds(t *testing.T) {
 		}
 	}
 	var behind float64
-	waitUntil(t, "behind: lag in seconds grows past a second, bytes estimated", func() bool {
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("behind: lag in seconds grows past a second, bytes estimated", func() bool {
 		s, bytes, recs := lag()
 		if recs > 0 && (bytes < recs*50 || bytes > recs*200) {
 			t.Fatalf("%v records behind estimated at %v bytes; want about 80 each", recs, bytes)
 		}
 		behind = s
 		return recs > 0 && s > 1.5 && !math.IsInf(s, 1)
-	})
-	waitUntil(t, "caught up again", func() bool {
+	}))
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("caught up again", func() bool {
 		s, _, recs := lag()
 		return local.Log().LogEndOffset() == 101 && recs == 0 && s < 1
-	})
+	}))
 	if behind <= 1.5 {
 		t.Fatalf("behind: %vs", behind)
 	}
 
 	src.Close()
 	var first float64
-	waitUntil(t, "stalled: past a second", func() bool { first, _, _ = lag(); return first > 1 && !math.IsInf(first, 1) })
-	waitUntil(t, "stalled: still growing", func() bool { s, _, _ := lag(); return s >= first+0.5 })
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("stalled: past a second", func() bool { first, _, _ = lag(); return first > 1 && !math.IsInf(first, 1) }))
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("stalled: still growing", func() bool { s, _, _ := lag(); return s >= first+0.5 }))
 }
 
 // newFetchFixture returns a test context, a one-broker kfake cluster with
@@ -175,22 +177,14 @@ func newFetchFixture(t *testing.T, records int) (context.Context, *kfake.Cluster
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	p, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	src := nodetest.Source(t, kfake.SeedTopics(1, "s"))
+	p := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("s"))
 	for range records {
 		if err := p.ProduceSync(ctx, kgo.StringRecord("r")).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b := newTestBroker(t)
+	b := nodetest.Start(t, nodetest.Config(t))
 	m := fetch.NewManager(fetch.Config{})
 	t.Cleanup(m.Close) // before b closes: cleanups run last first
 	return ctx, src, p, b, m
@@ -222,17 +216,6 @@ func sourceID(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) [
 		t.Fatalf("source topic %s: %v %v", topic, err, tds[topic].Err)
 	}
 	return tds[topic].ID
-}
-
-// waitUntil polls cond for up to 20 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 20s", what)
-		}
-		<-time.After(5 * time.Millisecond)
-	}
 }
 
 // counterValue returns the value of the unlabelled counter name.

@@ -11,14 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // The collector reports the broker's counters under the documented names,
 // and they move with traffic.
 func TestCollectorReportsBrokerCounters(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t)
+	b := nodetest.Start(t, nodetest.Config(t))
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(b))
 
@@ -71,22 +71,6 @@ kmirror_log_end_offsets{topic="m"} 2
 	}
 }
 
-// newTestBroker starts a broker on a loopback port in a temp dir, closed
-// at the end of the test.
-func newTestBroker(t *testing.T) *broker.Broker {
-	t.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 // gathered returns the counters and gauges of reg by name and labels:
 // "name{label=value}{label=value}", labels in Prometheus' order.
 func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
@@ -116,7 +100,7 @@ func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // store's, measured at the scrape.
 func TestCollectorDiskSpace(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t)
+	b := nodetest.Start(t, nodetest.Config(t))
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(b))
 	got := gathered(t, reg)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // Test API keys. flexibleV2 decides their header version; ApiVersions
@@ -192,22 +194,6 @@ func (c *testClient) echo(corr int32) {
 	body := fmt.Appendf(nil, "echo %d", corr)
 	c.send(testReq{key: keyEcho, version: 1, corr: corr, body: body})
 	c.expect(corr, false, body)
-}
-
-// checkFor polls cond until it returns nil or timeout passes.
-func checkFor(tb testing.TB, timeout time.Duration, cond func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after %v: %v", timeout, err)
-		}
-		<-time.After(time.Millisecond)
-	}
 }
 
 func counterIs(name string, got func() int64, want int64) func() error {
@@ -413,7 +399,7 @@ func TestServerFramingErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			bad.expectClosed()
-			checkFor(t, ioTimeout, counterIs("FramingErrors", s.Stats().FramingErrors.Load, framingErrors+1))
+			testutil.CheckFor(t, ioTimeout, counterIs("FramingErrors", s.Stats().FramingErrors.Load, framingErrors+1))
 			bystander.echo(corr + 1)
 			dial(t, addr).echo(corr + 2)
 		})
@@ -456,7 +442,7 @@ func TestServerHandlerErrorClosesConnection(t *testing.T) {
 	if got := s.Stats().FramingErrors.Load(); got != 0 {
 		t.Fatalf("FramingErrors = %d, want 0: a handler error is not a framing error", got)
 	}
-	checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
+	testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
 }
 
 // Requests pipelined behind one whose handler failed must not be served:
@@ -489,7 +475,7 @@ func TestServerHandlerErrorStopsPipeline(t *testing.T) {
 			}
 			c.expectClosed()
 			// OnClose has run: from here a fixed worker stops.
-			checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
+			testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
 			for _, cl := range h.served() {
 				if cl.key == keyEcho {
 					t.Fatalf("served %+v after the connection failed; Serve calls: %+v", cl, h.served())
@@ -524,7 +510,7 @@ func TestServerBackpressure(t *testing.T) {
 	// One request in the handler, four queued, the rest left in gnet's
 	// buffer: framing stops there.
 	frameLen := int64(len(reqs[0].appendTo(nil)))
-	checkFor(t, ioTimeout, counterIs("BytesIn", s.Stats().BytesIn.Load, 5*frameLen))
+	testutil.CheckFor(t, ioTimeout, counterIs("BytesIn", s.Stats().BytesIn.Load, 5*frameLen))
 
 	for i := 0; i < n; i += 5 {
 		if i > 0 {
@@ -573,7 +559,7 @@ func TestServerCloseWithOpenConnections(t *testing.T) {
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 3))
+	testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 3))
 }
 
 // echoHandler answers every request with its body and records nothing, so

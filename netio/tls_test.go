@@ -19,6 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // A TLS listener and a plaintext one in one server: both are listed in
@@ -126,7 +128,7 @@ func TestTLSSplicesFileRanges(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
+	testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
 	st := s.Stats()
 	if st.ConnectionsOpened.Load() != 1 || st.Requests.Load() != 5 || st.BytesOut.Load() != out {
 		t.Fatalf("opened %d, requests %d, bytes out %d (want 1, 5, %d)",
@@ -284,7 +286,7 @@ func TestTLSHandshakeFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			closed := s.Stats().ConnectionsClosed.Load()
 			remote := tt.client(t)
-			checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, closed+1))
+			testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, closed+1))
 			// The server logged all it will about this client.
 			recs := logs.about(remote)
 			switch {
@@ -301,7 +303,7 @@ func TestTLSHandshakeFailures(t *testing.T) {
 			fresh := dialTLS(t, addr, good)
 			fresh.echo(int32(10*i + 2))
 			fresh.Close()
-			checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, closed+2))
+			testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, closed+2))
 		})
 	}
 	if got := s.Stats().FramingErrors.Load(); got != 0 {
@@ -372,7 +374,7 @@ func TestTLSFramingErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			bad.expectClosed()
-			checkFor(t, ioTimeout, counterIs("FramingErrors", s.Stats().FramingErrors.Load, framingErrors+1))
+			testutil.CheckFor(t, ioTimeout, counterIs("FramingErrors", s.Stats().FramingErrors.Load, framingErrors+1))
 			bystander.echo(corr + 1)
 			dialTLS(t, addr, clientTLS()).echo(corr + 2)
 		})
@@ -400,7 +402,7 @@ func TestTLSHandlerErrorStopsPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.expectClosed()
-	checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
+	testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
 	want := []call{{keyEcho, 1, ""}, {keyFail, 2, ""}}
 	if got := h.served(); !slices.Equal(got, want) {
 		t.Fatalf("Serve calls %+v, want %+v", got, want)
@@ -483,13 +485,13 @@ func TestTLSCloseWithOpenConnections(t *testing.T) {
 	for i := range int32(8) {
 		stuck.send(testReq{key: keySplice, version: 1, corr: 10 + i})
 	}
-	checkFor(t, ioTimeout, func() error {
+	testutil.CheckFor(t, ioTimeout, func() error {
 		if out := s.Stats().BytesOut.Load(); out < 1<<20 {
 			return fmt.Errorf("%d bytes out", out)
 		}
 		return nil
 	})
-	checkFor(t, ioTimeout, counterIs("ConnectionsOpened", s.Stats().ConnectionsOpened.Load, 6))
+	testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsOpened", s.Stats().ConnectionsOpened.Load, 6))
 
 	closed := make(chan error, 1)
 	go func() {
@@ -502,7 +504,7 @@ func TestTLSCloseWithOpenConnections(t *testing.T) {
 	}
 	// Every goroutine but busy's returns, the stuck writer's too, though
 	// its client still reads nothing.
-	checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 5))
+	testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 5))
 	// Its socket still holds some responses; the close is behind them.
 	if _, err := io.Copy(io.Discard, stuck.r); err == nil {
 		stuck.expectClosed()
@@ -527,7 +529,7 @@ func TestTLSCloseWithOpenConnections(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		t.Error("the listener still accepts connections")
 	}
-	checkFor(t, ioTimeout, func() error {
+	testutil.CheckFor(t, ioTimeout, func() error {
 		if n := runtime.NumGoroutine(); n > before {
 			buf := make([]byte, 1<<20)
 			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
@@ -575,7 +577,7 @@ func TestTLSWriteTimeout(t *testing.T) {
 		deaf.send(testReq{key: keySplice, version: 1, corr: i})
 	}
 	bystander.echo(100)
-	checkFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
+	testutil.CheckFor(t, ioTimeout, counterIs("ConnectionsClosed", s.Stats().ConnectionsClosed.Load, 1))
 	bystander.echo(101)
 	recs := logs.about(deaf.LocalAddr().String())
 	if len(recs) != 1 || !strings.Contains(recs[0].attrs["err"], "client read nothing for 200ms") {

@@ -22,6 +22,8 @@ import (
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -56,10 +58,7 @@ type ctlNode struct {
 // defaults.
 func startCtlNode(t *testing.T, name string, ccfg control.Config) *ctlNode {
 	t.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
+	cfg := nodetest.Config(t)
 	cfg.GroupInitialRebalanceDelay = 0
 	// Warnings (fetch errors, truncations, failed partitions) go to the
 	// test log, shown when a test fails.
@@ -342,7 +341,7 @@ func (n *ctlNode) waitMirrored(ctx context.Context, mirror, topic string, ends m
 // waitMirroredWithin is waitMirrored, failing the test after d.
 func (n *ctlNode) waitMirroredWithin(ctx context.Context, d time.Duration, mirror, topic string, ends map[int32]int64) {
 	n.t.Helper()
-	mirrorWait(n.t, ctx, d, fmt.Sprintf("node %s: mirror %s catching up on %s to %v", n.name, mirror, topic, ends), func() error {
+	testutil.CheckFor(n.t, d, testutil.Named(fmt.Sprintf("node %s: mirror %s catching up on %s to %v", n.name, mirror, topic, ends), func() error {
 		ps := n.describe(ctx, mirror)[topic]
 		if len(ps) != len(ends) {
 			return fmt.Errorf("%d partitions described, want %d: %s", len(ps), len(ends), describePartitions(ps))
@@ -354,7 +353,7 @@ func (n *ctlNode) waitMirroredWithin(ctx context.Context, d time.Duration, mirro
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 // checkStates checks that Describe shows parts partitions of topic, all
@@ -407,11 +406,7 @@ func (n *ctlNode) checkNoFetcher(mirror, topic string, parts int32) {
 // startSource starts a one-broker kfake cluster, closed at test end.
 func startSource(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kgo.Client) {
 	t.Helper()
-	src, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
-	if err != nil {
-		t.Fatalf("starting kfake: %v", err)
-	}
-	t.Cleanup(src.Close)
+	src := nodetest.Source(t, opts...)
 	cl := newClient(t, src.ListenAddrs()[0], kgo.MaxVersions(rawFetchVersions()))
 	return src, cl
 }
@@ -750,7 +745,7 @@ func TestControlE2ERecover(t *testing.T) {
 	n.ok(ctx, createReq("rec", src.ListenAddrs()[0]))
 	n.ok(ctx, startReq("rec", topic))
 	var failed mirrorapi.DescribeClusterMirrorsResponsePartition
-	mirrorWait(t, ctx, mirrorCatchUp, "partition 0 FAILED in Describe", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("partition 0 FAILED in Describe", func() error {
 		ps := n.describe(ctx, "rec")[topic]
 		for _, p := range ps {
 			if p.PartitionIndex == 0 && p.StateValue == "FAILED" {
@@ -759,7 +754,7 @@ func TestControlE2ERecover(t *testing.T) {
 			}
 		}
 		return errors.New(describePartitions(ps))
-	})
+	}))
 	if !served.Load() {
 		t.Fatal("partition 0 failed without the corrupt response")
 	}
@@ -769,14 +764,14 @@ func TestControlE2ERecover(t *testing.T) {
 	if st, err := n.ctl.Fetchers().Status("rec", topic, 1); err != nil || st.State == fetch.StateFailed {
 		t.Fatalf("partition 1: %+v, %v", st, err)
 	}
-	mirrorWait(t, ctx, mirrorCatchUp, "partition 1 mirroring on", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("partition 1 mirroring on", func() error {
 		for _, p := range n.describe(ctx, "rec")[topic] {
 			if p.PartitionIndex == 1 && (p.StateValue != "MIRRORING" || p.DestinationOffset != ends[1] || p.Lag != 0) {
 				return errors.New(describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{p}))
 			}
 		}
 		return nil
-	})
+	}))
 	if got := listOffsets(t, ctx, n.adm, topic, false)[0]; got != badAt {
 		t.Fatalf("partition 0 log end %d, want %d (the corrupt batch's base offset)", got, badAt)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/metrics"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
@@ -97,12 +98,12 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 	for _, topic := range []string{"idle", "paused", "stopped"} {
 		n.waitMirrored(ctx, "m", topic, ends[topic])
 	}
-	mirrorWait(t, ctx, mirrorCatchUp, "failed FAILED", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("failed FAILED", func() error {
 		if dp := n.describedPartition(ctx, "f", "failed", 0); dp.StateValue != "FAILED" {
 			return errors.New(describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 		}
 		return nil
-	})
+	}))
 	n.ok(ctx, pauseReq("m", "paused"))
 	n.ok(ctx, stopReq("m", "stopped"))
 	produceTo(t, ctx, manualProducer(t, []string{n.addr()}), "stopped", 1, 3, "own")
@@ -135,7 +136,7 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 	n.restart()
 	checkHeld("after a restart")
 	n.checkOffsets(ctx, "f", "failed", 0, "", end("failed"))
-	mirrorWait(t, ctx, mirrorCatchUp, "idle partitions answered after the restart", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("idle partitions answered after the restart", func() error {
 		for p := range parts["idle"] {
 			dp := n.describedPartition(ctx, "m", "idle", p)
 			if err := checkDescribed(dp); err != nil {
@@ -151,7 +152,7 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}))
 
 	// The source goes away.
 	// Idle, but answered: never stalled, and fresh (as old as one fetch
@@ -172,7 +173,7 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 	// lag in records stays 0: the source may be taking records it lacks.
 	src.Close()
 	var ages, lags [2]int64
-	mirrorWait(t, ctx, mirrorCatchUp, "idle partitions stalled", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("idle partitions stalled", func() error {
 		for p := range parts["idle"] {
 			dp := n.checkOffsets(ctx, "m", "idle", p, "MIRRORING", ends["idle"][p])
 			if !dp.Stalled || dp.SourceOffsetAgeMillis < 1000 || dp.LagMillis < 1000 {
@@ -181,14 +182,14 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 			ages[p], lags[p] = dp.SourceOffsetAgeMillis, dp.LagMillis
 		}
 		return nil
-	})
-	mirrorWait(t, ctx, mirrorCatchUp, "the source offset age and the lag in time growing", func() error {
+	}))
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("the source offset age and the lag in time growing", func() error {
 		dp := n.describedPartition(ctx, "m", "idle", 0)
 		if !dp.Stalled || dp.SourceOffsetAgeMillis < ages[0]+300 || dp.LagMillis < lags[0]+300 {
 			return errors.New(describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 		}
 		return nil
-	})
+	}))
 	checkStalledMetrics(t, n, "m", "idle", 2, 1)
 
 	// A restart while the source is away: nothing answers, and the last
@@ -206,14 +207,14 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 			t.Fatalf("idle-%d: lag in time %d ms after a restart without the source, want unknown (-1)", p, dp.LagMillis)
 		}
 	}
-	mirrorWait(t, ctx, mirrorCatchUp, "idle partitions stalled after the restart", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("idle partitions stalled after the restart", func() error {
 		for p := range parts["idle"] {
 			if dp := n.checkOffsets(ctx, "m", "idle", p, "MIRRORING", ends["idle"][p]); !dp.Stalled {
 				return errors.New(describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{dp}))
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 // checkStalledMetrics checks the fetch metrics of topic in mirror: stalled

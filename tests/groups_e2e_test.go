@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // The group tests drive the consumer group coordinator the way
@@ -50,25 +51,6 @@ func newGroupClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.CloseAllowingRebalance)
 	return cl
-}
-
-// pollCond calls cond every 20 ms until it returns nil; the test fails
-// with cond's last answer when ctx ends first.
-func pollCond(t testing.TB, ctx context.Context, what string, cond func() error) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v; last check: %v", what, ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
 }
 
 // endOffsets lists every partition's high watermark.
@@ -533,7 +515,7 @@ func TestGroupConsumersAcrossRebalances(t *testing.T) {
 	}
 	c := startGroupMember(t, ctx, n.addr(), group, "member-c", l, joined, left)
 	members = append(members, c)
-	pollCond(t, ctx, "member-c to own partitions", func() error { return l.ownership("member-a", "member-b", "member-c") })
+	testutil.CheckFor(t, testutil.Left(ctx), testutil.Named("member-c to own partitions", func() error { return l.ownership("member-a", "member-b", "member-c") }))
 	close(joined.open)
 
 	select {
@@ -546,7 +528,7 @@ func TestGroupConsumersAcrossRebalances(t *testing.T) {
 	unread := l.unread("member-a")
 	a.cl.CloseAllowingRebalance()
 	t.Logf("member-a closed after %d records, leaving %d unread on its partitions", l.count(), unread)
-	pollCond(t, ctx, "member-b and member-c to own every partition", func() error { return l.ownership("member-b", "member-c") })
+	testutil.CheckFor(t, testutil.Left(ctx), testutil.Named("member-b and member-c to own every partition", func() error { return l.ownership("member-b", "member-c") }))
 	close(left.open)
 
 	for _, m := range members[1:] {

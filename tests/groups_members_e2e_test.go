@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // Group tests driven partly by hand (raw members), and group admin.
@@ -125,26 +126,20 @@ func (r *rawMember) heartbeat(t *testing.T, ctx context.Context) error {
 	return kerr.ErrorForCode(resp.ErrorCode)
 }
 
-// awaitRebalance heartbeats every 100 ms until the coordinator answers
+// awaitRebalance heartbeats until the coordinator answers
 // REBALANCE_IN_PROGRESS.
 func (r *rawMember) awaitRebalance(t *testing.T, ctx context.Context) {
 	t.Helper()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testutil.CheckFor(t, testutil.Left(ctx), func() error {
 		err := r.heartbeat(t, ctx)
 		if errors.Is(err, kerr.RebalanceInProgress) {
-			return
+			return nil
 		}
 		if err != nil {
 			t.Fatalf("raw heartbeat while waiting for a rebalance: %v", err)
 		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("waiting for a rebalance: %v", ctx.Err())
-		}
-	}
+		return errors.New("waiting for a rebalance: the heartbeat succeeds")
+	})
 }
 
 // TestGroupSessionExpiry has a hand-driven member take half the partitions

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // node is one in-process kmirror node whose configuration (and so its log
@@ -33,10 +34,7 @@ type node struct {
 // node is closed when the test ends, whichever broker is current then.
 func startNode(t testing.TB, mutate ...func(*broker.Config)) *node {
 	t.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.MetricsListener = ""
+	cfg := nodetest.Config(t)
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -95,12 +93,7 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 // newClient is a kgo client seeded with addr, closed at test end.
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	if err != nil {
-		t.Fatalf("creating kgo client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	return nodetest.Client(t, []string{addr}, opts...)
 }
 
 // newAdmin is a kadm client on its own kgo client.

@@ -21,6 +21,8 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // The mirror fetchers end to end: a kfake source cluster, one kmirror node
@@ -71,11 +73,7 @@ type mirrorEnv struct {
 // waits and backoffs, and the mirrorFetchMaxBytes marker.
 func newMirrorEnv(t *testing.T, ctx context.Context, cfg fetch.MirrorConfig, srcOpts ...kfake.Opt) *mirrorEnv {
 	t.Helper()
-	src, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, srcOpts...)...)
-	if err != nil {
-		t.Fatalf("starting kfake: %v", err)
-	}
-	t.Cleanup(src.Close)
+	src := nodetest.Source(t, srcOpts...)
 	n := startNode(t)
 	// Warnings of the fetchers (errors, truncations, backoffs) go to the
 	// test log, shown when a test fails.
@@ -202,7 +200,7 @@ func listOffsets(t testing.TB, ctx context.Context, adm *kadm.Client, topic stri
 		list, what = adm.ListStartOffsets, "earliest"
 	}
 	out := map[int32]int64{}
-	mirrorWait(t, ctx, 5*time.Second, fmt.Sprintf("ListOffsets %s %s", what, topic), func() error {
+	testutil.CheckFor(t, 5*time.Second, testutil.Named(fmt.Sprintf("ListOffsets %s %s", what, topic), func() error {
 		lo, err := list(ctx, topic)
 		if err == nil {
 			err = lo.Error()
@@ -217,7 +215,7 @@ func listOffsets(t testing.TB, ctx context.Context, adm *kadm.Client, topic stri
 			out[p] = o.Offset
 		}
 		return nil
-	})
+	}))
 	return out
 }
 
@@ -234,32 +232,10 @@ func (e *mirrorEnv) localEnds(topic string) map[int32]int64 {
 	return listOffsets(e.t, e.ctx, e.locAdm, topic, false)
 }
 
-// mirrorWait polls cond every 10 ms until it returns nil and fails the test
-// with cond's last error when d passes first.
-func mirrorWait(t testing.TB, ctx context.Context, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: still not done after %v: %v", what, d, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-tick.C:
-		}
-	}
-}
-
 // waitLogEnd waits until the mirror of topic/p has appended up to end.
 func (e *mirrorEnv) waitLogEnd(topic string, p int32, end int64) {
 	e.t.Helper()
-	mirrorWait(e.t, e.ctx, mirrorCatchUp, fmt.Sprintf("mirroring %s-%d up to %d", topic, p, end), func() error {
+	testutil.CheckFor(e.t, mirrorCatchUp, testutil.Named(fmt.Sprintf("mirroring %s-%d up to %d", topic, p, end), func() error {
 		st := e.status(topic, p)
 		if st.State == fetch.StateFailed {
 			e.t.Fatalf("%s-%d failed while catching up to %d: %+v", topic, p, end, st)
@@ -268,7 +244,7 @@ func (e *mirrorEnv) waitLogEnd(topic string, p int32, end int64) {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
-	})
+	}))
 }
 
 // waitCaughtUp waits until every partition of topic reached the source's
@@ -281,7 +257,7 @@ func (e *mirrorEnv) waitCaughtUp(topic string) map[int32]int64 {
 	}
 	// The fetcher's status moves with the append; the high watermark and
 	// a followed log start a moment later. Wait for what clients see.
-	mirrorWait(e.t, e.ctx, mirrorCatchUp, "local offsets equal to the source's", func() error {
+	testutil.CheckFor(e.t, mirrorCatchUp, testutil.Named("local offsets equal to the source's", func() error {
 		starts, lstarts, lends := e.sourceStarts(topic), e.localStarts(topic), e.localEnds(topic)
 		for p, end := range ends {
 			if lstarts[p] != starts[p] || lends[p] != end {
@@ -289,7 +265,7 @@ func (e *mirrorEnv) waitCaughtUp(topic string) map[int32]int64 {
 			}
 		}
 		return nil
-	})
+	}))
 	return ends
 }
 

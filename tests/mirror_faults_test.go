@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // The mirror while its source changes or fails under it (the harness is in
@@ -59,12 +60,12 @@ func (e *mirrorEnv) checkOutOfRange(topic string, p int32, offset int64) {
 // waitLocalStart waits until the node's log start of topic/p is start.
 func (e *mirrorEnv) waitLocalStart(topic string, p int32, start int64) {
 	e.t.Helper()
-	mirrorWait(e.t, e.ctx, mirrorCatchUp, fmt.Sprintf("%s-%d log start following the source to %d", topic, p, start), func() error {
+	testutil.CheckFor(e.t, mirrorCatchUp, testutil.Named(fmt.Sprintf("%s-%d log start following the source to %d", topic, p, start), func() error {
 		if got := e.localStarts(topic)[p]; got != start {
 			return fmt.Errorf("local log start %d", got)
 		}
 		return nil
-	})
+	}))
 }
 
 // TestMirrorE2ELogStart moves the source log start (DeleteRecords) before
@@ -202,7 +203,7 @@ func TestMirrorE2EThrottle(t *testing.T) {
 	stats := env.m.Stats()
 	start := time.Now()
 	env.mirrorTopic(topic)
-	mirrorWait(t, ctx, 15*time.Second, "throttled mirroring", func() error {
+	testutil.CheckFor(t, 15*time.Second, testutil.Named("throttled mirroring", func() error {
 		samples = append(samples, sample{time.Since(start), stats.BytesMirrored.Load()})
 		for p, end := range ends {
 			if st := env.status(topic, p); st.LogEndOffset != end {
@@ -211,7 +212,7 @@ func TestMirrorE2EThrottle(t *testing.T) {
 		}
 		samples = append(samples, sample{time.Since(start), stats.BytesMirrored.Load()})
 		return nil
-	})
+	}))
 	elapsed := time.Since(start)
 	total := samples[len(samples)-1].bytes
 	if total < 1<<20 {
@@ -271,7 +272,7 @@ func TestMirrorE2ELeaderMoves(t *testing.T) {
 		for p := range int32(parts) {
 			from[p] = env.status(topic, p).LogEndOffset
 		}
-		mirrorWait(t, ctx, mirrorCatchUp, fmt.Sprintf("mirror progress after move %d", step), func() error {
+		testutil.CheckFor(t, mirrorCatchUp, testutil.Named(fmt.Sprintf("mirror progress after move %d", step), func() error {
 			bg.check(t)
 			for p := range int32(parts) {
 				if st := env.status(topic, p); st.LogEndOffset < from[p]+100 {
@@ -279,7 +280,7 @@ func TestMirrorE2ELeaderMoves(t *testing.T) {
 				}
 			}
 			return nil
-		})
+		}))
 	}
 	progress(0)
 	for step := 1; step <= 6; step++ {
@@ -346,13 +347,13 @@ func TestMirrorE2EStopStart(t *testing.T) {
 	// grown waits until the node's partition p reached at least n.
 	grown := func(what string, p int32, n int64) {
 		t.Helper()
-		mirrorWait(t, ctx, mirrorCatchUp, what, func() error {
+		testutil.CheckFor(t, mirrorCatchUp, testutil.Named(what, func() error {
 			bg.check(t)
 			if leo := env.localLogEnd(topic, p); leo < n {
 				return fmt.Errorf("partition %d log end %d, want >= %d", p, leo, n)
 			}
 			return nil
-		})
+		}))
 	}
 
 	for round := range 3 {
@@ -650,7 +651,7 @@ func TestMirrorE2EDivergingEpoch(t *testing.T) {
 		}), nil, true
 	})
 
-	mirrorWait(t, ctx, mirrorCatchUp, "the mirroring partition failing on the divergence", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("the mirroring partition failing on the divergence", func() error {
 		st := env.status(topic, 0)
 		var te *fetch.SourceTruncatedError
 		if st.State != fetch.StateFailed || !errors.As(st.Err, &te) || !errors.Is(st.Err, fetch.ErrNotRetriable) {
@@ -660,14 +661,14 @@ func TestMirrorE2EDivergingEpoch(t *testing.T) {
 			return fmt.Errorf("error %+v, want local end %d, source end %d", te, end, divergeAt)
 		}
 		return nil
-	})
+	}))
 	if got := env.localEnds(topic)[0]; got != end {
 		t.Fatalf("local log end %d after the divergence while mirroring, want %d: the copy was cut", got, end)
 	}
 	env.checkIdentical(topic)
 
 	env.startPartition(topic, 0) // env.mode is StartAlign
-	mirrorWait(t, ctx, mirrorCatchUp, fmt.Sprintf("truncation to %d after a divergence at %d", want, divergeAt), func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named(fmt.Sprintf("truncation to %d after a divergence at %d", want, divergeAt), func() error {
 		if got := env.localEnds(topic)[0]; got != want {
 			return fmt.Errorf("local log end %d, want %d (the base of the batch holding it)", got, want)
 		}
@@ -675,7 +676,7 @@ func TestMirrorE2EDivergingEpoch(t *testing.T) {
 			return fmt.Errorf("status %+v, want fetching at %d", st, want)
 		}
 		return nil
-	})
+	}))
 	prefix := readRaw(t, ctx, env.locCl, -1, topic, 0, 0, want)
 	if !bytes.Equal(prefix, src[:len(prefix)]) || len(prefix) == 0 {
 		t.Fatalf("the kept prefix differs from the source's: %s", diffRaw(src, prefix))
@@ -724,12 +725,12 @@ func TestMirrorE2ECorruptBatch(t *testing.T) {
 			t.Fatalf("%s: partition 0 log end %d, want %d (the corrupt batch's base offset)", what, leo, badAt)
 		}
 	}
-	mirrorWait(t, ctx, mirrorCatchUp, "partition 0 failing on the corrupt batch", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("partition 0 failing on the corrupt batch", func() error {
 		if st := env.status(topic, 0); st.State != fetch.StateFailed {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
-	})
+	}))
 	if !served.Load() {
 		t.Fatal("the partition failed without the corrupt response")
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // fetchRaw returns the raw record batches of a partition from offset 0 to
@@ -24,11 +26,7 @@ func fetchRaw(t testing.TB, ctx context.Context, addr, topic string, partition i
 func TestMirrorSmoke(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 60*time.Second)
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "src"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(2, "src"))
 	srcAddr := src.ListenAddrs()[0]
 	p := newClient(t, srcAddr, kgo.DefaultProduceTopic("src"), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
 	for i := range 5000 {
@@ -65,20 +63,16 @@ func TestMirrorSmoke(t *testing.T) {
 		}
 	}
 	for part, end := range ends {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testutil.CheckFor(t, 30*time.Second, func() error {
 			st, err := m.Status("m1", "src", part)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if st.LogEndOffset >= end {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("partition %d: %+v, want log end %d", part, st, end)
-			}
-			<-time.After(10 * time.Millisecond)
-		}
+			return fmt.Errorf("partition %d: %+v, want log end %d", part, st, end)
+		})
 		want := fetchRaw(t, ctx, srcAddr, "src", part, end)
 		got := fetchRaw(t, ctx, n.addr(), "src", part, end)
 		if !bytes.Equal(want, got) {

@@ -21,6 +21,7 @@ import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
@@ -56,7 +57,7 @@ func recreateSourceTopic(t *testing.T, ctx context.Context, adm *kadm.Client, to
 // retried, with an error containing each of want.
 func (n *ctlNode) waitFailedFor(ctx context.Context, mirror, topic string, parts int, want ...string) {
 	n.t.Helper()
-	mirrorWait(n.t, ctx, mirrorCatchUp, fmt.Sprintf("%s FAILED naming %q", topic, want), func() error {
+	testutil.CheckFor(n.t, mirrorCatchUp, testutil.Named(fmt.Sprintf("%s FAILED naming %q", topic, want), func() error {
 		ps := n.describe(ctx, mirror)[topic]
 		if len(ps) != parts {
 			return fmt.Errorf("%d partitions described: %s", len(ps), describePartitions(ps))
@@ -72,7 +73,7 @@ func (n *ctlNode) waitFailedFor(ctx context.Context, mirror, topic string, parts
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 // checkLogKept checks that the node still holds exactly the bytes before.
@@ -243,12 +244,12 @@ func TestMirrorTrustUncleanElection(t *testing.T) {
 				n.checkLogKept(ctx, topic, ends, before)
 				return
 			}
-			mirrorWait(t, ctx, mirrorCatchUp, fmt.Sprintf("the copy cut to %d", cut.BaseOffset()), func() error {
+			testutil.CheckFor(t, mirrorCatchUp, testutil.Named(fmt.Sprintf("the copy cut to %d", cut.BaseOffset()), func() error {
 				if got := endOffsets(t, ctx, n.adm, topic)[0]; got != cut.BaseOffset() {
 					return fmt.Errorf("end offset %d", got)
 				}
 				return nil
-			})
+			}))
 			diverge.Store(false)
 			n.waitMirrored(ctx, "m", topic, ends)
 			checkSameLog(t, ctx, srcCl, n.cl, topic)
@@ -292,7 +293,7 @@ func TestMirrorTrustRetryBackoff(t *testing.T) {
 	n.ok(ctx, createReq("m", src.ListenAddrs()[0]))
 	n.ok(ctx, startReq("m", topic))
 	seen := map[int32]bool{} // attempts seen while FAILED
-	mirrorWait(t, ctx, mirrorCatchUp, fmt.Sprintf("FAILED at attempt %d of %d", maxAttempts, maxAttempts), func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named(fmt.Sprintf("FAILED at attempt %d of %d", maxAttempts, maxAttempts), func() error {
 		p := n.describe(ctx, "m")[topic][0]
 		if p.StateValue == "FAILED" {
 			seen[p.RetryAttempt] = true
@@ -301,7 +302,7 @@ func TestMirrorTrustRetryBackoff(t *testing.T) {
 			return fmt.Errorf("attempts seen while FAILED: %v; now %s", seen, describePartitions([]mirrorapi.DescribeClusterMirrorsResponsePartition{p}))
 		}
 		return nil
-	})
+	}))
 	if len(seen) < 2 {
 		t.Fatalf("attempts seen while FAILED: %v: the count did not rise across retries", seen)
 	}
@@ -388,12 +389,12 @@ func TestMirrorTrustSourceBrokerKilled(t *testing.T) {
 	env.waitCaughtUp(topic)
 
 	dialer.kill(addrs[1]) // leads partition 1
-	mirrorWait(t, ctx, mirrorCatchUp, "partition 1 reported stalled", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("partition 1 reported stalled", func() error {
 		if st := env.status(topic, 1); !st.Stalled {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
-	})
+	}))
 	if st := env.status(topic, 0); st.Stalled {
 		t.Fatalf("partition 0, led by a live broker, reported stalled: %+v", st)
 	}
@@ -410,12 +411,12 @@ func TestMirrorTrustSourceBrokerKilled(t *testing.T) {
 	}
 	env.waitCaughtUp(topic)
 	env.checkIdentical(topic)
-	mirrorWait(t, ctx, mirrorCatchUp, "partition 1 no longer stalled", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("partition 1 no longer stalled", func() error {
 		if st := env.status(topic, 1); st.Stalled || st.SourceLeader != 0 {
 			return fmt.Errorf("status %+v, want fetching from broker 0", st)
 		}
 		return nil
-	})
+	}))
 }
 
 // TestMirrorTrustBatchOffsets answers mirror fetches with the source's
@@ -454,14 +455,14 @@ func TestMirrorTrustBatchOffsets(t *testing.T) {
 			ft := sourceTopic(t, ctx, env.srcAdm, topic)
 			served := serveFirstFetch(env.src, ft, end, bad)
 			env.mirrorTopic(topic)
-			mirrorWait(t, ctx, mirrorCatchUp, "the partition failing on the moved batch", func() error {
+			testutil.CheckFor(t, mirrorCatchUp, testutil.Named("the partition failing on the moved batch", func() error {
 				st := env.status(topic, 0)
 				if st.State != fetch.StateFailed || st.Err == nil || !strings.Contains(st.Err.Error(), tc.want) ||
 					!strings.Contains(st.Err.Error(), fmt.Sprint(bs[1].BaseOffset())) {
 					return fmt.Errorf("status %+v", st)
 				}
 				return nil
-			})
+			}))
 			if !served.Load() {
 				t.Fatal("failed without the crafted response")
 			}

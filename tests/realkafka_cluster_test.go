@@ -17,6 +17,7 @@ import (
 
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/realkafka"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // Mirroring from a 3-broker Apache Kafka cluster through the source
@@ -375,7 +376,7 @@ func (n *ctlNode) waitRecreatedFailed(ctx context.Context, mirror, topic, oldID,
 		}
 		return nil
 	}
-	mirrorWait(n.t, ctx, mirrorBrokerDead, fmt.Sprintf("node %s: %s FAILED for the recreated source topic", n.name, topic), failed)
+	testutil.CheckFor(n.t, mirrorBrokerDead, testutil.Named(fmt.Sprintf("node %s: %s FAILED for the recreated source topic", n.name, topic), failed))
 	// Past the first automatic retry (RetryInitial, 1 s, jittered).
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/internal/realkafka"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // The harness of realkafka_mirror_test.go: a real Kafka source broker and
@@ -113,7 +114,7 @@ func deleteRecordsTo(t *testing.T, ctx context.Context, adm *kadm.Client, topic 
 // waitLocalStarts waits until the node's log starts of topic are want.
 func waitLocalStarts(t *testing.T, ctx context.Context, n *ctlNode, topic string, want map[int32]int64) {
 	t.Helper()
-	mirrorWait(t, ctx, mirrorCatchUp, fmt.Sprintf("node: log starts of %s following the source to %v", topic, want), func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named(fmt.Sprintf("node: log starts of %s following the source to %v", topic, want), func() error {
 		got := listOffsets(t, ctx, n.adm, topic, true)
 		for p, start := range want {
 			if got[p] != start {
@@ -121,7 +122,7 @@ func waitLocalStarts(t *testing.T, ctx context.Context, n *ctlNode, topic string
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 // checkOutOfRangeAt checks that a fetch of topic/p at offset (below the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/realkafka"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // Mirroring from Apache Kafka itself, the JVM broker that
@@ -77,13 +78,13 @@ func realCodecsAndTransactions(t *testing.T, src *realSource) {
 			n := startCtlNode(t, "codec-"+c.name, control.Config{})
 			n.ok(ctx, createReq("rk", src.addr()))
 			n.ok(ctx, startReq("rk", topic))
-			mirrorWait(t, ctx, mirrorCatchUp, "ListClusterMirrors naming the source cluster", func() error {
+			testutil.CheckFor(t, mirrorCatchUp, testutil.Named("ListClusterMirrors naming the source cluster", func() error {
 				l := n.list(ctx)["rk"]
 				if l.SourceClusterID == nil || *l.SourceClusterID != meta.Cluster || l.TopicCount != 1 {
 					return fmt.Errorf("mirror rk: %+v, want source cluster id %q and 1 topic", l, meta.Cluster)
 				}
 				return nil
-			})
+			}))
 			more := produceTxnMix(t, ctx, src.seeds(), topic, c.codec, 3, false)
 			mix.all = sortedUnion(mix.all, more.all)
 			mix.committed = sortedUnion(mix.committed, more.committed)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -154,12 +155,12 @@ func TestStopReportsRecordsBehind(t *testing.T) {
 	n := startCtlNode(t, "bh", control.Config{RefreshInterval: time.Hour, RetryInitial: time.Hour, RetryMax: time.Hour})
 	n.ok(ctx, createReq("bh", src.ListenAddrs()[0]))
 	n.ok(ctx, startReq("bh", topic))
-	mirrorWait(t, ctx, mirrorCatchUp, "partition 0 FAILED", func() error {
+	testutil.CheckFor(t, mirrorCatchUp, testutil.Named("partition 0 FAILED", func() error {
 		if ps := n.describe(ctx, "bh")[topic]; len(ps) != 1 || ps[0].StateValue != "FAILED" {
 			return errors.New(describePartitions(ps))
 		}
 		return nil
-	})
+	}))
 	began := time.Now()
 	rt := stopWithReport(t, ctx, n, "bh", topic)[topic]
 	if rt.FinalSync != mirrorapi.FinalSyncDone {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // Consumer group failover through the mirror's group offset sync (SPEC.md
@@ -496,12 +497,12 @@ func TestSyncGroupSkipsActiveGroups(t *testing.T) {
 	// The member leaves: the group is empty, and the next cycle copies
 	// the source's offsets over the node's.
 	member.leave()
-	pollCond(t, ctx, busy+" empty on the node", func() error {
+	testutil.CheckFor(t, testutil.Left(ctx), testutil.Named(busy+" empty on the node", func() error {
 		if d := describeGroup(t, ctx, n.adm, busy); d.State != "Empty" {
 			return fmt.Errorf("state %s with %d members", d.State, len(d.Members))
 		}
 		return nil
-	})
+	}))
 	syncNow(t, n, "sga")
 	if got := committed(t, ctx, n.adm, busy, topic); !sameOffsets(got, busySrc) {
 		t.Fatalf("%s, empty on the node: offsets %s after the sync, want the source's %s (the node had %s)",

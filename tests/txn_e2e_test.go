@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // The transaction coordinator (txn/) end to end, driven by kgo as
@@ -257,12 +258,12 @@ func TestTxnExactlyOnceETL(t *testing.T) {
 	w2 := startETLWorker(t, ctx, addr, "etl-2", &total)
 	var w3 *etlWorker
 	for next := 0; next < records; next += batch {
-		mirrorWait(t, ctx, 30*time.Second, fmt.Sprintf("ETL within %d records of the %d produced", backlog, next), func() error {
+		testutil.CheckFor(t, 30*time.Second, testutil.Named(fmt.Sprintf("ETL within %d records of the %d produced", backlog, next), func() error {
 			if c := total.Load(); c < int64(next-backlog) {
 				return fmt.Errorf("%d committed", c)
 			}
 			return nil
-		})
+		}))
 		rs := make([]*kgo.Record, batch)
 		for i := range rs {
 			k := fmt.Sprintf("%04d", next+i)
@@ -276,22 +277,22 @@ func TestTxnExactlyOnceETL(t *testing.T) {
 			// A third worker joins while the others have records to
 			// transform: a rebalance mid-transaction.
 			w3 = startETLWorker(t, ctx, addr, "etl-3", &total)
-			mirrorWait(t, ctx, 30*time.Second, "etl-3 assigned input partitions", func() error {
+			testutil.CheckFor(t, 30*time.Second, testutil.Named("etl-3 assigned input partitions", func() error {
 				if !w3.assigned.Load() {
 					return fmt.Errorf("%d of %d committed", total.Load(), next+batch)
 				}
 				return nil
-			})
+			}))
 		case records * 4 / 5:
 			w1.halt() // and leaves: another rebalance
 		}
 	}
-	mirrorWait(t, ctx, 45*time.Second, "every input record transformed", func() error {
+	testutil.CheckFor(t, 45*time.Second, testutil.Named("every input record transformed", func() error {
 		if c := total.Load(); c < records {
 			return fmt.Errorf("%d of %d committed", c, records)
 		}
 		return nil
-	})
+	}))
 	for _, w := range []*etlWorker{w1, w2, w3} {
 		w.halt()
 	}

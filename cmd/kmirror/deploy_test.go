@@ -15,6 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 const (
@@ -73,11 +76,7 @@ func TestDeployQueriesExportedMetrics(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, demoTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(3, demoTopic))
 	if err := produceDemo(ctx, src.ListenAddrs()[0], 30, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +88,7 @@ func TestDeployQueriesExportedMetrics(t *testing.T) {
 	n.ctl.SyncOnce()
 	srv := httptest.NewServer(metricsHandler(n.b, n.ctl, false))
 	defer srv.Close()
-	checkFor(t, 30*time.Second, func() error {
+	testutil.CheckFor(t, 30*time.Second, func() error {
 		exported, err := scrapeNames(ctx, srv.URL+"/metrics")
 		if err != nil {
 			return err

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // mirrorsCLI runs `kmirror mirrors` in-process and returns its stdout.
@@ -65,6 +67,8 @@ func TestKill9WhileMirroringAndAfterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := range 3 {
+		// A wait on purpose: the kill lands at a random moment of the
+		// mirroring, which is what the test is about.
 		<-time.After(time.Duration(20+rand.IntN(150)) * time.Millisecond)
 		if err := dst.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -98,10 +102,11 @@ func TestKill9WhileMirroringAndAfterFailover(t *testing.T) {
 	}
 }
 
-// waitLagZero polls `kmirror mirrors --describe` until every LAG is 0.
+// waitLagZero polls `kmirror mirrors --describe` until every LAG is 0,
+// for as long as ctx lasts.
 func waitLagZero(t *testing.T, ctx context.Context, addr string) {
 	t.Helper()
-	for {
+	testutil.CheckFor(t, testutil.Left(ctx), func() error {
 		out, err := mirrorsCLI(t, "--bootstrap-server", addr, "--describe", "--mirror", "m")
 		if err == nil && strings.Count(out, "MIRRORING") == 2 {
 			done := true
@@ -112,15 +117,11 @@ func waitLagZero(t *testing.T, ctx context.Context, addr string) {
 				}
 			}
 			if done {
-				return
+				return nil
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("lag never reached 0: %v\n%s", err, out)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("lag never reached 0: %v\n%s", err, out)
+	})
 }
 
 // topicDigest reads both partitions' raw batches and summarises them.

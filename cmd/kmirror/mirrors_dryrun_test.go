@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -167,7 +168,7 @@ func TestMirrorsStartDryRun(t *testing.T) {
 // has destination offset dst and lag 0.
 func waitDescribed(t *testing.T, on func(...string) []string, dst string) {
 	t.Helper()
-	checkFor(t, 20*time.Second, func() error {
+	testutil.CheckFor(t, 20*time.Second, func() error {
 		rows, err := parseTable(mustMirrors(t, on("--describe")...), describeHeader...)
 		if err != nil {
 			return err

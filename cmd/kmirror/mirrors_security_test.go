@@ -8,6 +8,7 @@ import (
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testcerts"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // kmirror mirrors reaches a SASL_SSL-only node with --command-config, as
@@ -17,16 +18,11 @@ import (
 func TestMirrorsCommandConfigSASLSSL(t *testing.T) {
 	t.Parallel()
 	ca := testcerts.NewCA(t)
-	cfg := broker.DefaultConfig()
+	cfg := nodetest.Config(t)
 	cfg.Listeners = []broker.Listener{{Name: "SASL_SSL", Host: "127.0.0.1"}}
-	cfg.LogDirs, cfg.MetricsListener = []string{t.TempDir()}, ""
 	cfg.Security.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Server().TLS}}
 	cfg.Security.PlainUsers = map[string]string{"ops": "ops-pw"}
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := nodetest.Start(t, cfg)
 	ctl, err := control.New(b, control.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -104,7 +105,7 @@ func TestMirrorsStopReport(t *testing.T) {
 	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+a.b.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
 	mustMirrors(t, cmd("--create", "--mirror", "dr", "--mirror-config", cfg)...)
 	mustMirrors(t, cmd("--start", "--mirror", "dr", "--topics", "orders")...)
-	checkFor(t, 15*time.Second, func() error {
+	testutil.CheckFor(t, 15*time.Second, func() error {
 		rows, err := parseTable(mustMirrors(t, cmd("--describe", "--mirror", "dr")...), describeHeader...)
 		if err != nil {
 			return err

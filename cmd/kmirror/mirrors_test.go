@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
@@ -62,25 +63,6 @@ func failMirrors(t *testing.T, want int, has []string, args ...string) string {
 		}
 	}
 	return errOut
-}
-
-// checkFor polls fn until it returns nil, failing the test with fn's last
-// error after timeout.
-func checkFor(t *testing.T, timeout time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v: %v", timeout, err)
-		}
-		<-tick.C
-	}
 }
 
 // parseTable splits a tabwriter table into its rows' fields after checking
@@ -271,7 +253,7 @@ func TestMirrorsLifecycle(t *testing.T) {
 
 	// Caught up: every partition MIRRORING with lag 0 and, summed, every
 	// record produced to A.
-	checkFor(t, 15*time.Second, func() error {
+	testutil.CheckFor(t, 15*time.Second, func() error {
 		rows, err := parseTable(mustMirrors(t, cmd("--describe", "--mirror", "dr")...), describeHeader...)
 		if err != nil {
 			return err

@@ -26,6 +26,7 @@ import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/verify"
 )
 
@@ -88,7 +89,7 @@ func (s *verifySetup) caughtUp(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	defer srcCl.Close()
-	checkFor(t, 20*time.Second, func() error {
+	testutil.CheckFor(t, 20*time.Second, func() error {
 		want, err := kadm.NewClient(srcCl).ListEndOffsets(ctx, demoTopic)
 		if err != nil {
 			return err
@@ -453,7 +454,7 @@ func TestMirrorsVerifySourceCredentials(t *testing.T) {
 	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+seed+"\nmirror.fetch.wait.max.ms=100\n"+sec)
 	mustMirrors(t, append([]string{"--create", "--mirror", "dr", "--mirror-config", cfg}, bs...)...)
 	mustMirrors(t, append([]string{"--start", "--mirror", "dr", "--topics", demoTopic}, bs...)...)
-	checkFor(t, 20*time.Second, func() error {
+	testutil.CheckFor(t, 20*time.Second, func() error {
 		got, err := kadm.NewClient(dcl).ListEndOffsets(ctx, demoTopic)
 		if err != nil {
 			return err

@@ -21,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // The kill -9 test of the transaction coordinator (issue 11: "a kill -9
@@ -263,10 +265,10 @@ func driveTxns(ctx context.Context, cl *kgo.Client, first int, plan killPlan, tr
 // reinitTxnID is a restarted application's first step: InitProducerId for
 // its transactional id, which aborts a transaction a kill left open (a
 // PrepareX left unfinished is CONCURRENT_TRANSACTIONS: retried until
-// k9Settle).
-func reinitTxnID(ctx context.Context, cl *kgo.Client, id string) error {
-	deadline := time.Now().Add(k9Settle)
-	for {
+// k9Settle); what names the caller (the round) in a failure.
+func reinitTxnID(t *testing.T, ctx context.Context, cl *kgo.Client, what, id string) {
+	t.Helper()
+	testutil.CheckFor(t, k9Settle, func() error {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID = kmsg.StringPtr(id)
 		req.TransactionTimeoutMillis = int32(k9TxnTimeout.Milliseconds())
@@ -275,15 +277,11 @@ func reinitTxnID(ctx context.Context, cl *kgo.Client, id string) error {
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
 		}
-		if err == nil || time.Now().After(deadline) {
-			return err
+		if err != nil {
+			return fmt.Errorf("%s: InitProducerId for %s after the restart: %w", what, id, err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // settledStates polls DescribeTransactions for ids until none is in
@@ -623,9 +621,7 @@ func TestKill9DuringTransactions(t *testing.T) {
 				}
 			}
 		}
-		if err := reinitTxnID(ctx, cl, k9TxnID); err != nil {
-			t.Fatalf("round %d: InitProducerId for %s after the restart: %v", round, k9TxnID, err)
-		}
+		reinitTxnID(t, ctx, cl, fmt.Sprintf("round %d", round), k9TxnID)
 		// Reaching the log end: at once once the id is re-initialised;
 		// in the last round the abandoned transaction holds the last
 		// stable offset until the checker's first tick after the restart.

@@ -200,15 +200,15 @@ func measure(ctx context.Context, opts Options, m Mode, r modeRun, src *source, 
 	debug.FreeOSMemory()
 
 	res = ModeResult{Mode: m, CPU: -1, SourceCPU: -1, PeakRSS: -1, BaseRSS: -1, SourcePeakRSS: -1}
-	if rss, ok := selfRSS(); ok {
+	if rss, ok := procRSS(0); ok {
 		res.BaseRSS, res.PeakRSS = rss, rss
 	}
 	sampleRSS := func() {
-		if rss, ok := selfRSS(); ok {
+		if rss, ok := procRSS(0); ok {
 			res.PeakRSS = max(res.PeakRSS, rss)
 		}
 		if src.pid != 0 {
-			if rss, ok := childRSS(src.pid); ok {
+			if rss, ok := procRSS(src.pid); ok {
 				res.SourcePeakRSS = max(res.SourcePeakRSS, rss)
 			}
 		}
@@ -217,10 +217,10 @@ func measure(ctx context.Context, opts Options, m Mode, r modeRun, src *source, 
 	if err != nil {
 		return ModeResult{}, err
 	}
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := procCPU(0)
 	src0, srcOK := time.Duration(0), false
 	if src.pid != 0 {
-		src0, srcOK = childCPU(src.pid)
+		src0, srcOK = procCPU(src.pid)
 	}
 	phaseCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -266,11 +266,11 @@ func measure(ctx context.Context, opts Options, m Mode, r modeRun, src *source, 
 		}
 	}
 	res.Elapsed = time.Since(t0)
-	if cpu1, ok := processCPU(); ok && cpuOK {
+	if cpu1, ok := procCPU(0); ok && cpuOK {
 		res.CPU = cpu1 - cpu0
 	}
 	if srcOK {
-		if src1, ok := childCPU(src.pid); ok {
+		if src1, ok := procCPU(src.pid); ok {
 			res.SourceCPU = src1 - src0
 		}
 	}

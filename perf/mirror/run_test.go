@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // TestRunTiny runs every mode on a tiny topic from each kind of source the
@@ -188,11 +188,7 @@ func TestPercentile(t *testing.T) {
 // creates its own topic there, mirrors it, and deletes it at the end.
 func TestRunExternalSource(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := nodetest.Source(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := Run(ctx, Options{
@@ -210,11 +206,7 @@ func TestRunExternalSource(t *testing.T) {
 			t.Errorf("%s not verified", m.Mode)
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := nodetest.Client(t, c.ListenAddrs())
 	topics, err := kadm.NewClient(cl).ListTopics(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -211,14 +211,14 @@ func BenchmarkVerify(b *testing.B) {
 	// it, what verify allocates (kgo reads every response into a fresh
 	// buffer) would be collected during the drain that follows.
 	timed := func(fn func() error, cpu *time.Duration) time.Duration {
-		c0, _ := processCPU()
+		c0, _ := procCPU(0)
 		t0 := time.Now()
 		if err := fn(); err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()
 		took := time.Since(t0)
-		c1, _ := processCPU()
+		c1, _ := procCPU(0)
 		*cpu += c1 - c0
 		return took
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kmirror/kmirror/internal/procstat"
 	"github.com/kmirror/kmirror/internal/realkafka"
 )
 
@@ -22,7 +23,7 @@ type snapshot struct {
 	source  time.Duration
 	self    time.Duration // this runner (its polling)
 	waited  time.Duration // this runner's children that ended (tool JVMs)
-	machine machineCPU
+	machine procstat.MachineCPU
 	ok      bool // machine read
 }
 
@@ -32,19 +33,19 @@ type procs struct {
 }
 
 func takeSnapshot(p procs) snapshot {
-	s := snapshot{at: time.Now(), self: selfCPU(), waited: childrenCPU()}
+	s := snapshot{at: time.Now(), self: procstat.SelfCPU(), waited: procstat.ChildrenCPU()}
 	read := func(pid int) time.Duration {
 		if pid == 0 {
 			return 0
 		}
-		d, err := processCPU(pid)
+		d, err := procstat.ProcessCPU(pid)
 		if err != nil {
 			return -1
 		}
 		return d
 	}
 	s.copier, s.dest, s.source = read(p.copier), read(p.dest), read(p.source)
-	m, err := readMachineCPU()
+	m, err := procstat.ReadMachineCPU()
 	s.machine, s.ok = m, err == nil
 	return s
 }
@@ -251,11 +252,11 @@ func measureCopy(ctx context.Context, w copyWatch, log *slog.Logger) (copyResult
 				"records", recs, "of", w.ds.records, "pct", fmt.Sprintf("%.1f", 100*float64(recs)/float64(w.ds.records)))
 		}
 	}
-	if hwm, err := processMem(ps.copier, "VmHWM"); err == nil {
+	if hwm, err := procstat.ProcessMem(ps.copier, "VmHWM"); err == nil {
 		res.CopierHWM = hwm
 	}
 	if w.destPID != 0 {
-		if hwm, err := processMem(w.destPID, "VmHWM"); err == nil {
+		if hwm, err := procstat.ProcessMem(w.destPID, "VmHWM"); err == nil {
 			res.DestHWM = hwm
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/procstat"
 )
 
 // Goals stated in issue 9.
@@ -52,7 +54,7 @@ func machineInfo() string {
 	}
 	mem := "?"
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if b, err := parseStatusKB(data, "MemTotal"); err == nil {
+		if b, err := procstat.ParseStatusKB(data, "MemTotal"); err == nil {
 			mem = fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 		}
 	}

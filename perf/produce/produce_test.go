@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/kmirror/kmirror/batch"
-	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 // TestProduceReadBack runs the benchmark's core briefly against an
@@ -24,12 +22,7 @@ func TestProduceReadBack(t *testing.T) {
 	}{
 		{targetKmirror, startKmirrorInProcess},
 		{targetKfake, func(t *testing.T) string {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Close)
-			return c.ListenAddrs()[0]
+			return nodetest.Source(t).ListenAddrs()[0]
 		}},
 	}
 	codecs := []batch.Codec{batch.CodecNone, batch.CodecGzip, batch.CodecSnappy, batch.CodecLz4, batch.CodecZstd}
@@ -89,21 +82,7 @@ func TestProduceReadBack(t *testing.T) {
 // startKmirrorInProcess starts a kmirror node on 127.0.0.1:0 in a test
 // directory and returns its address.
 func startKmirrorInProcess(t *testing.T) string {
-	dir := t.TempDir()
-	cfg := broker.DefaultConfig()
-	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-	cfg.LogDirs = []string{dir}
-	cfg.MetricsListener = ""
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return b.Addr()
+	return nodetest.Start(t, nodetest.Config(t)).Addr()
 }
 
 func TestParseFlags(t *testing.T) {

@@ -9,7 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
 func TestFilter(t *testing.T) {
@@ -88,16 +89,8 @@ func TestSyncAgainstKfake(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t", "other"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	src := nodetest.Source(t, kfake.SeedTopics(2, "t", "other"))
+	cl := nodetest.Client(t, src.ListenAddrs())
 	adm := kadm.NewClient(cl)
 	commit := func(group string, offs map[int32]int64) {
 		os := kadm.Offsets{}

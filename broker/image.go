@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"slices"
+
+	"github.com/kmirror/kmirror/meta"
+)
+
+// The metadata image (meta.Image) is what handlers answer "who leads this
+// partition, which brokers are there, who coordinates this key" from. The
+// broker rebuilds it whenever a topic, a partition or a leader epoch
+// changes and publishes it with one pointer swap; a handler loads it once
+// per request, so it never sees half of a change. On one node the image
+// holds one broker, this node, leading every partition with itself as the
+// only replica and ISR, at the partition's leader epoch.
+//
+// The leader epoch of one node is its log's (partition.leaderEpoch: the
+// persisted floor or the newest epoch appended), so an append or a raised
+// floor that moves it publishes a patched image (epochMoved). A truncation
+// that lowers it (only a log whose batches carry epochs above its floor)
+// shows at the next append. Appends are still stamped with
+// partition.leaderEpoch, the image's epoch on one node.
+
+// image returns the current metadata image.
+func (b *Broker) image() *meta.Image { return b.img.Load() }
+
+// publishImageLocked builds the image from the node's topics and
+// publishes it.
+// REQUIRES: b.mu held for writing.
+func (b *Broker) publishImageLocked() {
+	b.imgMu.Lock()
+	defer b.imgMu.Unlock()
+	self := b.cfg.NodeID
+	bd := meta.NewBuilder(b.store.ClusterID(), self, self)
+	ls := make([]meta.Listener, len(b.advertised))
+	for i, l := range b.advertised {
+		ls[i] = meta.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port)}
+	}
+	bd.AddBroker(meta.Broker{ID: self, Listeners: ls})
+	replicas := []int32{self}
+	for _, t := range b.topics {
+		parts := t.parts()
+		mt := &meta.Topic{Name: t.name, ID: t.id, Partitions: make([]meta.Partition, len(parts))}
+		for i, p := range parts {
+			epoch := p.leaderEpoch()
+			p.published.Store(epoch)
+			mt.Partitions[i] = meta.Partition{Leader: self, LeaderEpoch: epoch, Replicas: replicas, ISR: replicas}
+		}
+		bd.AddTopic(mt)
+	}
+	b.img.Store(bd.Build())
+}
+
+// publishImage is publishImageLocked taking b.mu.
+func (b *Broker) publishImage() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.publishImageLocked()
+}
+
+// epochMoved publishes an image with p's leader epoch when it is no longer
+// the one last published for it (a raised epoch floor, an append in a
+// newer epoch). While the epoch holds it costs two atomic loads: it runs
+// after every append. The new image is the current one with p's entry
+// patched, so it takes imgMu only, never b.mu (its callers may hold it).
+func (b *Broker) epochMoved(p *partition) {
+	epoch := p.leaderEpoch()
+	if epoch == p.published.Load() {
+		return
+	}
+	b.imgMu.Lock()
+	defer b.imgMu.Unlock()
+	im := b.img.Load()
+	if im == nil || imageTopic(im, p.topic) == nil {
+		return // not published yet, or deleted: the next full build has it
+	}
+	if im.Partition(p.topic.name, p.index) == nil {
+		return
+	}
+	p.published.Store(epoch)
+	b.img.Store(im.WithLeaderEpoch(p.topic.name, p.index, epoch))
+}
+
+// imageTopic returns t's entry in im, nil when im does not hold this
+// incarnation of t: a topic created after im was loaded (its creation
+// publishes a newer image), which this node leads.
+func imageTopic(im *meta.Image, t *topic) *meta.Topic {
+	if t == nil || im == nil {
+		return nil
+	}
+	if it := im.Topic(t.name); it != nil && it.ID == t.id {
+		return it
+	}
+	return nil
+}
+
+// otherLeader returns partition p of it when the image gives it to a node
+// other than this one (no leader counts as another node), else nil: such
+// a partition is answered NOT_LEADER_OR_FOLLOWER.
+func otherLeader(im *meta.Image, it *meta.Topic, p int32) *meta.Partition {
+	if ip := it.Partition(p); ip != nil && ip.Leader != im.Self() {
+		return ip
+	}
+	return nil
+}
+
+// partitionEpoch is p's leader epoch in the image (it is p's topic in
+// it, or nil), p's own for a partition the image does not hold yet.
+func partitionEpoch(it *meta.Topic, p *partition) int32 {
+	if ip := it.Partition(p.index); ip != nil {
+		return ip.LeaderEpoch
+	}
+	return p.leaderEpoch()
+}
+
+// notLeaderMsg is the message of a NOT_LEADER_OR_FOLLOWER answer, Kafka's.
+var notLeaderMsg = "This server is not the leader for that topic-partition."
+
+// leaderEndpoints appends, once each, the brokers named by leaders that
+// the image holds, on their listener named like listener: the
+// NodeEndpoints (Brokers in kmsg) of Produce and Fetch answers with a
+// CurrentLeader (KIP-951).
+func leaderEndpoints[B any](im *meta.Image, leaders []int32, listener string, mk func(id int32, l meta.Listener, rack *string) B) []B {
+	var out []B
+	for i, id := range leaders {
+		if id < 0 || slices.Contains(leaders[:i], id) {
+			continue
+		}
+		br := im.Broker(id)
+		if br == nil {
+			continue
+		}
+		if l, ok := br.Listener(listener); ok {
+			out = append(out, mk(id, l, br.Rack))
+		}
+	}
+	return out
+}
