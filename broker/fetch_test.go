@@ -644,12 +644,7 @@ func TestFetchReadCommitted(t *testing.T) {
 	rc := dialRaw(t, b)
 	fetch := func(v int16, committed bool, offset int64) kmsg.FetchResponseTopicPartition {
 		t.Helper()
-		req := newFetchReq(v)
-		if committed {
-			req.IsolationLevel = 1
-		}
-		addPart(req, tp, 0, offset)
-		return mustPart(t, rc.roundTrip(req).(*kmsg.FetchResponse), tp, 0)
+		return fetchPart0(t, rc, tp, v, committed, offset)
 	}
 	aborted := func(rp kmsg.FetchResponseTopicPartition) []int64 {
 		if rp.AbortedTransactions == nil {

@@ -14,6 +14,18 @@ import (
 	"github.com/kmirror/kmirror/storage"
 )
 
+// fetchPart0 fetches partition 0 of tp from offset with Fetch version v,
+// read_committed or not.
+func fetchPart0(t *testing.T, rc *rawConn, tp *topic, v int16, committed bool, offset int64) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := newFetchReq(v)
+	if committed {
+		req.IsolationLevel = 1
+	}
+	addPart(req, tp, 0, offset)
+	return mustPart(t, rc.roundTrip(req).(*kmsg.FetchResponse), tp, 0)
+}
+
 // listLatestOffset answers ListOffsets latest for partition 0 of tp.
 func listLatestOffset(t *testing.T, rc *rawConn, tp *topic, committed bool) int64 {
 	t.Helper()
@@ -55,12 +67,7 @@ func TestReadsStopAtHighWatermark(t *testing.T) {
 	rc := dialRaw(t, b)
 	fetch := func(committed bool, offset int64) kmsg.FetchResponseTopicPartition {
 		t.Helper()
-		req := newFetchReq(12)
-		if committed {
-			req.IsolationLevel = 1
-		}
-		addPart(req, tp, 0, offset)
-		return mustPart(t, rc.roundTrip(req).(*kmsg.FetchResponse), tp, 0)
+		return fetchPart0(t, rc, tp, 12, committed, offset)
 	}
 	for _, committed := range []bool{false, true} {
 		got := fetch(committed, 0)
