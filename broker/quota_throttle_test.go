@@ -30,19 +30,23 @@ func TestProduceThrottled(t *testing.T) {
 	const n = 12
 	start := time.Now()
 	var throttled int
-	var lastAt time.Time
+	// The mute starts when the broker serves a request, which is after the
+	// client sent it: the next answer cannot come sooner than the throttle
+	// time after that send, however late the throttled answer arrived.
+	var lastSent time.Time
 	var lastThrottle time.Duration
 	for i := range n {
+		sent := time.Now()
 		resp := rc.roundTrip(produceReq(9, 1, tp, 0, records)).(*kmsg.ProduceResponse)
 		now := time.Now()
 		if p := onlyPartition(t, resp); p.ErrorCode != 0 {
 			t.Fatalf("produce %d: %s", i, errName(p.ErrorCode))
 		}
-		if lastThrottle > 0 && now.Sub(lastAt) < lastThrottle*8/10 {
-			t.Fatalf("request %d answered %v after a response throttled %v: the connection was not muted",
-				i, now.Sub(lastAt), lastThrottle)
+		if lastThrottle > 0 && now.Sub(lastSent) < lastThrottle-time.Millisecond {
+			t.Fatalf("request %d answered %v after the request throttled %v was sent: the connection was not muted",
+				i, now.Sub(lastSent), lastThrottle)
 		}
-		lastAt, lastThrottle = now, time.Duration(resp.ThrottleMillis)*time.Millisecond
+		lastSent, lastThrottle = sent, time.Duration(resp.ThrottleMillis)*time.Millisecond
 		if resp.ThrottleMillis > 0 {
 			throttled++
 		}
