@@ -101,10 +101,12 @@ type Broker struct {
 	mirrorMu    sync.RWMutex
 	mirrorAdmin MirrorAdmin
 
-	// ready is closed when New has finished: a client that connects while
-	// the listeners come up waits for it instead of seeing a half-built
-	// broker (advertised listeners unset).
+	// ready is closed when New has finished (or, with DeferServing, when
+	// StartServing is called): a client that connects while the listeners
+	// come up waits for it instead of seeing a half-built broker
+	// (advertised listeners unset, no control plane).
 	ready     chan struct{}
+	readyOnce sync.Once
 	closing   chan struct{}
 	closeOnce sync.Once
 	bg        sync.WaitGroup
@@ -227,7 +229,9 @@ func New(cfg Config) (*Broker, error) {
 	b.bg.Add(2)
 	go b.maintain()
 	go b.checkpointLoop()
-	close(b.ready)
+	if !cfg.DeferServing {
+		b.StartServing()
+	}
 	b.log.Info("kmirror broker started", "node_id", cfg.NodeID, "cluster_id", store.ClusterID(),
 		"listeners", fmt.Sprint(b.advertised), "topics", ntopics)
 	return b, nil
@@ -315,6 +319,11 @@ func (b *Broker) TopicStats() []TopicStat {
 	}
 	return out
 }
+
+// StartServing lets the requests through: at once from New, or, with
+// Config.DeferServing, once the node is wired. Calling it again is a
+// no-op.
+func (b *Broker) StartServing() { b.readyOnce.Do(func() { close(b.ready) }) }
 
 // NetStats returns the transport's live counters.
 func (b *Broker) NetStats() *netio.Stats { return b.srv.Stats() }

@@ -74,6 +74,12 @@ type Config struct {
 	// timeouts members may ask for (group.min.session.timeout.ms 6 s,
 	// group.max.session.timeout.ms 30 min).
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
+	// DeferServing makes New bind the listeners but serve no request until
+	// StartServing: a node's composition (kmirror serve, demo) wires the
+	// control plane (SetMirrorAdmin) first, so that no client meets a
+	// node whose mirror RPCs are not served yet. Requests that arrive
+	// meanwhile wait; they are not refused.
+	DeferServing bool
 	// MetricsListener is the host:port of the Prometheus /metrics HTTP
 	// listener (metrics.listener, kmirror's own; default 127.0.0.1:9308,
 	// empty disables it).

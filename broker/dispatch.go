@@ -101,9 +101,17 @@ func decodeRequest(key, version int16, body []byte) (kmsg.Request, error) {
 	return kreq, nil
 }
 
+// errClosing closes a connection whose request arrived before the broker
+// served anything and stayed until it closed.
+var errClosing = errors.New("broker: closing before serving")
+
 // Serve implements netio.Handler.
 func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte) ([]byte, bool, error) {
-	<-b.ready
+	select {
+	case <-b.ready:
+	case <-b.closing:
+		return out, false, errClosing // closed before it served anything
+	}
 	h, ok := lookupHandler(hdr.Key, hdr.Version)
 	if !ok {
 		if hdr.Key == apiVersionsKey {

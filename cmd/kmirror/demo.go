@@ -37,6 +37,7 @@ func startDemoNode(name, dir string, log *slog.Logger) (*demoNode, error) {
 	cfg.MetricsListener = ""
 	cfg.GroupInitialRebalanceDelay = 0
 	cfg.Logger = log.With("node", name)
+	cfg.DeferServing = true // until the control plane is wired
 	b, err := broker.New(cfg)
 	if err != nil {
 		return nil, err
@@ -47,6 +48,7 @@ func startDemoNode(name, dir string, log *slog.Logger) (*demoNode, error) {
 		return nil, err
 	}
 	b.SetMirrorAdmin(ctl)
+	b.StartServing()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
 		kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
 	if err != nil {

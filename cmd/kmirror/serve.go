@@ -99,6 +99,7 @@ func controlConfig(cfg broker.Config, log *slog.Logger) control.Config {
 
 // serve runs a configured node until ctx ends.
 func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.Logger) int {
+	cfg.DeferServing = true // until the control plane is wired
 	b, err := broker.New(cfg)
 	if err != nil {
 		log.Error("starting the broker", "err", err)
@@ -111,6 +112,7 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 		return 1
 	}
 	b.SetMirrorAdmin(ctl)
+	b.StartServing()
 	var metricsSrv *http.Server
 	if cfg.MetricsListener != "" {
 		if metricsSrv, err = startMetrics(cfg.MetricsListener, metricsHandler(b, ctl, cfg.MetricsMirrorPartitionLabels), log); err != nil {
