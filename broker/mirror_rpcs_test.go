@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -36,6 +37,9 @@ func TestDeferServingClose(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.DeferServing = true })
 	rc := dialRaw(t, b)
 	rc.send(mirrorapi.NewPtrListClusterMirrorsRequest())
+	// The request waits in Serve (counted just before it) when Close runs.
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("the request reaches the broker",
+		func() bool { return b.NetStats().Requests.Load() >= 1 }))
 	done := make(chan error, 1)
 	go func() { done <- b.Close() }()
 	select {
