@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -155,4 +156,26 @@ func procPath(pid int, file string) string {
 		return "/proc/self/" + file
 	}
 	return "/proc/" + strconv.Itoa(pid) + "/" + file
+}
+
+// CPUModel is the "model name" of /proc/cpuinfo, "unknown CPU" without one.
+func CPUModel() string {
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+			if k, v, ok := bytes.Cut(line, []byte{':'}); ok && string(bytes.TrimSpace(k)) == "model name" {
+				return string(bytes.TrimSpace(v))
+			}
+		}
+	}
+	return "unknown CPU"
+}
+
+// LoadAverage is the three load averages of /proc/loadavg ("0.52 0.58
+// 0.59"), "" when it cannot be read.
+func LoadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return ""
 }

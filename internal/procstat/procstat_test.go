@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -107,5 +108,11 @@ func TestProcSelf(t *testing.T) {
 	}
 	if _, err := ReadMachineCPU(); err != nil {
 		t.Fatal(err)
+	}
+	if l := LoadAverage(); len(strings.Fields(l)) != 3 {
+		t.Fatalf("LoadAverage = %q, want three numbers", l)
+	}
+	if CPUModel() == "" {
+		t.Fatal("CPUModel is empty")
 	}
 }

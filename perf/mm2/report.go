@@ -43,15 +43,6 @@ type report struct {
 
 // machineInfo names the CPU, cores, memory and kernel.
 func machineInfo() string {
-	model := "unknown CPU"
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
-			if k, v, ok := bytes.Cut(line, []byte{':'}); ok && string(bytes.TrimSpace(k)) == "model name" {
-				model = string(bytes.TrimSpace(v))
-				break
-			}
-		}
-	}
 	mem := "?"
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		if b, err := procstat.ParseStatusKB(data, "MemTotal"); err == nil {
@@ -59,10 +50,10 @@ func machineInfo() string {
 		}
 	}
 	load := ""
-	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = ", load average at start " + strings.Join(strings.Fields(string(data))[:3], " ")
+	if l := procstat.LoadAverage(); l != "" {
+		load = ", load average at start " + l
 	}
-	return fmt.Sprintf("%s, %d CPUs, %s RAM, %s %s/%s%s", model, runtime.NumCPU(), mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, load)
+	return fmt.Sprintf("%s, %d CPUs, %s RAM, %s %s/%s%s", procstat.CPUModel(), runtime.NumCPU(), mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, load)
 }
 
 func f1(v float64) string {

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/procstat"
 	"github.com/kmirror/kmirror/perf/mirror"
 )
 
@@ -156,18 +155,9 @@ func orUnknown(s string) string {
 
 // machineInfo names the CPU model, the CPUs and the load average.
 func machineInfo() string {
-	model := "unknown CPU"
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
-			if k, v, ok := bytes.Cut(line, []byte{':'}); ok && string(bytes.TrimSpace(k)) == "model name" {
-				model = string(bytes.TrimSpace(v))
-				break
-			}
-		}
-	}
 	load := ""
-	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = ", load average at start " + strings.Join(strings.Fields(string(data))[:3], " ")
+	if l := procstat.LoadAverage(); l != "" {
+		load = ", load average at start " + l
 	}
-	return fmt.Sprintf("%s, %d CPUs%s", model, runtime.NumCPU(), load)
+	return fmt.Sprintf("%s, %d CPUs%s", procstat.CPUModel(), runtime.NumCPU(), load)
 }
