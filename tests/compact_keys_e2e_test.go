@@ -13,7 +13,7 @@ import (
 
 // compactedNode starts a node holding topic: one partition,
 // cleanup.policy=compact.
-func compactedNode(t *testing.T, ctx context.Context, topic string) (*node, *kadm.Client) {
+func compactedNode(t *testing.T, ctx context.Context, topic string) (*brokerNode, *kadm.Client) {
 	t.Helper()
 	n := startNode(t)
 	adm := newAdmin(t, n.addr())

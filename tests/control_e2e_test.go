@@ -25,6 +25,7 @@ import (
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/node"
 )
 
 // The mirror control plane end to end: whole kmirror nodes (broker, control
@@ -45,6 +46,8 @@ type ctlNode struct {
 	cfg  broker.Config
 	ccfg control.Config
 
+	node *node.Node
+	// b and ctl are node's broker and control plane, for brevity.
 	b   *broker.Broker
 	ctl *control.Controller
 	// cl sends the mirror RPCs, kadm requests and raw reads (Fetch v11):
@@ -72,23 +75,16 @@ func startCtlNode(t *testing.T, name string, ccfg control.Config) *ctlNode {
 
 func (n *ctlNode) open() {
 	n.t.Helper()
-	b, err := broker.New(n.cfg)
+	nd, err := node.Start(n.cfg, n.ccfg)
 	if err != nil {
-		n.t.Fatalf("node %s: starting the broker: %v", n.name, err)
+		n.t.Fatalf("node %s: %v", n.name, err)
 	}
-	ctl, err := control.New(b, n.ccfg)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nd.Addr()), kgo.MaxVersions(mirrorapi.WithMirrorKeys(rawFetchVersions())))
 	if err != nil {
-		b.Close()
-		n.t.Fatalf("node %s: starting the control plane: %v", n.name, err)
-	}
-	b.SetMirrorAdmin(ctl)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.MaxVersions(mirrorapi.WithMirrorKeys(rawFetchVersions())))
-	if err != nil {
-		ctl.Close()
-		b.Close()
+		nd.Close()
 		n.t.Fatalf("node %s: creating a client: %v", n.name, err)
 	}
-	n.b, n.ctl, n.cl, n.adm = b, ctl, cl, kadm.NewClient(cl)
+	n.node, n.b, n.ctl, n.cl, n.adm = nd, nd.Broker, nd.Mirrors, cl, kadm.NewClient(cl)
 }
 
 // close stops the node: client, control plane (fetchers first), broker.
@@ -97,11 +93,10 @@ func (n *ctlNode) close() {
 		return
 	}
 	n.cl.Close()
-	n.ctl.Close()
-	if err := n.b.Close(); err != nil {
-		n.t.Errorf("node %s: closing the broker: %v", n.name, err)
+	if err := n.node.Close(); err != nil {
+		n.t.Errorf("node %s: closing: %v", n.name, err)
 	}
-	n.b, n.ctl, n.cl, n.adm = nil, nil, nil, nil
+	n.node, n.b, n.ctl, n.cl, n.adm = nil, nil, nil, nil, nil
 }
 
 // restart closes the node and opens it again on the same directories.

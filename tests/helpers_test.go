@@ -21,9 +21,11 @@ import (
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
-// node is one in-process kmirror node whose configuration (and so its log
+// brokerNode is one in-process kmirror broker without a control plane, for
+// the tests of the broker and of bare fetchers (whole nodes, built by
+// node.Start, are ctlNode). Its configuration (and so its log
 // directories) survives restarts.
-type node struct {
+type brokerNode struct {
 	cfg broker.Config
 
 	mu sync.Mutex
@@ -32,7 +34,7 @@ type node struct {
 
 // startNode starts a node on 127.0.0.1, port 0, in a fresh temp dir. The
 // node is closed when the test ends, whichever broker is current then.
-func startNode(t testing.TB, mutate ...func(*broker.Config)) *node {
+func startNode(t testing.TB, mutate ...func(*broker.Config)) *brokerNode {
 	t.Helper()
 	cfg := nodetest.Config(t)
 	for _, m := range mutate {
@@ -42,7 +44,7 @@ func startNode(t testing.TB, mutate ...func(*broker.Config)) *node {
 	if err != nil {
 		t.Fatalf("starting broker: %v", err)
 	}
-	n := &node{cfg: cfg, b: b}
+	n := &brokerNode{cfg: cfg, b: b}
 	t.Cleanup(func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -57,7 +59,7 @@ func startNode(t testing.TB, mutate ...func(*broker.Config)) *node {
 
 // addr is the current broker's address; it changes at every restart
 // because the listener asks for port 0.
-func (n *node) addr() string {
+func (n *brokerNode) addr() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.b.Addr()
@@ -66,7 +68,7 @@ func (n *node) addr() string {
 // restart closes the broker and opens a new one on the same configuration.
 // REQUIRES: clients of the old broker are closed (they would only retry
 // against a dead address).
-func (n *node) restart(t testing.TB) {
+func (n *brokerNode) restart(t testing.TB) {
 	t.Helper()
 	n.mu.Lock()
 	defer n.mu.Unlock()

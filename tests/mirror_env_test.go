@@ -43,7 +43,7 @@ type mirrorEnv struct {
 	t    *testing.T
 	ctx  context.Context
 	src  *kfake.Cluster
-	n    *node
+	n    *brokerNode
 	m    *fetch.Manager
 	name string
 	// mode is how startPartition starts partitions: StartAlign (a fresh

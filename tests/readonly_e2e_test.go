@@ -32,7 +32,7 @@ const (
 // startReadOnlyNode starts a node holding mirror topic ro (two
 // partitions) of mirror dr. No source is needed: the broker refuses
 // writes by the topic's owner, whatever the mirror's state.
-func startReadOnlyNode(t *testing.T) *node {
+func startReadOnlyNode(t *testing.T) *brokerNode {
 	t.Helper()
 	n := startNode(t)
 	if err := n.b.CreateMirrorTopic(roTopic, [16]byte{7, 7, 7}, 2, roMirror); err != nil {
@@ -42,7 +42,7 @@ func startReadOnlyNode(t *testing.T) *node {
 }
 
 // produceAttempts counts the node's Produce requests while fn runs.
-func produceAttempts(n *node, fn func()) int64 {
+func produceAttempts(n *brokerNode, fn func()) int64 {
 	before := n.b.Stats().ProduceRequests.Load()
 	fn()
 	return n.b.Stats().ProduceRequests.Load() - before

@@ -22,7 +22,7 @@ import (
 // secureNode starts a node with a PLAINTEXT listener (setup), a SASL_SSL
 // and an SSL listener (client certificates required), PLAIN user alice
 // and SCRAM user carol; it returns the node and the secured addresses.
-func secureNode(t *testing.T, ca *testcerts.CA) (n *node, saslSSL, ssl string) {
+func secureNode(t *testing.T, ca *testcerts.CA) (n *brokerNode, saslSSL, ssl string) {
 	t.Helper()
 	server := ca.Server()
 	n = startNode(t, func(c *broker.Config) {

@@ -20,13 +20,14 @@ import (
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/node"
 )
 
-// demoNode is one in-process kmirror node of the demo.
+// demoNode is one in-process kmirror node of the demo, with a client that
+// speaks the mirror RPCs.
 type demoNode struct {
+	*node.Node
 	name string
-	b    *broker.Broker
-	ctl  *control.Controller
 	cl   *kgo.Client
 }
 
@@ -37,32 +38,22 @@ func startDemoNode(name, dir string, log *slog.Logger) (*demoNode, error) {
 	cfg.MetricsListener = ""
 	cfg.GroupInitialRebalanceDelay = 0
 	cfg.Logger = log.With("node", name)
-	cfg.DeferServing = true // until the control plane is wired
-	b, err := broker.New(cfg)
+	n, err := node.Start(cfg, control.Config{})
 	if err != nil {
 		return nil, err
 	}
-	ctl, err := control.New(b, control.Config{Logger: cfg.Logger})
-	if err != nil {
-		b.Close()
-		return nil, err
-	}
-	b.SetMirrorAdmin(ctl)
-	b.StartServing()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
 		kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
 	if err != nil {
-		ctl.Close()
-		b.Close()
+		n.Close()
 		return nil, err
 	}
-	return &demoNode{name: name, b: b, ctl: ctl, cl: cl}, nil
+	return &demoNode{Node: n, name: name, cl: cl}, nil
 }
 
 func (n *demoNode) close() {
 	n.cl.Close()
-	n.ctl.Close()
-	n.b.Close()
+	n.Close()
 }
 
 // runDemo is `kmirror demo` (`make demo`): two nodes on loopback, a mirror,
@@ -124,19 +115,19 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 		steps = append(steps, [2]string{what, result})
 		fmt.Fprintf(out, "%-52s %s  (%.1fs)\n", what, result, time.Since(start).Seconds())
 	}
-	fmt.Fprintf(out, "node A (source) %s, node B (mirror) %s\n\n", a.b.Addr(), bn.b.Addr())
+	fmt.Fprintf(out, "node A (source) %s, node B (mirror) %s\n\n", a.Addr(), bn.Addr())
 
 	// 1. Data on A: lz4 batches from an idempotent producer.
 	if _, err := kadm.NewClient(a.cl).CreateTopic(ctx, 3, 1, nil, demoTopic); err != nil {
 		return fmt.Errorf("creating %s on A: %w", demoTopic, err)
 	}
-	if err := produceDemo(ctx, a.b.Addr(), records, "a"); err != nil {
+	if err := produceDemo(ctx, a.Addr(), records, "a"); err != nil {
 		return err
 	}
 	step("produce lz4 records (idempotent) on A", fmt.Sprintf("%d records", records))
 
 	// 2. Mirror A -> B.
-	if err := mirrorTo(ctx, bn, "dr", a.b.Addr()); err != nil {
+	if err := mirrorTo(ctx, bn, "dr", a.Addr()); err != nil {
 		return err
 	}
 	step("create mirror dr on B, start "+demoTopic, "ok")
@@ -153,7 +144,7 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 		return err
 	}
 	step("failover: stop mirroring on B (writable)", "ok")
-	if err := produceDemo(ctx, bn.b.Addr(), 1000, "b"); err != nil {
+	if err := produceDemo(ctx, bn.Addr(), 1000, "b"); err != nil {
 		return fmt.Errorf("producing on B after failover: %w", err)
 	}
 	step("produce 1000 records on B", "ok")
@@ -165,18 +156,18 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	if err := produceDemoTxns(ctx, bn.b.Addr(), demoTxnRecords); err != nil {
+	if err := produceDemoTxns(ctx, bn.Addr(), demoTxnRecords); err != nil {
 		return fmt.Errorf("transactions on B: %w", err)
 	}
 	step(fmt.Sprintf("transactions on B: abort %d records, commit %d", demoTxnRecords, demoTxnRecords), "ok")
-	seen, err := readDemoTxns(ctx, bn.b.Addr(), txnStart)
+	seen, err := readDemoTxns(ctx, bn.Addr(), txnStart)
 	if err != nil {
 		return fmt.Errorf("reading the transactions on B: %w", err)
 	}
 	step("read_committed on B: committed records only", seen)
 
 	// 4. Failback: A mirrors B's delta, then stops.
-	if err := mirrorTo(ctx, a, "back", bn.b.Addr()); err != nil {
+	if err := mirrorTo(ctx, a, "back", bn.Addr()); err != nil {
 		return err
 	}
 	if err := waitCaughtUp(ctx, a, "back", out); err != nil {
@@ -188,7 +179,7 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 	step("failback: A mirrored B's delta; identical", "yes")
 	// A's log is B's byte for byte, offsets included, so the same range
 	// holds the mirrored transactions, their markers and aborted index.
-	if seen, err = readDemoTxns(ctx, a.b.Addr(), txnStart); err != nil {
+	if seen, err = readDemoTxns(ctx, a.Addr(), txnStart); err != nil {
 		return fmt.Errorf("reading the mirrored transactions on A: %w", err)
 	}
 	step("read_committed on A (mirrored): committed only", seen)
@@ -196,7 +187,7 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 		return err
 	}
 	step("stop the failback mirror: A is the primary again", "ok")
-	if err := produceDemo(ctx, a.b.Addr(), 100, "a2"); err != nil {
+	if err := produceDemo(ctx, a.Addr(), 100, "a2"); err != nil {
 		return err
 	}
 	step("produce on A", "ok")
@@ -418,7 +409,7 @@ func sameBytes(ctx context.Context, a, b *demoNode) error {
 }
 
 func topicID(n *demoNode) [16]byte {
-	info, _ := n.b.Topic(demoTopic)
+	info, _ := n.Broker.Topic(demoTopic)
 	return info.ID
 }
 

@@ -85,8 +85,8 @@ func TestDeployQueriesExportedMetrics(t *testing.T) {
 	if err := mirrorTo(ctx, n, "dr", src.ListenAddrs()[0]); err != nil {
 		t.Fatal(err)
 	}
-	n.ctl.SyncOnce()
-	srv := httptest.NewServer(metricsHandler(n.b, n.ctl, false))
+	n.Mirrors.SyncOnce()
+	srv := httptest.NewServer(n.MetricsHandler(false))
 	defer srv.Close()
 	testutil.CheckFor(t, 30*time.Second, func() error {
 		exported, err := scrapeNames(ctx, srv.URL+"/metrics")

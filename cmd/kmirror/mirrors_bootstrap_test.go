@@ -11,7 +11,7 @@ func TestMirrorsBootstrapList(t *testing.T) {
 	t.Parallel()
 	n := startMirrorsNode(t, "A")
 	dead := freeAddr(t) // nothing listens there
-	for _, list := range []string{dead + "," + n.b.Addr(), n.b.Addr() + ", " + dead} {
+	for _, list := range []string{dead + "," + n.Addr(), n.Addr() + ", " + dead} {
 		out := mustMirrors(t, "--list", "--bootstrap-server", list)
 		if _, err := parseTable(out, listHeader...); err != nil {
 			t.Fatalf("--list --bootstrap-server %s: %v", list, err)

@@ -24,7 +24,7 @@ var dryRunHeader = []string{"TOPIC", "PARTITION", "LOCAL-END", "TRUNCATE-FROM", 
 // raw batch bytes.
 func logBytes(t *testing.T, n *demoNode, from, upTo int64) []byte {
 	t.Helper()
-	l, err := n.b.PartitionLog("orders", 0)
+	l, err := n.Broker.PartitionLog("orders", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,24 +61,24 @@ func TestMirrorsStartDryRun(t *testing.T) {
 	if _, err := kadm.NewClient(a.cl).CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if err := produceDemo(ctx, a.b.Addr(), 30, "a"); err != nil {
+	if err := produceDemo(ctx, a.Addr(), 30, "a"); err != nil {
 		t.Fatal(err)
 	}
-	onB := func(args ...string) []string { return append(args, "--bootstrap-server", b.b.Addr()) }
-	onA := func(args ...string) []string { return append(args, "--bootstrap-server", a.b.Addr()) }
-	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+a.b.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
+	onB := func(args ...string) []string { return append(args, "--bootstrap-server", b.Addr()) }
+	onA := func(args ...string) []string { return append(args, "--bootstrap-server", a.Addr()) }
+	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+a.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
 	mustMirrors(t, onB("--create", "--mirror", "dr", "--mirror-config", cfg)...)
 	mustMirrors(t, onB("--start", "--mirror", "dr", "--topics", "orders")...)
 	waitDescribed(t, onB, "30")
 	mustMirrors(t, onB("--pause", "--mirror", "dr", "--topics", "orders")...)
-	if err := produceDemo(ctx, a.b.Addr(), 12, "a-divergent"); err != nil {
+	if err := produceDemo(ctx, a.Addr(), 12, "a-divergent"); err != nil {
 		t.Fatal(err)
 	}
 	mustMirrors(t, onB("--stop", "--mirror", "dr", "--topics", "orders")...)
-	if err := produceDemo(ctx, b.b.Addr(), 5, "b-own"); err != nil {
+	if err := produceDemo(ctx, b.Addr(), 5, "b-own"); err != nil {
 		t.Fatal(err)
 	}
-	bLog, err := b.b.PartitionLog("orders", 0)
+	bLog, err := b.Broker.PartitionLog("orders", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +87,9 @@ func TestMirrorsStartDryRun(t *testing.T) {
 		t.Fatalf("B ends at %d, want 36", bEnd)
 	}
 
-	back := writeTestFile(t, "back.properties", "bootstrap.servers="+b.b.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
+	back := writeTestFile(t, "back.properties", "bootstrap.servers="+b.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
 	mustMirrors(t, onA("--create", "--mirror", "back", "--mirror-config", back)...)
-	aLog, err := a.b.PartitionLog("orders", 0)
+	aLog, err := a.Broker.PartitionLog("orders", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestMirrorsStartDryRun(t *testing.T) {
 	if aLog.LogEndOffset() != endBefore || aLog.Size() != sizeBefore || !bytes.Equal(logBytes(t, a, 0, endBefore), bytesBefore) {
 		t.Fatalf("the dry run changed the log: end %d->%d, size %d->%d", endBefore, aLog.LogEndOffset(), sizeBefore, aLog.Size())
 	}
-	if info, _ := a.b.Topic("orders"); info.Mirror != "" {
+	if info, _ := a.Broker.Topic("orders"); info.Mirror != "" {
 		t.Fatalf("the dry run gave the topic to mirror %q", info.Mirror)
 	}
 	if got := mustMirrors(t, onA("--list")...); got != listBefore {

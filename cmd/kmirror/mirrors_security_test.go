@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/broker"
-	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testcerts"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
@@ -22,13 +21,7 @@ func TestMirrorsCommandConfigSASLSSL(t *testing.T) {
 	cfg.Listeners = []broker.Listener{{Name: "SASL_SSL", Host: "127.0.0.1"}}
 	cfg.Security.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Server().TLS}}
 	cfg.Security.PlainUsers = map[string]string{"ops": "ops-pw"}
-	b := nodetest.Start(t, cfg)
-	ctl, err := control.New(b, control.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	b.SetMirrorAdmin(ctl)
+	b := startTestNode(t, cfg)
 	trust := testcerts.WriteFile(t, "ca.pem", ca.PEM)
 	props := func(pass string) string {
 		return writeTestFile(t, "client.properties", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"+

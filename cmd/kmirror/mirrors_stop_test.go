@@ -97,12 +97,12 @@ func TestMirrorsStopReport(t *testing.T) {
 	if _, err := kadm.NewClient(a.cl).CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if err := produceDemo(ctx, a.b.Addr(), 30, "a"); err != nil {
+	if err := produceDemo(ctx, a.Addr(), 30, "a"); err != nil {
 		t.Fatal(err)
 	}
-	bs := []string{"--bootstrap-server", b.b.Addr()}
+	bs := []string{"--bootstrap-server", b.Addr()}
 	cmd := func(args ...string) []string { return append(args, bs...) }
-	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+a.b.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
+	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+a.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
 	mustMirrors(t, cmd("--create", "--mirror", "dr", "--mirror-config", cfg)...)
 	mustMirrors(t, cmd("--start", "--mirror", "dr", "--topics", "orders")...)
 	testutil.CheckFor(t, 15*time.Second, func() error {
@@ -116,7 +116,7 @@ func TestMirrorsStopReport(t *testing.T) {
 		return nil
 	})
 	mustMirrors(t, cmd("--pause", "--mirror", "dr", "--topics", "orders")...)
-	if err := produceDemo(ctx, a.b.Addr(), 12, "b"); err != nil {
+	if err := produceDemo(ctx, a.Addr(), 12, "b"); err != nil {
 		t.Fatal(err)
 	}
 

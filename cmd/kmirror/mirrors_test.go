@@ -19,9 +19,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/node"
 )
 
 // mirrorsCmd runs `kmirror mirrors args...` in-process, through run like
@@ -100,6 +103,22 @@ func startMirrorsNode(t *testing.T, name string) *demoNode {
 		t.Fatalf("starting node %s: %v", name, err)
 	}
 	t.Cleanup(n.close)
+	return n
+}
+
+// startTestNode starts a node on cfg with the control plane's defaults,
+// closed at the end of the test.
+func startTestNode(t *testing.T, cfg broker.Config) *node.Node {
+	t.Helper()
+	n, err := node.Start(cfg, control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("closing the node: %v", err)
+		}
+	})
 	return n
 }
 
@@ -207,12 +226,12 @@ func TestMirrorsLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	const records = 300
-	if err := produceDemo(ctx, a.b.Addr(), records, "a"); err != nil {
+	if err := produceDemo(ctx, a.Addr(), records, "a"); err != nil {
 		t.Fatal(err)
 	}
-	bs := []string{"--bootstrap-server", b.b.Addr()}
+	bs := []string{"--bootstrap-server", b.Addr()}
 	cmd := func(args ...string) []string { return append(args, bs...) }
-	cfg := writeTestFile(t, "dr.properties", "# the source\nbootstrap.servers="+a.b.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
+	cfg := writeTestFile(t, "dr.properties", "# the source\nbootstrap.servers="+a.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
 
 	if out := mustMirrors(t, cmd("--create", "--mirror", "dr", "--mirror-config", cfg)...); out != "create: done\n" {
 		t.Errorf("--create printed %q", out)
@@ -225,7 +244,7 @@ func TestMirrorsLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := [][]string{{"dr", "orders", a.b.ClusterID(), a.b.Addr()}}; !slices.EqualFunc(rows, want, slices.Equal) {
+	if want := [][]string{{"dr", "orders", a.Broker.ClusterID(), a.Addr()}}; !slices.EqualFunc(rows, want, slices.Equal) {
 		t.Fatalf("--list rows %q, want %q", rows, want)
 	}
 
@@ -310,7 +329,7 @@ func TestMirrorsLifecycle(t *testing.T) {
 		t.Fatalf("--list --json: %v", err)
 	}
 	if len(list) != 1 || list[0]["mirror"] != "dr" || list[0]["topicCount"] != float64(1) ||
-		list[0]["sourceClusterId"] != a.b.ClusterID() || list[0]["sourceBootstrapServer"] != a.b.Addr() ||
+		list[0]["sourceClusterId"] != a.Broker.ClusterID() || list[0]["sourceBootstrapServer"] != a.Addr() ||
 		fmt.Sprint(list[0]["topics"]) != "[orders]" {
 		t.Errorf("--list --json: %v", list)
 	}
@@ -456,9 +475,9 @@ func TestMirrorsStartRegex(t *testing.T) {
 	if _, err := kadm.NewClient(a.cl).CreateTopics(ctx, 1, 1, nil, "t.a", "t.b", "x"); err != nil {
 		t.Fatal(err)
 	}
-	bs := []string{"--bootstrap-server", b.b.Addr()}
+	bs := []string{"--bootstrap-server", b.Addr()}
 	cmd := func(args ...string) []string { return append(args, bs...) }
-	cfg := writeTestFile(t, "re.properties", "bootstrap.servers="+a.b.Addr()+"\n")
+	cfg := writeTestFile(t, "re.properties", "bootstrap.servers="+a.Addr()+"\n")
 	mustMirrors(t, cmd("--create", "--mirror", "re", "--mirror-config", cfg)...)
 	mustMirrors(t, cmd("--start", "--mirror", "re", "--topics", `t\..*`)...)
 
@@ -484,7 +503,7 @@ func TestMirrorsStartRegex(t *testing.T) {
 	// --exclude drops matches; a third node, since B's t.a and t.b
 	// already belong to mirror re.
 	c := startMirrorsNode(t, "C")
-	onC := func(args ...string) []string { return append(args, "--bootstrap-server", c.b.Addr()) }
+	onC := func(args ...string) []string { return append(args, "--bootstrap-server", c.Addr()) }
 	mustMirrors(t, onC("--create", "--mirror", "ex", "--mirror-config", cfg)...)
 	mustMirrors(t, onC("--start", "--mirror", "ex", "--topics", `t\..*`, "--exclude", `t\.b`)...)
 	rows, err = parseTable(mustMirrors(t, onC("--list")...), listHeader...)

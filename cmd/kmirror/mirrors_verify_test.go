@@ -24,9 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/kmirror/kmirror/batch"
-	"github.com/kmirror/kmirror/broker"
-	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/verify"
 )
 
@@ -76,7 +75,7 @@ func (s *verifySetup) open(t *testing.T) {
 	}
 	t.Cleanup(n.close)
 	s.dst = n
-	s.args = []string{"--bootstrap-server", n.b.Addr()}
+	s.args = []string{"--bootstrap-server", n.Addr()}
 }
 
 func (s *verifySetup) cmd(args ...string) []string { return append(args, s.args...) }
@@ -186,7 +185,7 @@ func TestMirrorsVerify(t *testing.T) {
 	if resp, err := kadm.NewClient(srcCl).DeleteRecords(ctx, del); err != nil || resp.Error() != nil {
 		t.Fatalf("DeleteRecords: %v %v", err, resp.Error())
 	}
-	for _, addr := range []string{s.seed, s.dst.b.Addr()} {
+	for _, addr := range []string{s.seed, s.dst.Addr()} {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			t.Fatal(err)
@@ -430,21 +429,9 @@ func TestMirrorsVerifySourceCredentials(t *testing.T) {
 	sec := "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n" +
 		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="src" password="src-pw";` + "\n"
 	// The node seals the mirror's credential (password.encoder.secret).
-	bcfg := broker.DefaultConfig()
-	bcfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1"}}
-	bcfg.LogDirs, bcfg.MetricsListener = []string{t.TempDir()}, ""
+	bcfg := nodetest.Config(t)
 	bcfg.PasswordEncoderSecret = "verify-test-secret"
-	b, err := broker.New(bcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ctl, err := control.New(b, control.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	b.SetMirrorAdmin(ctl)
+	b := startTestNode(t, bcfg)
 	dcl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
 	if err != nil {
 		t.Fatal(err)

@@ -122,7 +122,7 @@ func TestMirrorsDescribeWatch(t *testing.T) {
 	// 300 KB, uncompressed, in batches of 4 KiB (a source answers a
 	// fetch with at least one batch whatever the throttle allows): at
 	// 100 KB/s the copy takes some 2 s.
-	pr, err := kgo.NewClient(kgo.SeedBrokers(a.b.Addr()), kgo.DefaultProduceTopic("orders"),
+	pr, err := kgo.NewClient(kgo.SeedBrokers(a.Addr()), kgo.DefaultProduceTopic("orders"),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(4096))
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +135,8 @@ func TestMirrorsDescribeWatch(t *testing.T) {
 	if err := pr.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	onB := func(args ...string) []string { return append(args, "--bootstrap-server", b.b.Addr()) }
-	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+a.b.Addr()+
+	onB := func(args ...string) []string { return append(args, "--bootstrap-server", b.Addr()) }
+	cfg := writeTestFile(t, "dr.properties", "bootstrap.servers="+a.Addr()+
 		"\nmirror.fetch.wait.max.ms=100\nmirror.replication.throttled.rate=100000\nmirror.fetch.max.bytes=20000\n")
 	mustMirrors(t, onB("--create", "--mirror", "dr", "--mirror-config", cfg)...)
 	mustMirrors(t, onB("--start", "--mirror", "dr", "--topics", "orders")...)

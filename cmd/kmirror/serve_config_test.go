@@ -385,22 +385,6 @@ func TestServeConfigHelpDefaults(t *testing.T) {
 	}
 }
 
-// The node's mirror settings reach the control plane, 0 meaning "off"
-// where the control plane's 0 would mean "default".
-func TestControlConfig(t *testing.T) {
-	t.Parallel()
-	cfg := broker.DefaultConfig()
-	cc := controlConfig(cfg, nil)
-	if cc.RefreshInterval != time.Minute || cc.RetryInitial != time.Second || cc.RetryMax != time.Minute || cc.RetryMaxAttempts != 20 {
-		t.Fatalf("defaults: %+v", cc)
-	}
-	cfg.Mirror.MetadataRefresh, cfg.Mirror.RetryMaxAttempts = 0, 0
-	cc = controlConfig(cfg, nil)
-	if cc.RefreshInterval >= 0 || cc.RetryMaxAttempts >= 0 {
-		t.Fatalf("off: %+v", cc)
-	}
-}
-
 // A server.properties written for Kafka loads: the settings kmirror does
 // not apply (ZooKeeper, thread pools, old templates' names, per-listener
 // overrides) are accepted and reported in one start-up line, while a name

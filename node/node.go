@@ -1,0 +1,151 @@
+// Package node is kmirror's composition root: it builds one node from its
+// config in one order (the broker with its listeners held, the mirror
+// control plane on it, the broker's mirror RPCs pointed at it, the metrics
+// listener, then serving), and closes it in the reverse order. `kmirror
+// serve`, `kmirror demo`, perf/ and the end-to-end tests all build their
+// nodes here, so a node a test runs is wired as the one an operator runs,
+// and the cluster step (the metadata log, replica fetchers) changes one
+// place.
+//
+// Harnesses that measure or test the broker alone, or the bare fetch path
+// without a control plane, build a bare broker on purpose: the in-package
+// tests of the broker, control and what they import (which cannot import
+// node: an import cycle) with internal/testutil/nodetest, tests/'
+// brokerNode, and perf/mirror's destination.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/metrics"
+)
+
+// Node is one running kmirror node: its Kafka API and its mirror control
+// plane.
+type Node struct {
+	Broker  *broker.Broker
+	Mirrors *control.Controller
+	// metricsSrv serves /metrics on metrics.listener; nil when that is
+	// empty.
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+}
+
+// MirrorConfig is the control plane's config from the node's mirror.*
+// settings (server.properties), whose zero values mean "off" where the
+// control plane's zero means "default": a node configured with
+// mirror.metadata.refresh.interval.ms=0 runs no periodic sync, and with
+// mirror.failed.retry.max.attempts=0 never retries a FAILED partition.
+func MirrorConfig(cfg broker.Config) control.Config {
+	cc := control.Config{Logger: cfg.Logger, RefreshInterval: cfg.Mirror.MetadataRefresh,
+		RetryInitial: cfg.Mirror.RetryInitialBackoff, RetryMax: cfg.Mirror.RetryMaxBackoff,
+		RetryMaxAttempts: cfg.Mirror.RetryMaxAttempts}
+	if cc.RefreshInterval == 0 {
+		cc.RefreshInterval = -1
+	}
+	if cc.RetryMaxAttempts == 0 {
+		cc.RetryMaxAttempts = -1
+	}
+	return cc
+}
+
+// Start builds and starts a node: cfg is the broker's config, mirrors the
+// control plane's (MirrorConfig maps cfg's mirror.* settings; tests pass
+// their own). The listeners are bound first but answer no request until
+// the whole node is wired, so a client that connects early waits instead
+// of finding no control plane. A nil mirrors.Logger takes cfg.Logger.
+func Start(cfg broker.Config, mirrors control.Config) (*Node, error) {
+	if mirrors.Logger == nil {
+		mirrors.Logger = cfg.Logger
+	}
+	cfg.DeferServing = true
+	b, err := broker.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting the broker: %w", err)
+	}
+	ctl, err := control.New(b, mirrors)
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("starting the mirror control plane: %w", err)
+	}
+	b.SetMirrorAdmin(ctl)
+	n := &Node{Broker: b, Mirrors: ctl}
+	if cfg.MetricsListener != "" {
+		if err := n.startMetrics(cfg.MetricsListener, cfg.MetricsMirrorPartitionLabels, cfg.Logger); err != nil {
+			ctl.Close()
+			b.Close()
+			return nil, fmt.Errorf("starting the metrics listener (metrics.listener=%s): %w", cfg.MetricsListener, err)
+		}
+	}
+	b.StartServing()
+	return n, nil
+}
+
+// Close stops the node in the reverse order of Start: the metrics
+// listener, the control plane (its fetchers first, so no mirrored append
+// races the logs' close), then the broker.
+func (n *Node) Close() error {
+	if n.metricsSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.metricsSrv.Shutdown(ctx)
+		cancel()
+	}
+	n.Mirrors.Close()
+	return n.Broker.Close()
+}
+
+// Addr is the address of the node's first listener.
+func (n *Node) Addr() string { return n.Broker.Addr() }
+
+// MetricsAddr is the address /metrics is served on, "" without a metrics
+// listener.
+func (n *Node) MetricsAddr() string {
+	if n.metricsLn == nil {
+		return ""
+	}
+	return n.metricsLn.Addr().String()
+}
+
+// MetricsHandler serves the node's metrics in the Prometheus format;
+// partitionLabels is metrics.mirror.partition.labels.
+func (n *Node) MetricsHandler(partitionLabels bool) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(n.Broker), metrics.NewFetchCollector(n.Mirrors.Fetchers(), partitionLabels),
+		metrics.NewSyncCollector(n.Mirrors), collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// startMetrics serves MetricsHandler as /metrics on addr.
+func (n *Node) startMetrics(addr string, partitionLabels bool, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", n.MetricsHandler(partitionLabels))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	log.Info("metrics listening", "addr", ln.Addr().String())
+	n.metricsSrv, n.metricsLn = srv, ln
+	return nil
+}

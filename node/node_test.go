@@ -1,0 +1,105 @@
+package node
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/mirrorapi"
+)
+
+// The node's mirror settings reach the control plane, 0 meaning "off"
+// where the control plane's 0 would mean "default".
+func TestMirrorConfig(t *testing.T) {
+	t.Parallel()
+	cfg := broker.DefaultConfig()
+	cc := MirrorConfig(cfg)
+	if cc.RefreshInterval != time.Minute || cc.RetryInitial != time.Second || cc.RetryMax != time.Minute || cc.RetryMaxAttempts != 20 {
+		t.Fatalf("defaults: %+v", cc)
+	}
+	cfg.Mirror.MetadataRefresh, cfg.Mirror.RetryMaxAttempts = 0, 0
+	cc = MirrorConfig(cfg)
+	if cc.RefreshInterval >= 0 || cc.RetryMaxAttempts >= 0 {
+		t.Fatalf("off: %+v", cc)
+	}
+}
+
+// A started node serves the Kafka API with its control plane wired (the
+// mirror RPCs answer) and its metrics on metrics.listener; Close stops
+// both.
+func TestStartWiresTheNode(t *testing.T) {
+	t.Parallel()
+	cfg := nodetest.Config(t)
+	cfg.MetricsListener = "127.0.0.1:0"
+	n, err := Start(cfg, control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			n.Close()
+		}
+	})
+	cl := nodetest.Client(t, []string{n.Addr()}, kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+	ctx := t.Context()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cl.Request(ctx, mirrorapi.NewPtrListClusterMirrorsRequest())
+	if err != nil {
+		t.Fatalf("ListClusterMirrors: %v", err)
+	}
+	if l := resp.(*mirrorapi.ListClusterMirrorsResponse); l.ErrorCode != 0 || len(l.Mirrors) != 0 {
+		t.Fatalf("a new node's mirrors: %+v", l)
+	}
+	hresp, err := http.Get("http://" + n.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(hresp.Body)
+	hresp.Body.Close()
+	if err != nil || !strings.Contains(string(body), "kmirror_") {
+		t.Fatalf("metrics: %v\n%.300s", err, body)
+	}
+	addr := n.MetricsAddr()
+	closed = true
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		t.Fatal("metrics still served after Close")
+	}
+}
+
+// A metrics listener that cannot bind fails Start with the setting's name,
+// and leaves nothing open: the same log dir starts again at once.
+func TestStartMetricsListenerTaken(t *testing.T) {
+	t.Parallel()
+	first := nodetest.Config(t)
+	first.MetricsListener = "127.0.0.1:0"
+	n, err := Start(first, control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	cfg := nodetest.Config(t)
+	cfg.MetricsListener = n.MetricsAddr()
+	if _, err := Start(cfg, control.Config{}); err == nil || !strings.Contains(err.Error(), "metrics.listener="+n.MetricsAddr()) {
+		t.Fatalf("want a metrics.listener error, got %v", err)
+	}
+	cfg.MetricsListener = ""
+	again, err := Start(cfg, control.Config{})
+	if err != nil {
+		t.Fatalf("the log dir stayed locked after a failed start: %v", err)
+	}
+	again.Close()
+}
