@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/kmirror/kmirror/meta"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // OffsetCommit: v2-9
 //
@@ -23,6 +26,11 @@ func (b *Broker) handleOffsetCommit(r *request) (kmsg.Response, error) {
 	if skip {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		resp.Topics = denied
+		return resp, nil
+	}
+	if code := b.coordinatorError(meta.CoordinatorGroup, req.Group); code != 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = append(offsetCommitErrors(req.Topics, code), denied...)
 		return resp, nil
 	}
 	resp := b.groups.OffsetCommit(req)

@@ -20,11 +20,31 @@ func init() { regKey(9, 1, 9, (*Broker).handleOffsetFetch) }
 
 func (b *Broker) handleOffsetFetch(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetFetchRequest)
+	az := b.authz(r)
+	if req.Version < 8 {
+		if code := b.groupCoordinatorError(&az, aclOperationDescribe, req.Group); code != 0 {
+			resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+			resp.ErrorCode = code
+			if req.Version < 2 { // no top-level code
+				resp.Topics = offsetFetchErrors(req.Topics, code)
+			}
+			return resp, nil
+		}
+	}
+	var away []kmsg.OffsetFetchRequestGroup
+	var codes []int16
+	req.Groups, away, codes = splitCoordinated(req.Groups, func(g kmsg.OffsetFetchRequestGroup) string { return g.Group },
+		func(g string) int16 { return b.groupCoordinatorError(&az, aclOperationDescribe, g) })
 	var resp *kmsg.OffsetFetchResponse
-	if az := b.authz(r); az.on() {
+	if az.on() {
 		resp = b.offsetFetch(&az, req)
 	} else {
 		resp = b.groups.OffsetFetch(req)
+	}
+	for i, g := range away {
+		og := kmsg.NewOffsetFetchResponseGroup()
+		og.Group, og.ErrorCode = g.Group, codes[i]
+		resp.Groups = append(resp.Groups, og)
 	}
 	if req.RequireStable {
 		b.markUnstableOffsets(req, resp)

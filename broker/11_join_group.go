@@ -3,6 +3,7 @@ package broker
 import (
 	"net"
 
+	"github.com/kmirror/kmirror/meta"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,6 +33,11 @@ func (b *Broker) handleJoinGroup(r *request) (kmsg.Response, error) {
 	if az := b.authz(r); !az.group(aclOperationRead, req.Group) {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	if code := b.coordinatorError(meta.CoordinatorGroup, req.Group); code != 0 {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	host := r.conn.RemoteAddr()

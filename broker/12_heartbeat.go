@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/kmirror/kmirror/meta"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,6 +22,11 @@ func (b *Broker) handleHeartbeat(r *request) (kmsg.Response, error) {
 	if az := b.authz(r); !az.group(aclOperationRead, req.Group) {
 		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	if code := b.coordinatorError(meta.CoordinatorGroup, req.Group); code != 0 {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	return b.groups.Heartbeat(req), nil

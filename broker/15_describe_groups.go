@@ -15,8 +15,21 @@ func init() { regKey(15, 0, 6, (*Broker).handleDescribeGroups) }
 
 func (b *Broker) handleDescribeGroups(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeGroupsRequest)
-	if az := b.authz(r); az.on() {
-		return b.describeGroups(&az, req), nil
+	az := b.authz(r)
+	var away []string
+	var codes []int16
+	req.Groups, away, codes = splitCoordinated(req.Groups, func(g string) string { return g },
+		func(g string) int16 { return b.groupCoordinatorError(&az, aclOperationDescribe, g) })
+	var resp *kmsg.DescribeGroupsResponse
+	if az.on() {
+		resp = b.describeGroups(&az, req)
+	} else {
+		resp = b.groups.DescribeGroups(req)
 	}
-	return b.groups.DescribeGroups(req), nil
+	for i, g := range away {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, codes[i]
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
 }

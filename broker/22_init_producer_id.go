@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/kmirror/kmirror/meta"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,6 +38,9 @@ func (b *Broker) handleInitProducerID(r *request) (kmsg.Response, error) {
 		}
 	}
 	if req.TransactionalID != nil {
+		if resp.ErrorCode = b.coordinatorError(meta.CoordinatorTransaction, *req.TransactionalID); resp.ErrorCode != 0 {
+			return resp, nil
+		}
 		pid, epoch := int64(-1), int16(-1)
 		if req.Version >= 3 {
 			pid, epoch = req.ProducerID, req.ProducerEpoch

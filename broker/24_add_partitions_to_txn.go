@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -54,7 +55,9 @@ func (b *Broker) handleAddPartitionsToTxn(r *request) (kmsg.Response, error) {
 		}
 	}
 	var all int16
-	switch {
+	switch coord := b.coordinatorError(meta.CoordinatorTransaction, req.TransactionalID); {
+	case coord != 0:
+		all, codes = coord, nil // the whole request goes to the coordinator
 	case failed:
 		all = kerr.OperationNotAttempted.Code
 	default:

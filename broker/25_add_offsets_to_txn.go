@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/kmirror/kmirror/meta"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,6 +28,9 @@ func (b *Broker) handleAddOffsetsToTxn(r *request) (kmsg.Response, error) {
 		if resp.ErrorCode = az.addOffsetsToTxnDenied(req); resp.ErrorCode != 0 {
 			return resp, nil
 		}
+	}
+	if resp.ErrorCode = b.coordinatorError(meta.CoordinatorTransaction, req.TransactionalID); resp.ErrorCode != 0 {
+		return resp, nil
 	}
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code

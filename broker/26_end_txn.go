@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/kmirror/kmirror/meta"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,6 +31,9 @@ func (b *Broker) handleEndTxn(r *request) (kmsg.Response, error) {
 		if resp.ErrorCode = az.endTxnDenied(req); resp.ErrorCode != 0 {
 			return resp, nil
 		}
+	}
+	if resp.ErrorCode = b.coordinatorError(meta.CoordinatorTransaction, req.TransactionalID); resp.ErrorCode != 0 {
+		return resp, nil
 	}
 	resp.ErrorCode = errCode(b.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit))
 	return resp, nil

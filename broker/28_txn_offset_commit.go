@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/group"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -42,6 +43,10 @@ func (b *Broker) handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 	// whichever way the handler returns.
 	defer func() { resp.Topics = append(resp.Topics, denied...) }()
 	if skip {
+		return resp, nil
+	}
+	if code := b.coordinatorError(meta.CoordinatorGroup, req.Group); code != 0 {
+		resp.Topics = txnOffsetCommitErrors(req.Topics, code)
 		return resp, nil
 	}
 	codes := make([][]int16, len(req.Topics))

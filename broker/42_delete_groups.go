@@ -15,8 +15,21 @@ func init() { regKey(42, 0, 2, (*Broker).handleDeleteGroups) }
 
 func (b *Broker) handleDeleteGroups(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteGroupsRequest)
-	if az := b.authz(r); az.on() {
-		return b.deleteGroups(&az, req), nil
+	az := b.authz(r)
+	var away []string
+	var codes []int16
+	req.Groups, away, codes = splitCoordinated(req.Groups, func(g string) string { return g },
+		func(g string) int16 { return b.groupCoordinatorError(&az, aclOperationDelete, g) })
+	var resp *kmsg.DeleteGroupsResponse
+	if az.on() {
+		resp = b.deleteGroups(&az, req)
+	} else {
+		resp = b.groups.DeleteGroups(req)
 	}
-	return b.groups.DeleteGroups(req), nil
+	for i, g := range away {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, codes[i]
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
 }

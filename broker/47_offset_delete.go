@@ -15,7 +15,13 @@ func init() { regKey(47, 0, 0, (*Broker).handleOffsetDelete) }
 
 func (b *Broker) handleOffsetDelete(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetDeleteRequest)
-	if az := b.authz(r); az.on() {
+	az := b.authz(r)
+	if code := b.groupCoordinatorError(&az, aclOperationDelete, req.Group); code != 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	if az.on() {
 		return b.offsetDelete(&az, req), nil
 	}
 	return b.groups.OffsetDelete(req), nil

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/txn"
 )
 
@@ -34,6 +35,10 @@ func (b *Broker) handleDescribeTransactions(r *request) (kmsg.Response, error) {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
 		if az.describeTransactionDenied(&st) {
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
+		if st.ErrorCode = b.coordinatorError(meta.CoordinatorTransaction, id); st.ErrorCode != 0 {
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
 		}

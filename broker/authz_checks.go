@@ -301,28 +301,13 @@ func (c *authzCtx) offsetCommitDenied(req *kmsg.OffsetCommitRequest) (denied []k
 	if !c.on() {
 		return nil, false
 	}
-	answer := func(rt *kmsg.OffsetCommitRequestTopic, code int16) {
-		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewOffsetCommitResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		denied = append(denied, st)
-	}
 	if !c.group(aclOperationRead, req.Group) {
-		for i := range req.Topics {
-			answer(&req.Topics[i], kerr.GroupAuthorizationFailed.Code)
-		}
-		return denied, true
+		return offsetCommitErrors(req.Topics, kerr.GroupAuthorizationFailed.Code), true
 	}
 	kept, refused := splitAllowed(req.Topics, func(rt *kmsg.OffsetCommitRequestTopic) bool {
 		return c.topic(aclOperationRead, rt.Topic)
 	})
-	for i := range refused {
-		answer(&refused[i], kerr.TopicAuthorizationFailed.Code)
-	}
+	denied = offsetCommitErrors(refused, kerr.TopicAuthorizationFailed.Code)
 	req.Topics = kept
 	return denied, len(kept) == 0 && len(denied) > 0
 }
@@ -637,16 +622,6 @@ func (c *authzCtx) txnOffsetCommitDenied(req *kmsg.TxnOffsetCommitRequest) (deni
 	if !c.on() {
 		return nil, false
 	}
-	answer := func(rt *kmsg.TxnOffsetCommitRequestTopic, code int16) {
-		st := kmsg.NewTxnOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		denied = append(denied, st)
-	}
 	var all int16
 	switch {
 	case !c.transactionalID(aclOperationWrite, req.TransactionalID):
@@ -655,17 +630,12 @@ func (c *authzCtx) txnOffsetCommitDenied(req *kmsg.TxnOffsetCommitRequest) (deni
 		all = kerr.GroupAuthorizationFailed.Code
 	}
 	if all != 0 {
-		for i := range req.Topics {
-			answer(&req.Topics[i], all)
-		}
-		return denied, true
+		return txnOffsetCommitErrors(req.Topics, all), true
 	}
 	kept, refused := splitAllowed(req.Topics, func(rt *kmsg.TxnOffsetCommitRequestTopic) bool {
 		return c.topic(aclOperationRead, rt.Topic)
 	})
-	for i := range refused {
-		answer(&refused[i], kerr.TopicAuthorizationFailed.Code)
-	}
+	denied = txnOffsetCommitErrors(refused, kerr.TopicAuthorizationFailed.Code)
 	req.Topics = kept
 	return denied, len(kept) == 0 && len(denied) > 0
 }
