@@ -1,8 +1,11 @@
-// Package meta holds the cluster metadata a node answers from. Today it is
-// the immutable Image: the brokers, the controller, the cluster id and, per
-// partition, its leader, leader epoch, replicas and ISR. The metadata log
-// (hashicorp/raft), its FSM and the controller join it in the cluster step
-// (DESIGN.md "The cluster"); handlers keep reading only the Image.
+// Package meta holds the cluster metadata: the immutable Image a node
+// answers from (the brokers, the controller, the cluster id and, per
+// partition, its leader, leader epoch, replicas and ISR) and the metadata
+// log on hashicorp/raft that replicates state/'s records to every node
+// (metadata_log.go, its entries in entry.go). The controller's work on the
+// log (registration, fencing, placement, elections) and the image built
+// from the applied log join them next (DESIGN.md "The cluster"); handlers
+// keep reading only the Image.
 //
 // An Image never changes once built: the node builds a new one whenever a
 // topic, a partition or a leader epoch changes and publishes it with an

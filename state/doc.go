@@ -73,6 +73,8 @@
 //	                                     (ClientQuota; quotas.go)
 //	v1/meta/secret-salt                  salt of the credential sealing key
 //	                                     (secrets.go)
+//	v1/meta/metadata-applied             index of the last metadata log entry
+//	                                     applied (replicated.go)
 //	v1/mirror-acl/<mirror name>/<acl key fields>
 //	                                     one binding a mirror's ACL sync
 //	                                     created (mirror_sync.go)

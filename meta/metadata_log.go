@@ -1,0 +1,386 @@
+package meta
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/kmirror/kmirror/state"
+)
+
+// The metadata log is the cluster's replicated log of metadata changes, on
+// hashicorp/raft (DESIGN.md "The cluster"): the voters are the nodes with
+// the controller role (controller.quorum.voters), the Raft leader is the
+// controller, and every entry is one atomic change to state/'s replicated
+// records (EncodeEntry). Each node's state machine applies the committed
+// entries to its own Badger store, which is the materialized image; a Raft
+// snapshot is that store's replicated records with the index they hold
+// (state.WriteMetadataSnapshot).
+//
+// The store is durable on its own, so a restarted node does not restore
+// its latest snapshot into it (raft's NoSnapshotRestoreOnStart): the store
+// records the index of the last entry it applied, in the same transaction
+// as the entry's changes, and skips what it already holds when raft
+// replays the log. Only a store behind the latest snapshot (the log
+// before it is compacted away) is restored from it first.
+
+// Voter is one member of controller.quorum.voters: a node id and the
+// host:port of its CONTROLLER listener.
+type Voter struct {
+	ID   int32
+	Addr string
+}
+
+// ParseVoters parses controller.quorum.voters: comma-separated
+// id@host:port entries, as Kafka writes them.
+func ParseVoters(s string) ([]Voter, error) {
+	var vs []Voter
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		idStr, addr, ok := strings.Cut(part, "@")
+		id, err := strconv.ParseInt(idStr, 10, 32)
+		if !ok || err != nil || id < 0 {
+			return nil, fmt.Errorf("controller.quorum.voters: want id@host:port, got %q", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("controller.quorum.voters: %q: %v", part, err)
+		}
+		if slices.ContainsFunc(vs, func(v Voter) bool { return v.ID == int32(id) }) {
+			return nil, fmt.Errorf("controller.quorum.voters: node %d listed twice", id)
+		}
+		vs = append(vs, Voter{ID: int32(id), Addr: addr})
+	}
+	return vs, nil
+}
+
+// LogConfig configures a node's metadata log.
+type LogConfig struct {
+	// NodeID is node.id; Bind the host:port its CONTROLLER listener
+	// binds, which the other voters reach it on.
+	NodeID int32
+	Bind   string
+	// Dir holds the Raft log and stable store (raft.db) and the snapshots.
+	Dir    string
+	Voters []Voter
+	Store  *state.Store
+	Logger *slog.Logger
+
+	// HeartbeatTimeout and ElectionTimeout are raft's (1 s each when
+	// zero); tests shorten them. SnapshotThreshold is the number of
+	// entries between snapshots (8192 when zero), TrailingLogs the entries
+	// a snapshot leaves in the log for followers a little behind (10240
+	// when zero): one further behind is sent the snapshot.
+	HeartbeatTimeout  time.Duration
+	ElectionTimeout   time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+}
+
+// ErrNotController is returned by Apply on a node that is not the
+// controller (the Raft leader); the error names the controller when one is
+// known.
+var ErrNotController = errors.New("meta: this node is not the controller")
+
+// MetadataLog is a node's member of the metadata log.
+type MetadataLog struct {
+	cfg   LogConfig
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	db    *raftboltdb.BoltStore
+	fsm   *storeFSM
+}
+
+// OpenLog opens (or creates) the node's metadata log and joins the
+// quorum. Voters started with empty dirs and the same voter list form the
+// cluster by themselves: each bootstraps with that list, which raft allows
+// when the lists are identical.
+func OpenLog(cfg LogConfig) (*MetadataLog, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if !slices.ContainsFunc(cfg.Voters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
+		// Broker-only nodes (non-voters) join through the controller:
+		// not built yet.
+		return nil, fmt.Errorf("node %d is not in controller.quorum.voters", cfg.NodeID)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("metadata log: %w", err)
+	}
+	hlog := newRaftLogger(cfg.Logger)
+	db, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("metadata log: opening %s: %w", cfg.Dir, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("metadata log: snapshots: %w", err)
+	}
+	fsm := &storeFSM{store: cfg.Store, log: cfg.Logger}
+	if err := fsm.catchUp(snaps); err != nil {
+		db.Close()
+		return nil, err
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.Bind)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("metadata log: %w", err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("metadata log: listening on %s: %w", cfg.Bind, err)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = serverID(cfg.NodeID)
+	rc.Logger = hlog
+	rc.NoSnapshotRestoreOnStart = true
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout, rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout, cfg.HeartbeatTimeout
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
+	fail := func(err error) (*MetadataLog, error) {
+		trans.Close()
+		db.Close()
+		return nil, err
+	}
+	existing, err := raft.HasExistingState(db, db, snaps)
+	if err != nil {
+		return fail(fmt.Errorf("metadata log: %w", err))
+	}
+	if !existing {
+		var servers []raft.Server
+		for _, v := range cfg.Voters {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.ID), Address: raft.ServerAddress(v.Addr)})
+		}
+		if err := raft.BootstrapCluster(rc, db, db, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+			return fail(fmt.Errorf("metadata log: bootstrapping: %w", err))
+		}
+	}
+	r, err := raft.NewRaft(rc, fsm, db, db, snaps, trans)
+	if err != nil {
+		return fail(fmt.Errorf("metadata log: %w", err))
+	}
+	return &MetadataLog{cfg: cfg, raft: r, trans: trans, db: db, fsm: fsm}, nil
+}
+
+func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
+// Controller is the node id of the controller (the Raft leader), ok false
+// while none is known (an election is running).
+func (l *MetadataLog) Controller() (id int32, ok bool) {
+	_, sid := l.raft.LeaderWithID()
+	n, err := strconv.ParseInt(string(sid), 10, 32)
+	if sid == "" || err != nil {
+		return -1, false
+	}
+	return int32(n), true
+}
+
+// IsController reports whether this node is the controller.
+func (l *MetadataLog) IsController() bool { return l.raft.State() == raft.Leader }
+
+// Apply appends ops as one entry and waits until this node has applied it
+// (so a read of the store after Apply sees it) or ctx ends. Only the
+// controller appends: elsewhere it fails with ErrNotController.
+func (l *MetadataLog) Apply(ctx context.Context, ops []state.Op) (index uint64, err error) {
+	if !l.IsController() {
+		if id, ok := l.Controller(); ok {
+			return 0, fmt.Errorf("%w: node %d is", ErrNotController, id)
+		}
+		return 0, fmt.Errorf("%w: no controller is elected", ErrNotController)
+	}
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	f := l.raft.Apply(EncodeEntry(ops), timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return 0, fmt.Errorf("%w: %w", ErrNotController, err)
+		}
+		return 0, fmt.Errorf("metadata log: %w", err)
+	}
+	if err, _ := f.Response().(error); err != nil {
+		return 0, err
+	}
+	return f.Index(), nil
+}
+
+// WaitApplied waits until this node's store holds entry index, or ctx
+// ends: a node that forwarded a change to the controller reads its own
+// write after it.
+func (l *MetadataLog) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		if l.fsm.applied() >= index {
+			return nil
+		}
+		if err := l.fsm.failure(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("metadata log: waiting for entry %d (applied %d): %w", index, l.fsm.applied(), ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Close leaves the quorum's work to the others and closes the log. It
+// does not remove the node from the voters.
+func (l *MetadataLog) Close() error {
+	err := l.raft.Shutdown().Error()
+	return errors.Join(err, l.trans.Close(), l.db.Close())
+}
+
+// storeFSM applies committed entries to the node's store.
+type storeFSM struct {
+	store *state.Store
+	log   *slog.Logger
+
+	mu sync.Mutex
+	// last is the index of the last entry applied; failed the first
+	// store failure, after which no entry is applied, so the store never
+	// skips one: the node must restart (it replays from its applied
+	// index).
+	last   uint64
+	failed error
+}
+
+func (f *storeFSM) applied() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last
+}
+
+func (f *storeFSM) failure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+
+// catchUp prepares the store before raft starts: its applied index, and a
+// restore of the latest snapshot when the store is behind it (the entries
+// between are no longer in the log).
+func (f *storeFSM) catchUp(snaps raft.SnapshotStore) error {
+	applied, err := f.store.MetadataApplied()
+	if err != nil {
+		return fmt.Errorf("metadata log: %w", err)
+	}
+	f.last = applied
+	list, err := snaps.List()
+	if err != nil || len(list) == 0 || list[0].Index <= applied {
+		return err
+	}
+	_, rc, err := snaps.Open(list[0].ID)
+	if err != nil {
+		return fmt.Errorf("metadata log: opening snapshot %s: %w", list[0].ID, err)
+	}
+	defer rc.Close()
+	f.log.Info("store behind the metadata log's latest snapshot: restoring it", "applied", applied, "snapshot", list[0].Index)
+	return f.Restore(rc)
+}
+
+// Apply applies one committed entry (raft.FSM). Its result is the error
+// Apply's caller gets on the controller.
+func (f *storeFSM) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed != nil {
+		return f.failed
+	}
+	ops, err := DecodeEntry(l.Data)
+	if err == nil {
+		err = f.store.ApplyOps(l.Index, ops)
+	}
+	if err != nil {
+		f.failed = fmt.Errorf("metadata log: applying entry %d: %w", l.Index, err)
+		f.log.Error("the store cannot apply the metadata log; this node applies nothing more until it restarts",
+			"index", l.Index, "err", err)
+		return f.failed
+	}
+	f.last = l.Index
+	return nil
+}
+
+// Snapshot captures the store's replicated records (raft.FSM). Raft calls
+// it between Applies, so the bytes are read now, and Persist only writes
+// them.
+func (f *storeFSM) Snapshot() (raft.FSMSnapshot, error) {
+	var buf bytes.Buffer
+	if err := f.store.WriteMetadataSnapshot(&buf); err != nil {
+		return nil, fmt.Errorf("metadata log: snapshot: %w", err)
+	}
+	return storeSnapshot(buf.Bytes()), nil
+}
+
+// Restore replaces the store's replicated records with a snapshot's
+// (raft.FSM), checked whole before anything changes.
+func (f *storeFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	index, ops, err := state.ReadMetadataSnapshot(rc)
+	if err != nil {
+		return fmt.Errorf("metadata log: %w", err)
+	}
+	if err := f.store.RestoreMetadata(index, ops); err != nil {
+		return fmt.Errorf("metadata log: restoring a snapshot: %w", err)
+	}
+	f.mu.Lock()
+	f.last, f.failed = index, nil
+	f.mu.Unlock()
+	return nil
+}
+
+type storeSnapshot []byte
+
+func (s storeSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (storeSnapshot) Release() {}
+
+// newRaftLogger routes raft's log lines (hclog) into slog: warnings and
+// errors only, since raft logs every heartbeat change at info.
+func newRaftLogger(l *slog.Logger) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{l}, DisableTime: true})
+}
+
+// slogWriter is hclog's output: one line per write.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	if strings.Contains(line, "[ERROR]") {
+		level = slog.LevelError
+	}
+	w.l.Log(context.Background(), level, line)
+	return len(p), nil
+}

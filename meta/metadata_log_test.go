@@ -1,0 +1,282 @@
+package meta
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/state"
+)
+
+// logNode is one voter of a test quorum: its store and log survive a
+// restart, its port stays.
+type logNode struct {
+	cfg   LogConfig
+	store *state.Store
+	log   *MetadataLog
+}
+
+// freeAddr is a loopback address no listener holds now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startQuorum starts n voters with empty dirs and the same voter list.
+func startQuorum(t *testing.T, n int, tune func(*LogConfig)) []*logNode {
+	t.Helper()
+	var voters []Voter
+	for i := range n {
+		voters = append(voters, Voter{ID: int32(i + 1), Addr: freeAddr(t)})
+	}
+	nodes := make([]*logNode, n)
+	for i := range nodes {
+		dir := t.TempDir()
+		cfg := LogConfig{NodeID: voters[i].ID, Bind: voters[i].Addr, Dir: filepath.Join(dir, "metadata"), Voters: voters,
+			HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond}
+		if tune != nil {
+			tune(&cfg)
+		}
+		nodes[i] = &logNode{cfg: cfg}
+		nodes[i].open(t, filepath.Join(dir, "state"))
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.close(t)
+		}
+	})
+	return nodes
+}
+
+func (nd *logNode) open(t *testing.T, stateDir string) {
+	t.Helper()
+	s, err := state.Open(stateDir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd.cfg.Store = s
+	l, err := OpenLog(nd.cfg)
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	nd.store, nd.log = s, l
+}
+
+func (nd *logNode) close(t *testing.T) {
+	t.Helper()
+	if nd.log == nil {
+		return
+	}
+	if err := nd.log.Close(); err != nil {
+		t.Errorf("node %d: closing the log: %v", nd.cfg.NodeID, err)
+	}
+	if err := nd.store.Close(); err != nil {
+		t.Errorf("node %d: closing the store: %v", nd.cfg.NodeID, err)
+	}
+	nd.log, nd.store = nil, nil
+}
+
+// controller waits until the running nodes agree on a controller among
+// them and returns it.
+func controller(t *testing.T, nodes []*logNode) *logNode {
+	t.Helper()
+	var c *logNode
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		c = nil
+		for _, nd := range nodes {
+			if nd.log != nil && nd.log.IsController() {
+				c = nd
+			}
+		}
+		if c == nil {
+			return errors.New("no controller elected")
+		}
+		for _, nd := range nodes {
+			if nd.log == nil {
+				continue
+			}
+			if id, ok := nd.log.Controller(); !ok || id != c.cfg.NodeID {
+				return fmt.Errorf("node %d sees controller %d, %v; want %d", nd.cfg.NodeID, id, ok, c.cfg.NodeID)
+			}
+		}
+		return nil
+	})
+	return c
+}
+
+// topicOps are the ops that create topic name, as state/ encodes it.
+func topicOps(t *testing.T, name string, id byte) []state.Op {
+	t.Helper()
+	s, err := state.Open("", state.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutTopic(state.Topic{Name: name, ID: [16]byte{id, 1}, Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := s.WriteMetadataSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	_, ops, err := state.ReadMetadataSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
+func topicNames(t *testing.T, s *state.Store) []string {
+	t.Helper()
+	ts, err := s.Topics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tp := range ts {
+		names = append(names, tp.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// applyTopic creates a topic through the controller and waits until every
+// running node's store holds it.
+func applyTopic(t *testing.T, nodes []*logNode, name string, id byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	index, err := controller(t, nodes).log.Apply(ctx, topicOps(t, name, id))
+	if err != nil {
+		t.Fatalf("applying topic %s: %v", name, err)
+	}
+	for _, nd := range nodes {
+		if nd.log == nil {
+			continue
+		}
+		if err := nd.log.WaitApplied(ctx, index); err != nil {
+			t.Fatalf("node %d: %v", nd.cfg.NodeID, err)
+		}
+	}
+}
+
+// Three voters with empty dirs form one quorum by themselves; a change
+// applied by the controller reaches every store; the others refuse to
+// append, naming the controller.
+func TestMetadataLogForms(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 3, nil)
+	applyTopic(t, nodes, "orders", 1)
+	for _, nd := range nodes {
+		if got := topicNames(t, nd.store); !slices.Equal(got, []string{"orders"}) {
+			t.Fatalf("node %d holds topics %v", nd.cfg.NodeID, got)
+		}
+	}
+	c := controller(t, nodes)
+	for _, nd := range nodes {
+		if nd == c {
+			continue
+		}
+		_, err := nd.log.Apply(context.Background(), topicOps(t, "elsewhere", 2))
+		if !errors.Is(err, ErrNotController) || !bytes.Contains([]byte(err.Error()), fmt.Appendf(nil, "node %d", c.cfg.NodeID)) {
+			t.Fatalf("node %d (not the controller) applied: %v", nd.cfg.NodeID, err)
+		}
+	}
+}
+
+// Losing the controller elects another among the survivors, which keeps
+// taking changes; the old controller, restarted on its dirs, catches up.
+func TestMetadataLogControllerLoss(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 3, nil)
+	applyTopic(t, nodes, "before", 1)
+	old := controller(t, nodes)
+	stateDir := filepath.Join(filepath.Dir(old.cfg.Dir), "state")
+	old.close(t)
+	applyTopic(t, nodes, "after", 2)
+	if c := controller(t, nodes); c == old {
+		t.Fatal("the closed node is still the controller")
+	}
+	old.open(t, stateDir)
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		if got := topicNames(t, old.store); !slices.Equal(got, []string{"after", "before"}) {
+			return fmt.Errorf("restarted node holds %v", got)
+		}
+		return nil
+	})
+}
+
+// A node so far behind that the entries it misses are compacted away
+// receives the controller's snapshot, and its store ends equal to the
+// others'; its own families are not touched.
+func TestMetadataLogSnapshotCatchUp(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 3, func(c *LogConfig) { c.SnapshotThreshold, c.TrailingLogs = 4, 2 })
+	applyTopic(t, nodes, "t00", 1)
+	c := controller(t, nodes)
+	var lag *logNode
+	for _, nd := range nodes {
+		if nd != c {
+			lag = nd
+			break
+		}
+	}
+	stateDir := filepath.Join(filepath.Dir(lag.cfg.Dir), "state")
+	own := []state.GroupOffset{{Topic: "t00", Partition: 0, Offset: 5, LeaderEpoch: -1}}
+	if err := lag.store.CommitOffsets("g", own); err != nil {
+		t.Fatal(err)
+	}
+	lag.close(t)
+	for i := 1; i <= 12; i++ {
+		applyTopic(t, nodes, fmt.Sprintf("t%02d", i), byte(i+1))
+	}
+	for _, nd := range nodes { // whichever leads next has compacted its log
+		if nd.log != nil {
+			if err := nd.log.raft.Snapshot().Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lag.open(t, stateDir)
+	want := topicNames(t, controller(t, nodes).store)
+	// It catches up by the snapshot (raft's own snapshots run every two
+	// minutes or more: the lagging node takes none itself).
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		if got := topicNames(t, lag.store); !slices.Equal(got, want) {
+			return fmt.Errorf("lagging node holds %v, want %v", got, want)
+		}
+		if idx := lag.log.raft.Stats()["last_snapshot_index"]; idx == "0" || idx == "" {
+			return fmt.Errorf("the lagging node was not sent the snapshot (last_snapshot_index %q)", idx)
+		}
+		return nil
+	})
+	if got, err := lag.store.GroupOffsets("g"); err != nil || len(got) != 1 || got[0].Offset != 5 {
+		t.Fatalf("the node's own group offsets after the snapshot: %+v, %v", got, err)
+	}
+}
+
+func TestParseVoters(t *testing.T) {
+	t.Parallel()
+	vs, err := ParseVoters("1@10.0.0.1:9093, 2@n2:9093,3@[::1]:9093")
+	if err != nil || !slices.Equal(vs, []Voter{{1, "10.0.0.1:9093"}, {2, "n2:9093"}, {3, "[::1]:9093"}}) {
+		t.Fatalf("%+v, %v", vs, err)
+	}
+	for _, bad := range []string{"", "1@", "x@h:1", "1@h", "-1@h:1", "1@h:1,1@g:2", "1:h:1"} {
+		if _, err := ParseVoters(bad); err == nil {
+			t.Errorf("ParseVoters(%q) accepted", bad)
+		}
+	}
+}
