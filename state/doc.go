@@ -75,6 +75,10 @@
 //	                                     (secrets.go)
 //	v1/meta/metadata-applied             index of the last metadata log entry
 //	                                     applied (replicated.go)
+//	v1/broker/<id 8 hex>                 a registered broker (cluster.go)
+//	v1/partition/<32 hex>/<partition 8 hex>
+//	                                     a partition's replicas, ISR, leader
+//	                                     and epochs (cluster.go)
 //	v1/mirror-acl/<mirror name>/<acl key fields>
 //	                                     one binding a mirror's ACL sync
 //	                                     created (mirror_sync.go)

@@ -34,7 +34,7 @@ import (
 var (
 	replicatedPrefixes = []string{keyTopicPrefix, keyTopicIDPrefix, keyBrokerConfigPrefix, keyNodeConfigPrefix,
 		keyACLPrefix, keySCRAMPrefix, keyQuotaPrefix, keyMirrorPrefix, keyMirrorPartitionPrefix,
-		keyMirrorACLPrefix, keyMirrorQuotaPrefix, keyMirrorSyncPrefix}
+		keyMirrorACLPrefix, keyMirrorQuotaPrefix, keyMirrorSyncPrefix, keyBrokerPrefix, keyPartitionPrefix}
 	replicatedKeys = []string{keyNextProducerID, keySecretSalt}
 )
 

@@ -1,0 +1,47 @@
+package meta
+
+import (
+	"slices"
+
+	"github.com/kmirror/kmirror/state"
+)
+
+// ImageFromRecords builds the image a node answers from out of the
+// cluster's records, as applied from the metadata log: the unfenced
+// brokers (Kafka's Metadata lists no fenced broker), every topic with its
+// partitions' leaders, epochs, replicas and ISRs. self is the node
+// building it, controller the controller's id (-1 while none is known).
+// A topic partition without an assignment record is one a single node
+// held before it had a metadata log: led by self, its only replica.
+func ImageFromRecords(clusterID string, self, controller int32, brokers []state.BrokerRegistration,
+	topics []state.Topic, parts []state.PartitionAssignment) *Image {
+	bd := NewBuilder(clusterID, self, controller)
+	for _, b := range brokers {
+		if b.Fenced {
+			continue
+		}
+		mb := Broker{ID: b.ID, Rack: b.Rack}
+		for _, l := range b.Listeners {
+			mb.Listeners = append(mb.Listeners, Listener{Name: l.Name, Host: l.Host, Port: l.Port})
+		}
+		bd.AddBroker(mb)
+	}
+	byTopic := map[[16]byte][]state.PartitionAssignment{}
+	for _, p := range parts {
+		byTopic[p.TopicID] = append(byTopic[p.TopicID], p)
+	}
+	for _, t := range topics {
+		mt := &Topic{Name: t.Name, ID: t.ID, Partitions: make([]Partition, t.Partitions)}
+		for i := range mt.Partitions {
+			mt.Partitions[i] = Partition{Leader: self, Replicas: []int32{self}, ISR: []int32{self}}
+		}
+		for _, p := range byTopic[t.ID] {
+			if p.Partition < t.Partitions {
+				mt.Partitions[p.Partition] = Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+					Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)}
+			}
+		}
+		bd.AddTopic(mt)
+	}
+	return bd.Build()
+}
