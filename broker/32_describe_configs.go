@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/clientauth"
+	"github.com/kmirror/kmirror/internal/settings"
 )
 
 // DescribeConfigs: v1-4
@@ -105,7 +106,7 @@ func synonym(name, value string, src kmsg.ConfigSource) configSynonym {
 
 // configEntry builds a described config whose value and source are the
 // head of chain (null and DEFAULT_CONFIG for an empty chain).
-func configEntry(name string, typ int8, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
+func configEntry(name string, typ settings.Type, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
 	rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 	rc.Name, rc.ReadOnly, rc.ConfigType = name, readOnly, kmsg.ConfigType(typ)
 	rc.Source = kmsg.ConfigSourceDefaultConfig
@@ -136,24 +137,24 @@ func (b *Broker) describeTopicConfigs(name string, opts *describeOpts) ([]kmsg.D
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for i := range topicConfigs {
 		tc := &topicConfigs[i]
-		if !opts.wants(tc.name) {
+		if !opts.wants(tc.Name) {
 			continue
 		}
 		var chain []configSynonym
-		if v, ok := own[tc.name]; ok {
-			chain = append(chain, synonym(tc.name, v, kmsg.ConfigSourceDynamicTopicConfig))
+		if v, ok := own[tc.Name]; ok {
+			chain = append(chain, synonym(tc.Name, v, kmsg.ConfigSourceDynamicTopicConfig))
 		}
-		if tc.broker != "" {
-			if v, ok := node[tc.broker]; ok {
-				chain = append(chain, synonym(tc.broker, v, kmsg.ConfigSourceDynamicBrokerConfig))
+		if br := tc.Synonym(); br != "" {
+			if v, ok := node[br]; ok {
+				chain = append(chain, synonym(br, v, kmsg.ConfigSourceDynamicBrokerConfig))
 			}
-			if v, ok := dyn[tc.broker]; ok {
-				chain = append(chain, synonym(tc.broker, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
+			if v, ok := dyn[br]; ok {
+				chain = append(chain, synonym(br, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
 			}
 			v := tc.def(&b.cfg)
-			chain = append(chain, synonym(tc.broker, v, staticSource(v, tc.def(&builtin))))
+			chain = append(chain, synonym(br, v, staticSource(v, tc.def(&builtin))))
 		}
-		rc := configEntry(tc.name, tc.typ, tc.doc, false, chain, opts)
+		rc := configEntry(tc.Name, tc.Type, tc.FullDoc(), !tc.Dynamic, chain, opts)
 		if len(chain) == 0 {
 			// A config without a broker synonym and not set on the
 			// topic: Kafka's built-in default, no synonyms.
@@ -185,7 +186,7 @@ func (b *Broker) describeBrokerConfigs(name string, opts *describeOpts) ([]kmsg.
 		}
 		doc := ""
 		if bc, ok := lookupBrokerConfig(n); ok {
-			doc = bc.doc
+			doc = bc.FullDoc()
 		}
 		chain := []configSynonym{synonym(n, dyn[n], kmsg.ConfigSourceDynamicDefaultBrokerConfig)}
 		out = append(out, brokerConfigEntry(n, doc, false, chain, opts))

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
