@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/internal/settings"
 )
 
@@ -219,7 +218,11 @@ func (b *Broker) describeMirrorConfigs(name string, opts *describeOpts) ([]kmsg.
 		v := configs[k]
 		c.Name, c.Value, c.Source = k, &v, kmsg.ConfigSourceDynamicTopicConfig
 		c.ConfigType = kmsg.ConfigTypeString
-		if clientauth.Sensitive(k) {
+		def, _ := admin.MirrorConfigDef(k)
+		if opts.docs && def.Doc != "" {
+			c.Documentation = &def.Doc
+		}
+		if def.IsSensitive() {
 			// A source credential: as Kafka does for passwords, the
 			// value is never sent back (null, IsSensitive).
 			c.Value, c.IsSensitive = nil, true

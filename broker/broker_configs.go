@@ -328,7 +328,8 @@ func (tg configTarget) validate(name, value string) *configError {
 // known reports whether name is a config of the target's kind.
 func (tg configTarget) known(name string) bool {
 	if tg.admin != nil {
-		return !errors.Is(tg.admin.ValidateMirrorConfig(name, ""), ErrUnknownMirrorConfig)
+		_, ok := tg.admin.MirrorConfigDef(name)
+		return ok
 	}
 	if tg.topic != nil {
 		_, ok := lookupTopicConfig(name)
@@ -340,7 +341,8 @@ func (tg configTarget) known(name string) bool {
 // isList reports whether name is a list config (APPEND and SUBTRACT).
 func (tg configTarget) isList(name string) bool {
 	if tg.admin != nil {
-		return tg.admin.MirrorConfigIsList(name)
+		def, _ := tg.admin.MirrorConfigDef(name)
+		return def.Type == settings.List
 	}
 	if tg.topic != nil {
 		tc, ok := lookupTopicConfig(name)
