@@ -144,6 +144,10 @@ func TestZero(t *testing.T) {
 	if got := d.FullDoc(); got != "How long. 0 means off." {
 		t.Errorf("FullDoc = %q", got)
 	}
+	d.Doc = "how long, an integer >= 0"
+	if got := d.FullDoc(); got != "how long, an integer >= 0; 0 means off" {
+		t.Errorf("FullDoc of a phrase = %q", got)
+	}
 	d.Check = AtLeast(Long, 1)
 	if got := errString(d.Validate("0")); got != `invalid value for x.ms: want an integer >= 1 (got "0")` {
 		t.Errorf("Validate = %q", got)

@@ -20,7 +20,10 @@
 // configs keep Kafka's words (TypeError).
 package settings
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Type is a setting's type as DescribeConfigs reports it: the values are
 // Kafka's ConfigType codes and part of the wire format.
@@ -161,12 +164,18 @@ func (d *Def) Synonym() string {
 	return d.Synonyms[0]
 }
 
-// FullDoc is Doc with the meaning of 0, if it needs saying.
+// FullDoc is Doc with the meaning of 0, if it needs saying: a sentence
+// after a Doc that is sentences (DescribeConfigs), a clause after one that
+// is a phrase (--help).
 func (d *Def) FullDoc() string {
-	if n := d.Zero.Note(); n != "" {
+	n := d.Zero.Note()
+	switch {
+	case n == "":
+		return d.Doc
+	case strings.HasSuffix(d.Doc, "."):
 		return d.Doc + " " + n
 	}
-	return d.Doc
+	return d.Doc + "; " + strings.TrimSuffix(n, ".")
 }
 
 // IsSensitive reports whether the value must never be sent back.
