@@ -54,7 +54,7 @@ var nodeConfigs = []brokerConfig{
 	{Def: settings.Def{Name: "log.dirs", Type: settings.String,
 		Doc: "Directories holding partition logs, comma-separated."},
 		static: func(c *Config) (string, bool) { return strings.Join(c.LogDirs, ","), true }},
-	{Def: settings.Def{Name: "node.id", Type: settings.Int,
+	{Def: settings.Def{Name: "node.id", Type: settings.Int, Zero: settings.ZeroLiteral,
 		Doc: "This node's id."},
 		static: func(c *Config) (string, bool) { return strconv.Itoa(int(c.NodeID)), true }},
 	{Def: settings.Def{Name: "num.partitions", Type: settings.Int,
@@ -99,6 +99,18 @@ func lookupBrokerConfig(name string) (*brokerConfig, bool) {
 		return nil, false
 	}
 	return &brokerConfigs[i], true
+}
+
+// ConfigDef returns the definition of a BROKER resource config kmirror
+// applies (its type, what 0 means, whether it may change at runtime), so
+// that server.properties reads the same definition that DescribeConfigs
+// and IncrementalAlterConfigs use; false for other names.
+func ConfigDef(name string) (settings.Def, bool) {
+	bc, ok := lookupBrokerConfig(name)
+	if !ok {
+		return settings.Def{}, false
+	}
+	return bc.Def, true
 }
 
 // errInvalidBrokerConfig marks a refused setDynamicConfigsLocked.

@@ -55,14 +55,14 @@ type setting struct {
 var serverSettings = []setting{
 	// Server basics. One kmirror node is the whole cluster: the KRaft
 	// quorum settings are accepted and ignored.
-	{Def: settings.Def{Name: "node.id", Doc: "this node's id, an integer >= 0 (default " + strconv.Itoa(broker.DefaultNodeID) + ")", Zero: settings.ZeroLiteral},
+	{Def: brokerDef("node.id", "this node's id, an integer >= 0 (default "+strconv.Itoa(broker.DefaultNodeID)+")"),
 		apply: func(c *broker.Config, v string) (err error) { c.NodeID, err = settings.Int32(v, 0); return err }},
 	{Def: settings.Def{Name: "broker.id", Doc: "older name of node.id; if both are set they must agree"}, aliasOf: "node.id"},
 
 	// Sockets.
-	{Def: settings.Def{Name: "listeners", Doc: "comma list of NAME://host:port to bind; empty host means 0.0.0.0, IPv6 in brackets (default " + broker.DefaultConfig().Listeners[0].String() + ")"},
+	{Def: brokerDef("listeners", "comma list of NAME://host:port to bind; empty host means 0.0.0.0, IPv6 in brackets (default "+broker.DefaultConfig().Listeners[0].String()+")"),
 		apply: func(c *broker.Config, v string) (err error) { c.Listeners, err = parseListeners(v, false); return err }},
-	{Def: settings.Def{Name: "advertised.listeners", Doc: "comma list of NAME://host:port that clients are told to use; empty means listeners"},
+	{Def: brokerDef("advertised.listeners", "comma list of NAME://host:port that clients are told to use; empty means listeners"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.AdvertisedListeners, err = parseListeners(v, true)
 			return err
@@ -71,12 +71,12 @@ var serverSettings = []setting{
 		apply: dropControllerListeners},
 	{Def: settings.Def{Name: "listener.security.protocol.map", Doc: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)"},
 		apply: applyProtocolMap},
-	{Def: settings.Def{Name: "socket.request.max.bytes", Doc: "largest request frame, an integer >= 1 (default " + strconv.Itoa(broker.DefaultSocketRequestMaxBytes) + ")"},
+	{Def: brokerDef("socket.request.max.bytes", "largest request frame, an integer >= 1 (default "+strconv.Itoa(broker.DefaultSocketRequestMaxBytes)+")"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.SocketRequestMaxBytes, err = settings.Int32(v, 1)
 			return err
 		}},
-	{Def: settings.Def{Name: "message.max.bytes", Doc: "largest record batch, an integer >= 0 (default " + strconv.Itoa(broker.DefaultMessageMaxBytes) + ")", Zero: settings.ZeroLiteral},
+	{Def: brokerDef("message.max.bytes", "largest record batch, an integer >= 0 (default "+strconv.Itoa(broker.DefaultMessageMaxBytes)+")"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.MessageMaxBytes, err = settings.Int32(v, 0)
 			return err
@@ -95,20 +95,20 @@ var serverSettings = []setting{
 	// Log basics.
 	{Def: settings.Def{Name: "log.dir", Doc: "comma list of log directories, used when log.dirs is not set (default " + broker.DefaultLogDir + ")"},
 		apply: func(c *broker.Config, v string) (err error) { c.LogDirs, err = parseDirs(v); return err }},
-	{Def: settings.Def{Name: "log.dirs", Doc: "comma list of log directories; wins over log.dir"},
+	{Def: brokerDef("log.dirs", "comma list of log directories; wins over log.dir"),
 		apply: func(c *broker.Config, v string) (err error) { c.LogDirs, err = parseDirs(v); return err }},
 	{Def: settings.Def{Name: "metadata.log.dir", Doc: "directory of kmirror's state store (default <first log dir>/__kmirror_state)"},
 		apply: func(c *broker.Config, v string) error { c.StateDir = v; return nil }},
-	{Def: settings.Def{Name: "num.partitions", Doc: "partitions of auto-created topics, an integer >= 1 (default " + strconv.Itoa(broker.DefaultNumPartitions) + ")"},
+	{Def: brokerDef("num.partitions", "partitions of auto-created topics, an integer >= 1 (default "+strconv.Itoa(broker.DefaultNumPartitions)+")"),
 		apply: func(c *broker.Config, v string) (err error) { c.NumPartitions, err = settings.Int32(v, 1); return err }},
-	{Def: settings.Def{Name: "auto.create.topics.enable", Doc: "create unknown topics on first use, true or false (default true)"},
+	{Def: brokerDef("auto.create.topics.enable", "create unknown topics on first use, true or false (default true)"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.AutoCreateTopics, err = settings.ParseBool(v)
 			return err
 		}},
 
 	// Flush policy. Kafka's defaults leave flushing to the OS, as ours do.
-	{Def: settings.Def{Name: "log.flush.interval.messages", Doc: "fsync after this many records, an integer >= 1 (default: never, the OS decides)"},
+	{Def: brokerDef("log.flush.interval.messages", "fsync after this many records, an integer >= 1 (default: never, the OS decides)"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.FlushMessages, err = settings.Int64(v, 1)
 			return err
@@ -125,7 +125,7 @@ var serverSettings = []setting{
 			c.HighWatermarkCheckpointInterval = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{Def: settings.Def{Name: "log.flush.interval.ms", Doc: "fsync when the oldest unflushed record is this old, an integer >= 0 (default: never)", Zero: settings.ZeroAtOnce},
+	{Def: brokerDef("log.flush.interval.ms", "fsync when the oldest unflushed record is this old, an integer >= 0 (default: never)"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.FlushMs, err = settings.Int64(v, 0)
 			c.Log.FlushMs = settings.ZeroAtOnce.Of(c.Log.FlushMs)
@@ -143,14 +143,14 @@ var serverSettings = []setting{
 			c.Log.RetentionMs, err = retentionMs(v, msPerMinute)
 			return err
 		}},
-	{Def: settings.Def{Name: "log.retention.ms", Doc: "as log.retention.hours, in milliseconds; wins over minutes and hours", Zero: settings.ZeroAtOnce},
+	{Def: brokerDef("log.retention.ms", "as log.retention.hours, in milliseconds; wins over minutes and hours"),
 		apply: func(c *broker.Config, v string) (err error) { c.Log.RetentionMs, err = retentionMs(v, 1); return err }},
-	{Def: settings.Def{Name: "log.retention.bytes", Doc: "delete the oldest segments while a partition is larger, negative for unlimited (default -1)", Zero: settings.ZeroAtOnce},
+	{Def: brokerDef("log.retention.bytes", "delete the oldest segments while a partition is larger, negative for unlimited (default -1)"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.RetentionBytes, err = retentionBytes(v)
 			return err
 		}},
-	{Def: settings.Def{Name: "log.segment.bytes", Doc: "roll to a new segment past this size, an integer >= 244 (default " + strconv.Itoa(storage.DefaultSegmentBytes) + ")"},
+	{Def: brokerDef("log.segment.bytes", "roll to a new segment past this size, an integer >= 244 (default "+strconv.Itoa(storage.DefaultSegmentBytes)+")"),
 		apply: func(c *broker.Config, v string) error {
 			n, err := settings.Int32(v, storage.MinSegmentBytes) // four batch headers: Kafka's floor of 14 bytes holds no v2 batch
 			c.Log.SegmentBytes = int64(n)
@@ -162,23 +162,23 @@ var serverSettings = []setting{
 			c.Log.SegmentMs = int64(n) * msPerHour
 			return err
 		}},
-	{Def: settings.Def{Name: "log.roll.ms", Doc: "as log.roll.hours, in milliseconds; wins over it"},
+	{Def: brokerDef("log.roll.ms", "as log.roll.hours, in milliseconds; wins over it"),
 		apply: func(c *broker.Config, v string) (err error) { c.Log.SegmentMs, err = settings.Int64(v, 1); return err }},
-	{Def: settings.Def{Name: "log.index.interval.bytes", Doc: "bytes between offset index entries, an integer >= 0 (default " + strconv.Itoa(storage.DefaultIndexIntervalBytes) + ")", Zero: settings.ZeroAtOnce},
+	{Def: brokerDef("log.index.interval.bytes", "bytes between offset index entries, an integer >= 0 (default "+strconv.Itoa(storage.DefaultIndexIntervalBytes)+")"),
 		apply: func(c *broker.Config, v string) error {
 			n, err := settings.Int32(v, 0)
 			c.Log.IndexIntervalBytes = settings.ZeroAtOnce.Of(int64(n))
 			return err
 		}},
-	{Def: settings.Def{Name: "log.cleanup.policy", Doc: "delete, compact or compact,delete (default delete)"},
+	{Def: brokerDef("log.cleanup.policy", "delete, compact or compact,delete (default delete)"),
 		apply: setCleanupPolicy},
-	{Def: settings.Def{Name: "log.cleaner.delete.retention.ms", Doc: "keep a compacted log's tombstones this long, an integer >= 0 (default " + strconv.Itoa(storage.DefaultDeleteRetentionMs) + ")", Zero: settings.ZeroAtOnce},
+	{Def: brokerDef("log.cleaner.delete.retention.ms", "keep a compacted log's tombstones this long, an integer >= 0 (default "+strconv.Itoa(storage.DefaultDeleteRetentionMs)+")"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.DeleteRetentionMs, err = settings.Int64(v, 0)
 			c.Log.DeleteRetentionMs = settings.ZeroAtOnce.Of(c.Log.DeleteRetentionMs)
 			return err
 		}},
-	{Def: settings.Def{Name: "log.cleaner.min.compaction.lag.ms", Doc: "leave segments younger than this out of compaction, an integer >= 0 (default 0)", Zero: settings.ZeroLiteral},
+	{Def: brokerDef("log.cleaner.min.compaction.lag.ms", "leave segments younger than this out of compaction, an integer >= 0 (default 0)"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.MinCompactionLagMs, err = settings.Int64(v, 0)
 			return err
@@ -271,6 +271,18 @@ var serverSettings = []setting{
 			c.Mirror.RetryMaxAttempts = int32(n)
 			return err
 		}},
+}
+
+// brokerDef is the definition broker gives a setting it also describes
+// (broker.ConfigDef), with doc as its line in --help: the help says what a
+// server.properties reader needs (bounds, default, precedence).
+func brokerDef(name, doc string) settings.Def {
+	d, ok := broker.ConfigDef(name)
+	if !ok {
+		panic("BUG: broker describes no config " + name)
+	}
+	d.Doc = doc
+	return d
 }
 
 const (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/kafkaconfigs"
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -370,6 +371,27 @@ func TestSettingsTable(t *testing.T) {
 	for _, s := range serverSettings {
 		if !own[s.Name] && !kafkaconfigs.Known(s.Name) {
 			t.Errorf("%s: no Kafka release knows this name", s.Name)
+		}
+	}
+}
+
+// What a definition says 0 means agrees with what the setting does with
+// it: a setting that gives 0 a meaning accepts it, and an integer setting
+// whose definition refuses 0 refuses it.
+func TestSettingsZero(t *testing.T) {
+	t.Parallel()
+	for _, s := range serverSettings {
+		if s.apply == nil {
+			continue
+		}
+		cfg := broker.DefaultConfig()
+		err := s.apply(&cfg, "0")
+		integer := s.Type == settings.Int || s.Type == settings.Long || s.Type == settings.Short
+		switch {
+		case s.Zero != settings.ZeroRefused && err != nil:
+			t.Errorf("%s: 0 is %v in its definition, yet refused: %v", s.Name, s.Zero, err)
+		case s.Zero == settings.ZeroRefused && integer && err == nil:
+			t.Errorf("%s: an integer whose definition refuses 0, yet 0 is accepted", s.Name)
 		}
 	}
 }

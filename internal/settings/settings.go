@@ -106,7 +106,7 @@ func (z Zero) Of(n int64) int64 {
 func (z Zero) Note() string {
 	switch z {
 	case ZeroAtOnce:
-		return "0 means at once."
+		return "0 is read as 1 (ms or byte)."
 	case ZeroOff:
 		return "0 means off."
 	case ZeroDefault:
