@@ -10,7 +10,7 @@
 //
 // Values come from operators' files and from the wire (AlterConfigs,
 // CreateTopics, the mirror RPCs): the parsers never panic and refuse, with
-// a message, anything they cannot read (settings_fuzz_test.go).
+// a message, anything they cannot read (parse_fuzz_test.go).
 //
 // Messages. A value's error is "want <what> (got <value>)", the form the
 // server.properties errors had; each surface prefixes it as its tests and
@@ -116,11 +116,13 @@ func (z Zero) Note() string {
 }
 
 // Def is one setting. Tables hold a Def plus what only their package can
-// say: where the value goes (a broker.Config field, a storage.Config
-// field) and where its default comes from (broker.DefaultConfig, so a
-// default is written once, in Go).
+// say: where the value goes (a broker.Config, storage.Config or
+// fetch.MirrorConfig field) and where its default comes from (that Go
+// config's defaults, so a default is written once, in Go).
 type Def struct {
 	Name string
+	// Type is the type DescribeConfigs reports; 0 for a server.properties
+	// key that no config resource describes (its table's parser reads it).
 	Type Type
 	// Doc is one line of ASCII: `kmirror serve --help` prints it, and
 	// DescribeConfigs v3+ returns it.
