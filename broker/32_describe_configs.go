@@ -183,12 +183,13 @@ func (b *Broker) describeBrokerConfigs(name string, opts *describeOpts) ([]kmsg.
 		if !opts.wants(n) {
 			continue
 		}
-		doc := ""
-		if bc, ok := lookupBrokerConfig(n); ok {
-			doc = bc.FullDoc()
+		// Only kmirror's own configs are documented at the cluster default.
+		def, doc := brokerConfigDef(n), ""
+		if _, own := lookupBrokerConfig(n); own {
+			doc = def.FullDoc()
 		}
 		chain := []configSynonym{synonym(n, dyn[n], kmsg.ConfigSourceDynamicDefaultBrokerConfig)}
-		out = append(out, brokerConfigEntry(n, doc, false, chain, opts))
+		out = append(out, brokerConfigEntry(&def, doc, false, chain, opts))
 	}
 	return out, nil
 }

@@ -360,7 +360,7 @@ func (tg configTarget) isList(name string) bool {
 		tc, ok := lookupTopicConfig(name)
 		return ok && tc.Type == settings.List
 	}
-	return brokerConfigType(name) == settings.List
+	return brokerConfigDef(name).Type == settings.List
 }
 
 // fallback is the value APPEND and SUBTRACT start from when the target

@@ -76,20 +76,25 @@ func knownBrokerConfig(name string) bool {
 	return own || kafkaconfigs.Known(name)
 }
 
-// brokerConfigType is the described type of a broker config.
-func brokerConfigType(name string) settings.Type {
+// kafkaConfigDoc documents the broker configs kmirror accepts and does
+// not apply.
+const kafkaConfigDoc = "An Apache Kafka broker config that kmirror accepts and does not apply."
+
+// brokerConfigDef is the definition of any broker config name: kmirror's
+// own; else one made from Kafka's (internal/kafkaconfigs), a listener
+// override taking its base config's type; else a STRING that may be set.
+func brokerConfigDef(name string) settings.Def {
 	if bc, ok := lookupBrokerConfig(name); ok {
-		return bc.Type
+		return bc.Def
 	}
-	kc, ok := kafkaconfigs.Lookup(name)
-	if !ok {
-		_, base, prefixed := kafkaconfigs.SplitListener(name)
-		if !prefixed {
-			return settings.String
-		}
-		kc, _ = kafkaconfigs.Lookup(base)
+	def := settings.Def{Name: name, Type: settings.String, Doc: kafkaConfigDoc, Dynamic: true}
+	if kc, ok := kafkaconfigs.Lookup(name); ok {
+		def.Type, def.Dynamic = kafkaConfigType(kc.Type), kc.Dynamic()
+	} else if _, base, prefixed := kafkaconfigs.SplitListener(name); prefixed {
+		kc, _ := kafkaconfigs.Lookup(base)
+		def.Type = kafkaConfigType(kc.Type)
 	}
-	return kafkaConfigType(kc.Type)
+	return def
 }
 
 // kafkaConfigType maps a ConfigDef type onto DescribeConfigs' ConfigType.
@@ -177,9 +182,8 @@ func (b *Broker) describeNodeConfigs(opts *describeOpts) []kmsg.DescribeConfigsR
 		if !opts.wants(n) {
 			continue
 		}
-		bc, own := lookupBrokerConfig(n)
-		kc, known := kafkaconfigs.Lookup(n)
-		readOnly := own && !bc.Dynamic || !own && known && !kc.Dynamic()
+		def := brokerConfigDef(n)
+		readOnly := !def.Dynamic
 		var chain []configSynonym
 		if v, ok := node[n]; ok && !readOnly {
 			chain = append(chain, synonym(n, v, kmsg.ConfigSourceDynamicBrokerConfig))
@@ -188,25 +192,20 @@ func (b *Broker) describeNodeConfigs(opts *describeOpts) []kmsg.DescribeConfigsR
 			chain = append(chain, synonym(n, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
 		}
 		chain = append(chain, b.staticBrokerChain(n)...)
-		doc := "An Apache Kafka broker config that kmirror accepts and does not apply."
-		if own {
-			doc = bc.FullDoc()
-		}
-		out = append(out, brokerConfigEntry(n, doc, readOnly, chain, opts))
+		out = append(out, brokerConfigEntry(&def, def.FullDoc(), readOnly, chain, opts))
 	}
 	return out
 }
 
-// brokerConfigEntry is configEntry with the type looked up and password
-// values hidden (null, IsSensitive), as Kafka describes them.
-func brokerConfigEntry(name, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
-	typ := brokerConfigType(name)
-	if typ == settings.Password {
+// brokerConfigEntry is configEntry with sensitive values hidden (null,
+// IsSensitive), as Kafka describes passwords.
+func brokerConfigEntry(def *settings.Def, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
+	if def.IsSensitive() {
 		for i := range chain {
 			chain[i].Value = nil
 		}
 	}
-	rc := configEntry(name, typ, doc, readOnly, chain, opts)
-	rc.IsSensitive = typ == settings.Password
+	rc := configEntry(def.Name, def.Type, doc, readOnly, chain, opts)
+	rc.IsSensitive = def.IsSensitive()
 	return rc
 }
