@@ -55,17 +55,10 @@ func TestValidateMirrorConfigs(t *testing.T) {
 		{map[string]string{"bootstrap.servers": "a:1", "no.such": "1"}, `unknown mirror config "no.such"`},
 	} {
 		err := validateMirrorConfigs(tc.configs)
-		if got := errText(err); got != tc.want {
-			t.Errorf("%v: %q, want %q", tc.configs, got, tc.want)
+		if err == nil && tc.want != "" || err != nil && err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.configs, err, tc.want)
 		}
 	}
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // fetchConfig hands each value to the fetchers, 0 meaning the fetch
