@@ -296,8 +296,8 @@ func (b *Broker) createdTopicConfigs(configs map[string]string) []kmsg.CreateTop
 	for i := range topicConfigs {
 		tc := &topicConfigs[i]
 		e := kmsg.NewCreateTopicsResponseTopicConfig()
-		e.Name = tc.name
-		v, explicit := configs[tc.name]
+		e.Name = tc.Name
+		v, explicit := configs[tc.Name]
 		src := kmsg.ConfigSourceDynamicTopicConfig
 		if !explicit {
 			var dynamic bool
@@ -305,7 +305,7 @@ func (b *Broker) createdTopicConfigs(configs map[string]string) []kmsg.CreateTop
 			switch {
 			case dynamic:
 				src = kmsg.ConfigSourceDynamicDefaultBrokerConfig
-			case tc.broker != "" && v != tc.def(&builtin):
+			case tc.Synonym() != "" && v != tc.def(&builtin):
 				src = kmsg.ConfigSourceStaticBrokerConfig
 			default:
 				src = kmsg.ConfigSourceDefaultConfig

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/clientauth"
+	"github.com/kmirror/kmirror/internal/settings"
 )
 
 // DescribeConfigs: v1-4
@@ -105,7 +105,7 @@ func synonym(name, value string, src kmsg.ConfigSource) configSynonym {
 
 // configEntry builds a described config whose value and source are the
 // head of chain (null and DEFAULT_CONFIG for an empty chain).
-func configEntry(name string, typ int8, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
+func configEntry(name string, typ settings.Type, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
 	rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 	rc.Name, rc.ReadOnly, rc.ConfigType = name, readOnly, kmsg.ConfigType(typ)
 	rc.Source = kmsg.ConfigSourceDefaultConfig
@@ -136,24 +136,24 @@ func (b *Broker) describeTopicConfigs(name string, opts *describeOpts) ([]kmsg.D
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for i := range topicConfigs {
 		tc := &topicConfigs[i]
-		if !opts.wants(tc.name) {
+		if !opts.wants(tc.Name) {
 			continue
 		}
 		var chain []configSynonym
-		if v, ok := own[tc.name]; ok {
-			chain = append(chain, synonym(tc.name, v, kmsg.ConfigSourceDynamicTopicConfig))
+		if v, ok := own[tc.Name]; ok {
+			chain = append(chain, synonym(tc.Name, v, kmsg.ConfigSourceDynamicTopicConfig))
 		}
-		if tc.broker != "" {
-			if v, ok := node[tc.broker]; ok {
-				chain = append(chain, synonym(tc.broker, v, kmsg.ConfigSourceDynamicBrokerConfig))
+		if br := tc.Synonym(); br != "" {
+			if v, ok := node[br]; ok {
+				chain = append(chain, synonym(br, v, kmsg.ConfigSourceDynamicBrokerConfig))
 			}
-			if v, ok := dyn[tc.broker]; ok {
-				chain = append(chain, synonym(tc.broker, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
+			if v, ok := dyn[br]; ok {
+				chain = append(chain, synonym(br, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
 			}
 			v := tc.def(&b.cfg)
-			chain = append(chain, synonym(tc.broker, v, staticSource(v, tc.def(&builtin))))
+			chain = append(chain, synonym(br, v, staticSource(v, tc.def(&builtin))))
 		}
-		rc := configEntry(tc.name, tc.typ, tc.doc, false, chain, opts)
+		rc := configEntry(tc.Name, tc.Type, tc.FullDoc(), !tc.Dynamic, chain, opts)
 		if len(chain) == 0 {
 			// A config without a broker synonym and not set on the
 			// topic: Kafka's built-in default, no synonyms.
@@ -183,12 +183,13 @@ func (b *Broker) describeBrokerConfigs(name string, opts *describeOpts) ([]kmsg.
 		if !opts.wants(n) {
 			continue
 		}
-		doc := ""
-		if bc, ok := lookupBrokerConfig(n); ok {
-			doc = bc.doc
+		// Only kmirror's own configs are documented at the cluster default.
+		def, doc := brokerConfigDef(n), ""
+		if _, own := lookupBrokerConfig(n); own {
+			doc = def.FullDoc()
 		}
 		chain := []configSynonym{synonym(n, dyn[n], kmsg.ConfigSourceDynamicDefaultBrokerConfig)}
-		out = append(out, brokerConfigEntry(n, doc, false, chain, opts))
+		out = append(out, brokerConfigEntry(&def, doc, false, chain, opts))
 	}
 	return out, nil
 }
@@ -218,7 +219,11 @@ func (b *Broker) describeMirrorConfigs(name string, opts *describeOpts) ([]kmsg.
 		v := configs[k]
 		c.Name, c.Value, c.Source = k, &v, kmsg.ConfigSourceDynamicTopicConfig
 		c.ConfigType = kmsg.ConfigTypeString
-		if clientauth.Sensitive(k) {
+		def, _ := admin.MirrorConfigDef(k)
+		if opts.docs && def.Doc != "" {
+			c.Documentation = &def.Doc
+		}
+		if def.IsSensitive() {
 			// A source credential: as Kafka does for passwords, the
 			// value is never sent back (null, IsSensitive).
 			c.Value, c.IsSensitive = nil, true

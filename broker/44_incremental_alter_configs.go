@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/settings"
 )
 
 // IncrementalAlterConfigs: v0-1
@@ -130,8 +132,8 @@ func (b *Broker) incrementalAlter(rr *kmsg.IncrementalAlterConfigsRequestResourc
 // alterList appends the elements of change missing from cur, or removes
 // those present.
 func alterList(cur, change string, add bool) string {
-	list := splitList(cur)
-	for _, e := range splitList(change) {
+	list := settings.Items(cur)
+	for _, e := range settings.Items(change) {
 		i := slices.Index(list, e)
 		switch {
 		case add && i < 0:

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -260,8 +261,8 @@ func (f *fakeMirrorAdmin) MirrorConfigs(name string) (map[string]string, bool) {
 	return c, ok
 }
 
-func (f *fakeMirrorAdmin) ValidateMirrorConfig(string, string) error { return nil }
-func (f *fakeMirrorAdmin) MirrorConfigIsList(string) bool            { return false }
+func (f *fakeMirrorAdmin) ValidateMirrorConfig(string, string) error   { return nil }
+func (f *fakeMirrorAdmin) MirrorConfigDef(string) (settings.Def, bool) { return settings.Def{}, false }
 func (f *fakeMirrorAdmin) SetMirrorConfigs(name string, configs map[string]string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

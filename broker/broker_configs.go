@@ -10,17 +10,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/settings"
 )
 
 // brokerConfig is one broker config DescribeConfigs lists for the BROKER
 // resource: the node's own settings (read-only, from server.properties or
 // flags) and the broker defaults of topic configs (log.retention.ms...),
-// which IncrementalAlterConfigs and AlterConfigs may change at runtime.
+// which IncrementalAlterConfigs and AlterConfigs may change at runtime
+// (Def.Dynamic).
 type brokerConfig struct {
-	name     string
-	typ      int8
-	readOnly bool
-	doc      string
+	settings.Def
 	// static returns the value from the node's configuration; false for a
 	// config without a value (described as null, as Kafka does).
 	static func(c *Config) (string, bool)
@@ -36,54 +36,56 @@ func joinListeners(ls []Listener) string {
 	return strings.Join(s, ",")
 }
 
-// nodeConfigs are the broker configs that are not topic defaults. Kafka
-// cannot change num.partitions or auto.create.topics.enable at runtime
-// either.
+// nodeConfigs are the broker configs that are not topic defaults, all
+// read-only: Kafka cannot change num.partitions or
+// auto.create.topics.enable at runtime either.
 var nodeConfigs = []brokerConfig{
-	{name: "advertised.listeners", typ: configTypeString, readOnly: true,
-		doc: "Listeners Metadata tells clients to use; unset means listeners.",
+	{Def: settings.Def{Name: "advertised.listeners", Type: settings.String,
+		Doc: "Listeners Metadata tells clients to use; unset means listeners."},
 		static: func(c *Config) (string, bool) {
 			return joinListeners(c.AdvertisedListeners), len(c.AdvertisedListeners) > 0
 		}},
-	{name: "auto.create.topics.enable", typ: configTypeBoolean, readOnly: true,
-		doc:    "Create a topic when a client asks Metadata for one that does not exist.",
+	{Def: settings.Def{Name: "auto.create.topics.enable", Type: settings.Boolean,
+		Doc: "Create a topic when a client asks Metadata for one that does not exist."},
 		static: func(c *Config) (string, bool) { return strconv.FormatBool(c.AutoCreateTopics), true }},
-	{name: "listeners", typ: configTypeString, readOnly: true,
-		doc:    "Addresses the broker binds, NAME://host:port, comma-separated.",
+	{Def: settings.Def{Name: "listeners", Type: settings.String,
+		Doc: "Addresses the broker binds, NAME://host:port, comma-separated."},
 		static: func(c *Config) (string, bool) { return joinListeners(c.Listeners), true }},
-	{name: "log.dirs", typ: configTypeString, readOnly: true,
-		doc:    "Directories holding partition logs, comma-separated.",
+	{Def: settings.Def{Name: "log.dirs", Type: settings.String,
+		Doc: "Directories holding partition logs, comma-separated."},
 		static: func(c *Config) (string, bool) { return strings.Join(c.LogDirs, ","), true }},
-	{name: "node.id", typ: configTypeInt, readOnly: true,
-		doc:    "This node's id.",
+	{Def: settings.Def{Name: "node.id", Type: settings.Int, Zero: settings.ZeroLiteral,
+		Doc: "This node's id."},
 		static: func(c *Config) (string, bool) { return strconv.Itoa(int(c.NodeID)), true }},
-	{name: "num.partitions", typ: configTypeInt, readOnly: true,
-		doc:    "Partition count of auto-created topics and of CreateTopics without one.",
+	{Def: settings.Def{Name: "num.partitions", Type: settings.Int,
+		Doc: "Partition count of auto-created topics and of CreateTopics without one."},
 		static: func(c *Config) (string, bool) { return strconv.Itoa(int(c.NumPartitions)), true }},
-	{name: "socket.request.max.bytes", typ: configTypeInt, readOnly: true,
-		doc:    "Largest request frame; a larger one closes the connection.",
+	{Def: settings.Def{Name: "socket.request.max.bytes", Type: settings.Int,
+		Doc: "Largest request frame; a larger one closes the connection."},
 		static: func(c *Config) (string, bool) { return strconv.Itoa(int(c.SocketRequestMaxBytes)), true }},
 }
 
 // brokerConfigs is every broker config, sorted by name: nodeConfigs and
-// the broker synonym of every topic config.
+// the broker synonym of every topic config, which takes the topic config's
+// type, check and zero.
 var brokerConfigs = func() []brokerConfig {
 	out := slices.Clone(nodeConfigs)
 	for i := range topicConfigs {
 		tc := &topicConfigs[i]
-		if tc.broker == "" {
+		name := tc.Synonym()
+		if name == "" {
 			continue
 		}
-		out = append(out, brokerConfig{
-			name: tc.broker, typ: tc.typ, topic: tc,
-			doc:    "Default of the topic config " + tc.name + ": " + tc.doc,
-			static: func(c *Config) (string, bool) { return tc.def(c), true },
-		})
+		def := tc.Def
+		def.Name, def.Synonyms = name, nil
+		def.Doc = "Default of the topic config " + tc.Name + ": " + tc.Doc
+		out = append(out, brokerConfig{Def: def, topic: tc,
+			static: func(c *Config) (string, bool) { return tc.def(c), true }})
 	}
-	slices.SortFunc(out, func(a, b brokerConfig) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b brokerConfig) int { return strings.Compare(a.Name, b.Name) })
 	for i := 1; i < len(out); i++ {
-		if out[i].name == out[i-1].name {
-			panic("BUG: broker config " + out[i].name + " defined twice")
+		if out[i].Name == out[i-1].Name {
+			panic("BUG: broker config " + out[i].Name + " defined twice")
 		}
 	}
 	return out
@@ -91,12 +93,24 @@ var brokerConfigs = func() []brokerConfig {
 
 func lookupBrokerConfig(name string) (*brokerConfig, bool) {
 	i, ok := slices.BinarySearchFunc(brokerConfigs, name, func(c brokerConfig, n string) int {
-		return strings.Compare(c.name, n)
+		return strings.Compare(c.Name, n)
 	})
 	if !ok {
 		return nil, false
 	}
 	return &brokerConfigs[i], true
+}
+
+// ConfigDef returns the definition of a BROKER resource config kmirror
+// applies (its type, what 0 means, whether it may change at runtime), so
+// that server.properties reads the same definition that DescribeConfigs
+// and IncrementalAlterConfigs use; false for other names.
+func ConfigDef(name string) (settings.Def, bool) {
+	bc, ok := lookupBrokerConfig(name)
+	if !ok {
+		return settings.Def{}, false
+	}
+	return bc.Def, true
 }
 
 // errInvalidBrokerConfig marks a refused setDynamicConfigsLocked.
@@ -326,7 +340,8 @@ func (tg configTarget) validate(name, value string) *configError {
 // known reports whether name is a config of the target's kind.
 func (tg configTarget) known(name string) bool {
 	if tg.admin != nil {
-		return !errors.Is(tg.admin.ValidateMirrorConfig(name, ""), ErrUnknownMirrorConfig)
+		_, ok := tg.admin.MirrorConfigDef(name)
+		return ok
 	}
 	if tg.topic != nil {
 		_, ok := lookupTopicConfig(name)
@@ -338,13 +353,14 @@ func (tg configTarget) known(name string) bool {
 // isList reports whether name is a list config (APPEND and SUBTRACT).
 func (tg configTarget) isList(name string) bool {
 	if tg.admin != nil {
-		return tg.admin.MirrorConfigIsList(name)
+		def, _ := tg.admin.MirrorConfigDef(name)
+		return def.Type == settings.List
 	}
 	if tg.topic != nil {
 		tc, ok := lookupTopicConfig(name)
-		return ok && tc.typ == configTypeList
+		return ok && tc.Type == settings.List
 	}
-	return brokerConfigType(name) == configTypeList
+	return brokerConfigDef(name).Type == settings.List
 }
 
 // fallback is the value APPEND and SUBTRACT start from when the target
@@ -446,15 +462,4 @@ func checkConfigNames(n int, name func(i int) string, value func(i int) *string,
 		return newConfigError(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
 	return nil
-}
-
-// splitList splits a list config value, dropping empty elements.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

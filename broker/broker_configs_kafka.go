@@ -2,13 +2,12 @@ package broker
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/kafkaconfigs"
+	"github.com/kmirror/kmirror/internal/settings"
 )
 
 // The dynamic broker configs as Apache Kafka 4.4 has them: every config
@@ -48,7 +47,7 @@ func validateBrokerConfig(name, value string) *configError {
 	kc, known := kafkaconfigs.Lookup(name)
 	_, base, prefixed := kafkaconfigs.SplitListener(name)
 	switch {
-	case own && bc.readOnly, !own && known && !kc.Dynamic():
+	case own && !bc.Dynamic, !own && known && !kc.Dynamic():
 		return newConfigError(kerr.InvalidRequest, "Cannot update these configs dynamically: [%s]", name)
 	case known && kc.ListenerOnly:
 		return newConfigError(kerr.InvalidRequest,
@@ -59,51 +58,15 @@ func validateBrokerConfig(name, value string) *configError {
 	if prefixed {
 		kc, _ = kafkaconfigs.Lookup(base)
 	}
-	if msg := checkKafkaType(kc.Type, value); msg != "" {
+	if msg := settings.TypeError(kafkaConfigType(kc.Type), value); msg != "" {
 		return newConfigError(kerr.InvalidRequest, "Invalid value %s for configuration %s: %s", value, name, msg)
 	}
-	if own && bc.topic.check != nil {
-		if err := bc.topic.check(value); err != nil {
-			return newConfigError(kerr.InvalidConfig, "invalid value for %s: %v", name, err)
+	if own {
+		if err := bc.Validate(value); err != nil {
+			return newConfigError(kerr.InvalidConfig, "%v", err)
 		}
 	}
 	return nil
-}
-
-// checkKafkaType is ConfigDef.parseType's check of a value's form: the
-// message after "Invalid value ... for configuration ...: ", "" if fine.
-// Like Java, numbers are trimmed first.
-func checkKafkaType(typ kafkaconfigs.Type, value string) string {
-	v := strings.TrimSpace(value)
-	var bits int
-	switch typ {
-	case kafkaconfigs.TypeBoolean:
-		if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
-			return "Expected value to be either true or false"
-		}
-		return ""
-	case kafkaconfigs.TypeShort:
-		bits = 16
-	case kafkaconfigs.TypeInt:
-		bits = 32
-	case kafkaconfigs.TypeLong:
-		bits = 64
-	case kafkaconfigs.TypeDouble:
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			return "Not a number of type DOUBLE"
-		}
-		return ""
-	default:
-		return ""
-	}
-	if _, err := strconv.ParseInt(v, 10, bits); err != nil {
-		return "Not a number of type " + strings.ToUpper(kafkaTypeName(typ))
-	}
-	return ""
-}
-
-func kafkaTypeName(t kafkaconfigs.Type) string {
-	return [...]string{"boolean", "string", "int", "short", "long", "double", "list", "class", "password"}[t]
 }
 
 // knownBrokerConfig reports whether name may be a dynamic broker config's
@@ -113,30 +76,35 @@ func knownBrokerConfig(name string) bool {
 	return own || kafkaconfigs.Known(name)
 }
 
-// brokerConfigType is the described type of a broker config.
-func brokerConfigType(name string) int8 {
+// kafkaConfigDoc documents the broker configs kmirror accepts and does
+// not apply.
+const kafkaConfigDoc = "An Apache Kafka broker config that kmirror accepts and does not apply."
+
+// brokerConfigDef is the definition of any broker config name: kmirror's
+// own; else one made from Kafka's (internal/kafkaconfigs), a listener
+// override taking its base config's type; else a STRING that may be set.
+func brokerConfigDef(name string) settings.Def {
 	if bc, ok := lookupBrokerConfig(name); ok {
-		return bc.typ
+		return bc.Def
 	}
-	kc, ok := kafkaconfigs.Lookup(name)
-	if !ok {
-		_, base, prefixed := kafkaconfigs.SplitListener(name)
-		if !prefixed {
-			return configTypeString
-		}
-		kc, _ = kafkaconfigs.Lookup(base)
+	def := settings.Def{Name: name, Type: settings.String, Doc: kafkaConfigDoc, Dynamic: true}
+	if kc, ok := kafkaconfigs.Lookup(name); ok {
+		def.Type, def.Dynamic = kafkaConfigType(kc.Type), kc.Dynamic()
+	} else if _, base, prefixed := kafkaconfigs.SplitListener(name); prefixed {
+		kc, _ := kafkaconfigs.Lookup(base)
+		def.Type = kafkaConfigType(kc.Type)
 	}
-	return kafkaConfigType(kc.Type)
+	return def
 }
 
 // kafkaConfigType maps a ConfigDef type onto DescribeConfigs' ConfigType.
-func kafkaConfigType(t kafkaconfigs.Type) int8 {
-	return [...]int8{
-		kafkaconfigs.TypeBoolean: int8(kmsg.ConfigTypeBoolean), kafkaconfigs.TypeString: int8(kmsg.ConfigTypeString),
-		kafkaconfigs.TypeInt: int8(kmsg.ConfigTypeInt), kafkaconfigs.TypeShort: int8(kmsg.ConfigTypeShort),
-		kafkaconfigs.TypeLong: int8(kmsg.ConfigTypeLong), kafkaconfigs.TypeDouble: int8(kmsg.ConfigTypeDouble),
-		kafkaconfigs.TypeList: int8(kmsg.ConfigTypeList), kafkaconfigs.TypeClass: int8(kmsg.ConfigTypeClass),
-		kafkaconfigs.TypePassword: int8(kmsg.ConfigTypePassword),
+func kafkaConfigType(t kafkaconfigs.Type) settings.Type {
+	return [...]settings.Type{
+		kafkaconfigs.TypeBoolean: settings.Boolean, kafkaconfigs.TypeString: settings.String,
+		kafkaconfigs.TypeInt: settings.Int, kafkaconfigs.TypeShort: settings.Short,
+		kafkaconfigs.TypeLong: settings.Long, kafkaconfigs.TypeDouble: settings.Double,
+		kafkaconfigs.TypeList: settings.List, kafkaconfigs.TypeClass: settings.Class,
+		kafkaconfigs.TypePassword: settings.Password,
 	}[t]
 }
 
@@ -188,7 +156,7 @@ func (b *Broker) describeNodeConfigs(opts *describeOpts) []kmsg.DescribeConfigsR
 	node, dyn := b.nodeSnapshot(), b.dynamicSnapshot()
 	names := make([]string, 0, len(brokerConfigs)+len(kafkaconfigs.All()))
 	for i := range brokerConfigs {
-		names = append(names, brokerConfigs[i].name)
+		names = append(names, brokerConfigs[i].Name)
 	}
 	for _, kc := range kafkaconfigs.All() {
 		if kc.Mode != kafkaconfigs.Removed {
@@ -214,9 +182,8 @@ func (b *Broker) describeNodeConfigs(opts *describeOpts) []kmsg.DescribeConfigsR
 		if !opts.wants(n) {
 			continue
 		}
-		bc, own := lookupBrokerConfig(n)
-		kc, known := kafkaconfigs.Lookup(n)
-		readOnly := own && bc.readOnly || !own && known && !kc.Dynamic()
+		def := brokerConfigDef(n)
+		readOnly := !def.Dynamic
 		var chain []configSynonym
 		if v, ok := node[n]; ok && !readOnly {
 			chain = append(chain, synonym(n, v, kmsg.ConfigSourceDynamicBrokerConfig))
@@ -225,25 +192,20 @@ func (b *Broker) describeNodeConfigs(opts *describeOpts) []kmsg.DescribeConfigsR
 			chain = append(chain, synonym(n, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
 		}
 		chain = append(chain, b.staticBrokerChain(n)...)
-		doc := "An Apache Kafka broker config that kmirror accepts and does not apply."
-		if own {
-			doc = bc.doc
-		}
-		out = append(out, brokerConfigEntry(n, doc, readOnly, chain, opts))
+		out = append(out, brokerConfigEntry(&def, def.FullDoc(), readOnly, chain, opts))
 	}
 	return out
 }
 
-// brokerConfigEntry is configEntry with the type looked up and password
-// values hidden (null, IsSensitive), as Kafka describes them.
-func brokerConfigEntry(name, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
-	typ := brokerConfigType(name)
-	if typ == int8(kmsg.ConfigTypePassword) {
+// brokerConfigEntry is configEntry with sensitive values hidden (null,
+// IsSensitive), as Kafka describes passwords.
+func brokerConfigEntry(def *settings.Def, doc string, readOnly bool, chain []configSynonym, opts *describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
+	if def.IsSensitive() {
 		for i := range chain {
 			chain[i].Value = nil
 		}
 	}
-	rc := configEntry(name, typ, doc, readOnly, chain, opts)
-	rc.IsSensitive = typ == int8(kmsg.ConfigTypePassword)
+	rc := configEntry(def.Name, def.Type, doc, readOnly, chain, opts)
+	rc.IsSensitive = def.IsSensitive()
 	return rc
 }

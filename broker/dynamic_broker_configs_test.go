@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/kafkaconfigs"
+	"github.com/kmirror/kmirror/internal/settings"
 )
 
 // chainOf is a described config's synonyms as "SOURCE=value" strings
@@ -227,8 +228,8 @@ func TestCheckKafkaType(t *testing.T) {
 		{kafkaconfigs.TypeString, "anything", ""},
 		{kafkaconfigs.TypeList, "a,b", ""},
 	} {
-		if got := checkKafkaType(tt.typ, tt.value); got != tt.want {
-			t.Errorf("checkKafkaType(%d, %q) = %q, want %q", tt.typ, tt.value, got, tt.want)
+		if got := settings.TypeError(kafkaConfigType(tt.typ), tt.value); got != tt.want {
+			t.Errorf("TypeError(%d, %q) = %q, want %q", tt.typ, tt.value, got, tt.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -18,8 +19,9 @@ type MirrorAdmin interface {
 	// ValidateMirrorConfig checks one value; an unknown name's error wraps
 	// ErrUnknownMirrorConfig.
 	ValidateMirrorConfig(name, value string) error
-	// MirrorConfigIsList reports whether APPEND and SUBTRACT apply.
-	MirrorConfigIsList(name string) bool
+	// MirrorConfigDef returns a mirror config's definition; ok is false
+	// for a name no mirror has.
+	MirrorConfigDef(name string) (def settings.Def, ok bool)
 	// SetMirrorConfigs replaces a mirror's configs and applies them.
 	SetMirrorConfigs(name string, configs map[string]string) error
 }

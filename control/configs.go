@@ -2,147 +2,144 @@ package control
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/internal/pattern"
+	"github.com/kmirror/kmirror/internal/settings"
 	syncacls "github.com/kmirror/kmirror/sync/acls"
 )
 
-// mirrorConfig is one mirror-level config (SPEC.md section 3). apply is nil
-// for configs that are stored and described but used elsewhere (filters,
-// read by the sync loop) or not at all on one node.
+// mirrorConfig is one mirror-level config (SPEC.md section 3): its Def (the
+// synonym is its other name, the prototype's "mirror." prefixed one or the
+// later unprefixed one) and where fetchers take it. apply is nil for
+// configs that are stored and described but used elsewhere (filters, read
+// by the sync loop) or not at all on one node.
 type mirrorConfig struct {
-	name  string
-	check func(string) error
+	settings.Def
 	apply func(c *fetch.MirrorConfig, v string)
 }
 
-func msConfig(set func(c *fetch.MirrorConfig, d time.Duration)) (func(string) error, func(*fetch.MirrorConfig, string)) {
-	return intAtLeast(0), func(c *fetch.MirrorConfig, v string) {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		set(c, time.Duration(n)*time.Millisecond)
-	}
+// msConfig is a duration in milliseconds that fetch.MirrorConfig reads as
+// its default when 0.
+func msConfig(name, doc string, set func(c *fetch.MirrorConfig, d time.Duration)) mirrorConfig {
+	return mirrorConfig{Def: settings.Def{Name: name, Type: settings.Long, Doc: doc, Dynamic: true,
+		Check: settings.AtLeast(settings.Long, 0), Zero: settings.ZeroDefault},
+		apply: func(c *fetch.MirrorConfig, v string) { set(c, time.Duration(settings.MustInt(v))*time.Millisecond) }}
 }
 
-func intAtLeast(min int64) func(string) error {
-	return func(v string) error {
-		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < min {
-			return fmt.Errorf("want an integer >= %d, got %q", min, v)
-		}
-		return nil
-	}
+// intConfig is a Kafka INT at least lo.
+func intConfig(name, doc string, lo int64, zero settings.Zero, set func(c *fetch.MirrorConfig, n int32)) mirrorConfig {
+	return mirrorConfig{Def: settings.Def{Name: name, Type: settings.Int, Doc: doc, Dynamic: true,
+		Check: settings.AtLeast(settings.Int, lo), Zero: zero},
+		apply: func(c *fetch.MirrorConfig, v string) { set(c, int32(settings.MustInt(v))) }}
 }
 
-func atoi32(v string) int32 { n, _ := strconv.ParseInt(v, 10, 32); return int32(n) }
+// mirrorDef is a config fetchers do not read.
+func mirrorDef(name string, typ settings.Type, check func(string) error, doc string) mirrorConfig {
+	return mirrorConfig{Def: settings.Def{Name: name, Type: typ, Doc: doc, Dynamic: true, Check: check}}
+}
 
-// mirrorConfigs lists the configs a mirror accepts. The prototype's
-// "mirror." prefixed names and the later unprefixed ones are both taken.
+// mirrorConfigs lists the configs a mirror accepts, under each name: the
+// prototype's "mirror." prefixed names and the later unprefixed ones are
+// both taken.
 var mirrorConfigs = func() map[string]mirrorConfig {
 	m := map[string]mirrorConfig{}
-	add := func(c mirrorConfig, aliases ...string) {
-		m[c.name] = c
-		for _, a := range aliases {
-			c.name = a
-			m[a] = c
+	add := func(c mirrorConfig, synonym ...string) {
+		c.Synonyms = synonym
+		m[c.Name] = c
+		for _, a := range synonym {
+			alias := c
+			alias.Name, alias.Synonyms = a, []string{c.Name}
+			m[a] = alias
 		}
 	}
-	ck, ap := msConfig(func(c *fetch.MirrorConfig, d time.Duration) { c.FetchWaitMax = d })
-	add(mirrorConfig{name: "mirror.fetch.wait.max.ms", check: ck, apply: ap}, "fetch.wait.max.ms")
-	ck, ap = msConfig(func(c *fetch.MirrorConfig, d time.Duration) { c.FetchBackoff = d })
-	add(mirrorConfig{name: "mirror.fetch.backoff.ms", check: ck, apply: ap}, "fetch.backoff.ms")
-	ck, ap = msConfig(func(c *fetch.MirrorConfig, d time.Duration) { c.RequestTimeout = d })
-	add(mirrorConfig{name: "request.timeout.ms", check: ck, apply: ap})
-	ck, ap = msConfig(func(c *fetch.MirrorConfig, d time.Duration) { c.DialTimeout = d })
-	add(mirrorConfig{name: "socket.connection.setup.timeout.ms", check: ck, apply: ap})
-	add(mirrorConfig{name: "mirror.fetch.min.bytes", check: intAtLeast(0),
-		apply: func(c *fetch.MirrorConfig, v string) { c.FetchMinBytes = atoi32(v) }}, "fetch.min.bytes")
-	add(mirrorConfig{name: "mirror.fetch.response.max.bytes", check: intAtLeast(1),
-		apply: func(c *fetch.MirrorConfig, v string) { c.FetchMaxBytes = atoi32(v) }}, "fetch.response.max.bytes")
-	add(mirrorConfig{name: "mirror.fetch.max.bytes", check: intAtLeast(1),
-		apply: func(c *fetch.MirrorConfig, v string) { c.PartitionMaxBytes = atoi32(v) }}, "fetch.max.bytes")
-	add(mirrorConfig{name: "mirror.socket.receive.buffer.bytes", check: intAtLeast(-1),
-		apply: func(c *fetch.MirrorConfig, v string) { c.ReceiveBuffer = int(atoi32(v)) }}, "socket.receive.buffer.bytes")
-	add(mirrorConfig{name: "mirror.num.replica.fetchers", check: intAtLeast(1),
-		apply: func(c *fetch.MirrorConfig, v string) { c.Fetchers = int(atoi32(v)) }}, "num.replica.fetchers")
-	add(mirrorConfig{name: "mirror.replication.throttled.rate", check: intAtLeast(0),
-		apply: func(c *fetch.MirrorConfig, v string) { c.ThrottleBytesPerSecond, _ = strconv.ParseInt(v, 10, 64) }},
+	add(msConfig("mirror.fetch.wait.max.ms", "Longest wait of a source fetch for mirror.fetch.min.bytes (default 1000).",
+		func(c *fetch.MirrorConfig, d time.Duration) { c.FetchWaitMax = d }), "fetch.wait.max.ms")
+	add(msConfig("mirror.fetch.backoff.ms", "Wait after a failed source fetch (default 1000).",
+		func(c *fetch.MirrorConfig, d time.Duration) { c.FetchBackoff = d }), "fetch.backoff.ms")
+	add(msConfig("request.timeout.ms", "Timeout of a request to the source (default 30000).",
+		func(c *fetch.MirrorConfig, d time.Duration) { c.RequestTimeout = d }))
+	add(msConfig("socket.connection.setup.timeout.ms", "Timeout of a connection to the source (default 10000).",
+		func(c *fetch.MirrorConfig, d time.Duration) { c.DialTimeout = d }))
+	add(intConfig("mirror.fetch.min.bytes", "Bytes a source fetch waits for (default 1).", 0, settings.ZeroDefault,
+		func(c *fetch.MirrorConfig, n int32) { c.FetchMinBytes = n }), "fetch.min.bytes")
+	add(intConfig("mirror.fetch.response.max.bytes", "Largest source fetch response (default 10485760).", 1, settings.ZeroRefused,
+		func(c *fetch.MirrorConfig, n int32) { c.FetchMaxBytes = n }), "fetch.response.max.bytes")
+	add(intConfig("mirror.fetch.max.bytes", "Largest fetch per partition (default 1048576).", 1, settings.ZeroRefused,
+		func(c *fetch.MirrorConfig, n int32) { c.PartitionMaxBytes = n }), "fetch.max.bytes")
+	add(intConfig("mirror.socket.receive.buffer.bytes", "Receive buffer of source connections, -1 the OS default (default 65536).", -1, settings.ZeroDefault,
+		func(c *fetch.MirrorConfig, n int32) { c.ReceiveBuffer = int(n) }), "socket.receive.buffer.bytes")
+	add(intConfig("mirror.num.replica.fetchers", "Fetchers per source broker (default 1).", 1, settings.ZeroRefused,
+		func(c *fetch.MirrorConfig, n int32) { c.Fetchers = int(n) }), "num.replica.fetchers")
+	add(mirrorConfig{Def: settings.Def{Name: "mirror.replication.throttled.rate", Type: settings.Long, Dynamic: true,
+		Doc: "Bytes appended per second across the mirror.", Check: settings.AtLeast(settings.Long, 0), Zero: settings.ZeroOff},
+		apply: func(c *fetch.MirrorConfig, v string) { c.ThrottleBytesPerSecond = settings.MustInt(v) }},
 		"replication.throttled.rate")
-	add(mirrorConfig{name: "producer.id.rewrite", check: checkBool,
-		apply: func(c *fetch.MirrorConfig, v string) { c.ProducerIDRewrite = strings.EqualFold(v, "true") }})
+	add(mirrorConfig{Def: settings.Def{Name: "producer.id.rewrite", Type: settings.Boolean, Dynamic: true, Check: settings.CheckBool,
+		Doc: "Move mirrored producer ids into a reserved range (DESIGN.md decision 2; default false)."},
+		apply: func(c *fetch.MirrorConfig, v string) { c.ProducerIDRewrite, _ = settings.ParseBool(v) }})
 	// The KIP's unclean-election switch: whether a mirroring partition
 	// whose source lost records the copy holds follows the source
 	// (ULE_RECOVERY, truncating the copy) instead of failing. Read by the
 	// controller when it happens, so no fetch setting.
-	add(mirrorConfig{name: uncleanElectionConfig, check: checkBool})
-	add(mirrorConfig{name: quotaSyncConfig, check: checkBool})
-	add(mirrorConfig{name: "bootstrap.servers", check: checkBootstrap,
-		apply: func(c *fetch.MirrorConfig, v string) { c.Bootstrap = splitList(v) }})
+	add(mirrorDef(uncleanElectionConfig, settings.Boolean, settings.CheckBool,
+		"Follow a source that lost records the copy holds (ULE_RECOVERY) instead of failing."))
+	add(mirrorDef(quotaSyncConfig, settings.Boolean, settings.CheckBool, "Copy the source's client quotas."))
+	add(mirrorConfig{Def: settings.Def{Name: "bootstrap.servers", Type: settings.List, Dynamic: true, Check: checkBootstrap,
+		Doc: "The source cluster's host:port list (required)."},
+		apply: func(c *fetch.MirrorConfig, v string) { c.Bootstrap = settings.Items(v) }})
 	// Security settings are checked together (clientauth.Parse) when the
 	// mirror's configs are validated as a whole; alone, only their shape.
 	for _, n := range clientauth.Keys {
-		add(mirrorConfig{name: n})
+		c := mirrorDef(n, settings.String, nil, "Security of the connections to the source, as a Kafka client's.")
+		c.Sensitive = clientauth.Sensitive(n)
+		add(c)
 	}
-	m["security.protocol"] = mirrorConfig{name: "security.protocol", check: func(v string) error {
+	m["security.protocol"] = mirrorDef("security.protocol", settings.String, func(v string) error {
 		switch strings.ToUpper(strings.TrimSpace(v)) {
 		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 			return nil
 		}
-		return fmt.Errorf("want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got %q", v)
-	}}
-	for _, n := range []string{"mirror.source.cluster.id", "socket.connection.setup.timeout.max.ms",
-		"connections.max.idle.ms", "mirror.socket.timeout.ms"} {
-		add(mirrorConfig{name: n})
+		return fmt.Errorf("want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (got %q)", v)
+	}, "Protocol of the connections to the source.")
+	for _, n := range []string{"socket.connection.setup.timeout.max.ms", "connections.max.idle.ms", "mirror.socket.timeout.ms"} {
+		add(mirrorDef(n, settings.String, nil, "Stored, no effect on kmirror."))
 	}
+	add(mirrorDef("mirror.source.cluster.id", settings.String, nil,
+		"The source cluster's id, set at create; it cannot change."))
 	for _, n := range []string{"topics.include", "topics.exclude", "groups.include", "groups.exclude",
 		"topic.properties.exclude"} {
-		add(mirrorConfig{name: "mirror." + n, check: checkPatterns}, n)
+		add(mirrorDef("mirror."+n, settings.List, checkPatterns, "Comma list of full-match regexes."), n)
 	}
 	for _, n := range []string{"acls.include", "acl.include"} {
-		add(mirrorConfig{name: "mirror." + n, check: func(v string) error {
+		add(mirrorDef("mirror."+n, settings.List, func(v string) error {
 			_, err := syncacls.ParseRules(v)
 			return err
-		}}, n)
+		}, "The ACL filters of the sync."), n)
 	}
 	return m
 }()
 
 // checkPatterns checks a comma list of full-match regexes.
 func checkPatterns(v string) error {
-	_, err := pattern.CompileAll(splitList(v))
+	_, err := pattern.CompileAll(settings.Items(v))
 	return err
 }
 
-func checkBool(v string) error {
-	if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
-		return fmt.Errorf("want true or false, got %q", v)
-	}
-	return nil
-}
-
 func checkBootstrap(v string) error {
-	if len(splitList(v)) == 0 {
-		return fmt.Errorf("want a comma list of host:port, got %q", v)
+	hosts := settings.Items(v)
+	if len(hosts) == 0 {
+		return fmt.Errorf("want a comma list of host:port (got %q)", v)
 	}
-	for _, hp := range splitList(v) {
+	for _, hp := range hosts {
 		if i := strings.LastIndexByte(hp, ':'); i <= 0 || i == len(hp)-1 {
-			return fmt.Errorf("want host:port, got %q", hp)
+			return fmt.Errorf("want host:port (got %q)", hp)
 		}
 	}
 	return nil
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // validateMirrorConfigs checks a mirror's configs; the error names the
@@ -156,10 +153,8 @@ func validateMirrorConfigs(configs map[string]string) error {
 			}
 			return fmt.Errorf("unknown mirror config %q", k)
 		}
-		if mc.check != nil {
-			if err := mc.check(v); err != nil {
-				return fmt.Errorf("%s: %w", k, err)
-			}
+		if err := mc.Validate(v); err != nil {
+			return err
 		}
 	}
 	if _, ok := configs["bootstrap.servers"]; !ok {

@@ -18,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/state"
 
 	"github.com/kmirror/kmirror/internal/clientauth"
+	"github.com/kmirror/kmirror/internal/settings"
 )
 
 // Config configures a Controller. Zero values mean the defaults named.
@@ -424,7 +425,7 @@ func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts := append([]kgo.Opt{kgo.SeedBrokers(splitList(m.Configs["bootstrap.servers"])...),
+		opts := append([]kgo.Opt{kgo.SeedBrokers(settings.Items(m.Configs["bootstrap.servers"])...),
 			kgo.ClientID("kmirror-mirror-" + m.Name + "-admin"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))},
 			sec.KgoOpts()...)
 		if cl, err = kgo.NewClient(opts...); err != nil {

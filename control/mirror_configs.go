@@ -3,9 +3,9 @@ package control
 import (
 	"fmt"
 	"maps"
-	"strings"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -29,18 +29,16 @@ func (c *Controller) ValidateMirrorConfig(name, value string) error {
 	if !ok {
 		return fmt.Errorf("%w %q", broker.ErrUnknownMirrorConfig, name)
 	}
-	if mc.check != nil && value != "" {
-		if err := mc.check(value); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
+	if value != "" {
+		return mc.Validate(value)
 	}
 	return nil
 }
 
-// MirrorConfigIsList implements broker.MirrorAdmin: the filters and the
-// bootstrap servers are comma lists.
-func (c *Controller) MirrorConfigIsList(name string) bool {
-	return name == "bootstrap.servers" || strings.HasSuffix(name, ".include") || strings.HasSuffix(name, ".exclude")
+// MirrorConfigDef implements broker.MirrorAdmin.
+func (c *Controller) MirrorConfigDef(name string) (settings.Def, bool) {
+	mc, ok := mirrorConfigs[name]
+	return mc.Def, ok
 }
 
 // SetMirrorConfigs implements broker.MirrorAdmin: the configs are

@@ -71,6 +71,17 @@ func TestMirrorConfigResource(t *testing.T) {
 	if got["mirror.fetch.wait.max.ms"] != "250" || got["bootstrap.servers"] != boot {
 		t.Fatalf("described configs %v", got)
 	}
+	// With documentation asked for, each config carries its definition's
+	// doc; the described type stays STRING.
+	desc.IncludeDocumentation = true
+	if dresp, err = desc.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range dresp.Resources[0].Configs {
+		if c.Documentation == nil || *c.Documentation == "" || c.ConfigType != kmsg.ConfigTypeString {
+			t.Errorf("%s: doc %v, type %v", c.Name, c.Documentation, c.ConfigType)
+		}
+	}
 	dr.ResourceName = "nosuch"
 	desc.Resources = []kmsg.DescribeConfigsRequestResource{dr}
 	if dresp, err = desc.RequestWith(ctx, cl); err != nil || dresp.Resources[0].ErrorCode != kerr.InvalidRequest.Code {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/pattern"
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
@@ -57,10 +58,10 @@ var defaultTopicPropertiesExclude = []string{
 // set, so the caller applies the default.
 func listConfig(m state.Mirror, name string) (values []string, ok bool) {
 	if v, set := m.Configs["mirror."+name]; set {
-		return splitList(v), true
+		return settings.Items(v), true
 	}
 	if v, set := m.Configs[name]; set {
-		return splitList(v), true
+		return settings.Items(v), true
 	}
 	return nil, false
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/kafkaconfigs"
 	"github.com/kmirror/kmirror/internal/props"
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -25,10 +26,11 @@ import (
 // An operator's existing file should load unchanged or be refused with an
 // error naming the key and line, never half-understood.
 
-// setting is one key kmirror reads from a properties file or --override.
+// setting is one key kmirror reads from a properties file or --override:
+// its definition (Doc is its line in `kmirror serve --help`) and how it
+// is applied.
 type setting struct {
-	name string
-	help string // one line for `kmirror serve --help`
+	settings.Def
 	// apply parses v onto c. v is already trimmed, as Kafka trims every
 	// value before parsing it. On error c may be half-written; the caller
 	// then discards it. nil: the key is read with others after the table
@@ -40,7 +42,7 @@ type setting struct {
 	aliasOf string
 }
 
-// settings is every key kmirror applies, in application order. Every other
+// serverSettings is every key kmirror applies, in application order. Every other
 // name some Kafka release knows (internal/kafkaconfigs) is accepted and
 // ignored: operators keep one server.properties for Kafka and kmirror, and
 // most of Kafka's settings (thread pools, replication, ZooKeeper, KRaft
@@ -50,211 +52,237 @@ type setting struct {
 // log.retention.ms after .minutes after .hours, and controller.listener.names
 // after the listener lists it prunes. A key's position in a file does not
 // matter, as in Kafka.
-var settings = []setting{
+var serverSettings = []setting{
 	// Server basics. One kmirror node is the whole cluster: the KRaft
 	// quorum settings are accepted and ignored.
-	{name: "node.id", help: "this node's id, an integer >= 0 (default " + strconv.Itoa(broker.DefaultNodeID) + ")",
-		apply: func(c *broker.Config, v string) (err error) { c.NodeID, err = int32At(v, 0); return err }},
-	{name: "broker.id", aliasOf: "node.id", help: "older name of node.id; if both are set they must agree"},
+	{Def: brokerDef("node.id", "this node's id, an integer >= 0 (default "+strconv.Itoa(broker.DefaultNodeID)+")"),
+		apply: func(c *broker.Config, v string) (err error) { c.NodeID, err = settings.Int32(v, 0); return err }},
+	{Def: settings.Def{Name: "broker.id", Doc: "older name of node.id; if both are set they must agree"}, aliasOf: "node.id"},
 
 	// Sockets.
-	{name: "listeners", help: "comma list of NAME://host:port to bind; empty host means 0.0.0.0, IPv6 in brackets (default " + broker.DefaultConfig().Listeners[0].String() + ")",
+	{Def: brokerDef("listeners", "comma list of NAME://host:port to bind; empty host means 0.0.0.0, IPv6 in brackets (default "+broker.DefaultConfig().Listeners[0].String()+")"),
 		apply: func(c *broker.Config, v string) (err error) { c.Listeners, err = parseListeners(v, false); return err }},
-	{name: "advertised.listeners", help: "comma list of NAME://host:port that clients are told to use; empty means listeners",
+	{Def: brokerDef("advertised.listeners", "comma list of NAME://host:port that clients are told to use; empty means listeners"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.AdvertisedListeners, err = parseListeners(v, true)
 			return err
 		}},
-	{name: "controller.listener.names", help: "listeners with these names are dropped: kmirror serves no KRaft controller port",
+	{Def: settings.Def{Name: "controller.listener.names", Doc: "listeners with these names are dropped: kmirror serves no KRaft controller port"},
 		apply: dropControllerListeners},
-	{name: "listener.security.protocol.map", help: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)",
+	{Def: settings.Def{Name: "listener.security.protocol.map", Doc: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)"},
 		apply: applyProtocolMap},
-	{name: "socket.request.max.bytes", help: "largest request frame, an integer >= 1 (default " + strconv.Itoa(broker.DefaultSocketRequestMaxBytes) + ")",
-		apply: func(c *broker.Config, v string) (err error) { c.SocketRequestMaxBytes, err = int32At(v, 1); return err }},
-	{name: "message.max.bytes", help: "largest record batch, an integer >= 0 (default " + strconv.Itoa(broker.DefaultMessageMaxBytes) + ")",
-		apply: func(c *broker.Config, v string) (err error) { c.MessageMaxBytes, err = int32At(v, 0); return err }},
-	{name: "metrics.listener", help: "host:port of the Prometheus /metrics listener, empty to disable (default " + broker.DefaultMetricsListener + ")",
+	{Def: brokerDef("socket.request.max.bytes", "largest request frame, an integer >= 1 (default "+strconv.Itoa(broker.DefaultSocketRequestMaxBytes)+")"),
+		apply: func(c *broker.Config, v string) (err error) {
+			c.SocketRequestMaxBytes, err = settings.Int32(v, 1)
+			return err
+		}},
+	{Def: brokerDef("message.max.bytes", "largest record batch, an integer >= 0 (default "+strconv.Itoa(broker.DefaultMessageMaxBytes)+")"),
+		apply: func(c *broker.Config, v string) (err error) {
+			c.MessageMaxBytes, err = settings.Int32(v, 0)
+			return err
+		}},
+	{Def: settings.Def{Name: "metrics.listener", Doc: "host:port of the Prometheus /metrics listener, empty to disable (default " + broker.DefaultMetricsListener + ")"},
 		apply: func(c *broker.Config, v string) (err error) {
 			c.MetricsListener, err = parseMetricsListener(v)
 			return err
 		}},
-	{name: "metrics.mirror.partition.labels", help: "label the mirror lag metrics by partition too, true or false (default false: per topic)",
+	{Def: settings.Def{Name: "metrics.mirror.partition.labels", Doc: "label the mirror lag metrics by partition too, true or false (default false: per topic)"},
 		apply: func(c *broker.Config, v string) (err error) {
-			c.MetricsMirrorPartitionLabels, err = parseBool(v)
+			c.MetricsMirrorPartitionLabels, err = settings.ParseBool(v)
 			return err
 		}},
 
 	// Log basics.
-	{name: "log.dir", help: "comma list of log directories, used when log.dirs is not set (default " + broker.DefaultLogDir + ")",
+	{Def: settings.Def{Name: "log.dir", Doc: "comma list of log directories, used when log.dirs is not set (default " + broker.DefaultLogDir + ")"},
 		apply: func(c *broker.Config, v string) (err error) { c.LogDirs, err = parseDirs(v); return err }},
-	{name: "log.dirs", help: "comma list of log directories; wins over log.dir",
+	{Def: brokerDef("log.dirs", "comma list of log directories; wins over log.dir"),
 		apply: func(c *broker.Config, v string) (err error) { c.LogDirs, err = parseDirs(v); return err }},
-	{name: "metadata.log.dir", help: "directory of kmirror's state store (default <first log dir>/__kmirror_state)",
+	{Def: settings.Def{Name: "metadata.log.dir", Doc: "directory of kmirror's state store (default <first log dir>/__kmirror_state)"},
 		apply: func(c *broker.Config, v string) error { c.StateDir = v; return nil }},
-	{name: "num.partitions", help: "partitions of auto-created topics, an integer >= 1 (default " + strconv.Itoa(broker.DefaultNumPartitions) + ")",
-		apply: func(c *broker.Config, v string) (err error) { c.NumPartitions, err = int32At(v, 1); return err }},
-	{name: "auto.create.topics.enable", help: "create unknown topics on first use, true or false (default true)",
-		apply: func(c *broker.Config, v string) (err error) { c.AutoCreateTopics, err = parseBool(v); return err }},
+	{Def: brokerDef("num.partitions", "partitions of auto-created topics, an integer >= 1 (default "+strconv.Itoa(broker.DefaultNumPartitions)+")"),
+		apply: func(c *broker.Config, v string) (err error) { c.NumPartitions, err = settings.Int32(v, 1); return err }},
+	{Def: brokerDef("auto.create.topics.enable", "create unknown topics on first use, true or false (default true)"),
+		apply: func(c *broker.Config, v string) (err error) {
+			c.AutoCreateTopics, err = settings.ParseBool(v)
+			return err
+		}},
 
 	// Flush policy. Kafka's defaults leave flushing to the OS, as ours do.
-	{name: "log.flush.interval.messages", help: "fsync after this many records, an integer >= 1 (default: never, the OS decides)",
-		apply: func(c *broker.Config, v string) (err error) { c.Log.FlushMessages, err = int64At(v, 1); return err }},
-	{name: "log.retention.check.interval.ms", help: "how often retention, compaction and time-based flushes run, an integer >= 1 (default 10000; Kafka's is 300000)",
+	{Def: brokerDef("log.flush.interval.messages", "fsync after this many records, an integer >= 1 (default: never, the OS decides)"),
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Log.FlushMessages, err = settings.Int64(v, 1)
+			return err
+		}},
+	{Def: settings.Def{Name: "log.retention.check.interval.ms", Doc: "how often retention, compaction and time-based flushes run, an integer >= 1 (default 10000; Kafka's is 300000)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int64At(v, 1)
+			n, err := settings.Int64(v, 1)
 			c.LogRetentionCheckInterval = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "replica.high.watermark.checkpoint.interval.ms", help: "how often each log directory's replication-offset-checkpoint (the partitions' high watermarks) is written, an integer >= 1 (default 5000, Kafka's)",
+	{Def: settings.Def{Name: "replica.high.watermark.checkpoint.interval.ms", Doc: "how often each log directory's replication-offset-checkpoint (the partitions' high watermarks) is written, an integer >= 1 (default 5000, Kafka's)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int64At(v, 1)
+			n, err := settings.Int64(v, 1)
 			c.HighWatermarkCheckpointInterval = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "log.flush.interval.ms", help: "fsync when the oldest unflushed record is this old, an integer >= 0 (default: never)",
+	{Def: brokerDef("log.flush.interval.ms", "fsync when the oldest unflushed record is this old, an integer >= 0 (default: never)"),
 		apply: func(c *broker.Config, v string) (err error) {
-			c.Log.FlushMs, err = zeroAsOne(int64At(v, 0))
+			c.Log.FlushMs, err = settings.Int64(v, 0)
+			c.Log.FlushMs = settings.ZeroAtOnce.Of(c.Log.FlushMs)
 			return err
 		}},
 
 	// Retention, segments and cleanup.
-	{name: "log.retention.hours", help: "delete segments older than this, negative for unlimited (default " + strconv.Itoa(storage.DefaultRetentionMs/msPerHour) + ")",
+	{Def: settings.Def{Name: "log.retention.hours", Doc: "delete segments older than this, negative for unlimited (default " + strconv.Itoa(storage.DefaultRetentionMs/msPerHour) + ")", Zero: settings.ZeroAtOnce},
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.RetentionMs, err = retentionMs(v, msPerHour)
 			return err
 		}},
-	{name: "log.retention.minutes", help: "as log.retention.hours, in minutes; wins over it",
+	{Def: settings.Def{Name: "log.retention.minutes", Doc: "as log.retention.hours, in minutes; wins over it", Zero: settings.ZeroAtOnce},
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.RetentionMs, err = retentionMs(v, msPerMinute)
 			return err
 		}},
-	{name: "log.retention.ms", help: "as log.retention.hours, in milliseconds; wins over minutes and hours",
+	{Def: brokerDef("log.retention.ms", "as log.retention.hours, in milliseconds; wins over minutes and hours"),
 		apply: func(c *broker.Config, v string) (err error) { c.Log.RetentionMs, err = retentionMs(v, 1); return err }},
-	{name: "log.retention.bytes", help: "delete the oldest segments while a partition is larger, negative for unlimited (default -1)",
+	{Def: brokerDef("log.retention.bytes", "delete the oldest segments while a partition is larger, negative for unlimited (default -1)"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.Log.RetentionBytes, err = retentionBytes(v)
 			return err
 		}},
-	{name: "log.segment.bytes", help: "roll to a new segment past this size, an integer >= 244 (default " + strconv.Itoa(storage.DefaultSegmentBytes) + ")",
+	{Def: brokerDef("log.segment.bytes", "roll to a new segment past this size, an integer >= 244 (default "+strconv.Itoa(storage.DefaultSegmentBytes)+")"),
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, storage.MinSegmentBytes) // four batch headers: Kafka's floor of 14 bytes holds no v2 batch
+			n, err := settings.Int32(v, storage.MinSegmentBytes) // four batch headers: Kafka's floor of 14 bytes holds no v2 batch
 			c.Log.SegmentBytes = int64(n)
 			return err
 		}},
-	{name: "log.roll.hours", help: "roll a segment whose first batch is this old, an integer >= 1 (default " + strconv.Itoa(storage.DefaultSegmentMs/msPerHour) + ")",
+	{Def: settings.Def{Name: "log.roll.hours", Doc: "roll a segment whose first batch is this old, an integer >= 1 (default " + strconv.Itoa(storage.DefaultSegmentMs/msPerHour) + ")"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.Log.SegmentMs = int64(n) * msPerHour
 			return err
 		}},
-	{name: "log.roll.ms", help: "as log.roll.hours, in milliseconds; wins over it",
-		apply: func(c *broker.Config, v string) (err error) { c.Log.SegmentMs, err = int64At(v, 1); return err }},
-	{name: "log.index.interval.bytes", help: "bytes between offset index entries, an integer >= 0 (default " + strconv.Itoa(storage.DefaultIndexIntervalBytes) + ")",
+	{Def: brokerDef("log.roll.ms", "as log.roll.hours, in milliseconds; wins over it"),
+		apply: func(c *broker.Config, v string) (err error) { c.Log.SegmentMs, err = settings.Int64(v, 1); return err }},
+	{Def: brokerDef("log.index.interval.bytes", "bytes between offset index entries, an integer >= 0 (default "+strconv.Itoa(storage.DefaultIndexIntervalBytes)+")"),
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 0)
-			c.Log.IndexIntervalBytes, err = zeroAsOne(int64(n), err)
+			n, err := settings.Int32(v, 0)
+			c.Log.IndexIntervalBytes = settings.ZeroAtOnce.Of(int64(n))
 			return err
 		}},
-	{name: "log.cleanup.policy", help: "delete, compact or compact,delete (default delete)",
+	{Def: brokerDef("log.cleanup.policy", "delete, compact or compact,delete (default delete)"),
 		apply: setCleanupPolicy},
-	{name: "log.cleaner.delete.retention.ms", help: "keep a compacted log's tombstones this long, an integer >= 0 (default " + strconv.Itoa(storage.DefaultDeleteRetentionMs) + ")",
+	{Def: brokerDef("log.cleaner.delete.retention.ms", "keep a compacted log's tombstones this long, an integer >= 0 (default "+strconv.Itoa(storage.DefaultDeleteRetentionMs)+")"),
 		apply: func(c *broker.Config, v string) (err error) {
-			c.Log.DeleteRetentionMs, err = zeroAsOne(int64At(v, 0))
+			c.Log.DeleteRetentionMs, err = settings.Int64(v, 0)
+			c.Log.DeleteRetentionMs = settings.ZeroAtOnce.Of(c.Log.DeleteRetentionMs)
 			return err
 		}},
-	{name: "log.cleaner.min.compaction.lag.ms", help: "leave segments younger than this out of compaction, an integer >= 0 (default 0)",
+	{Def: brokerDef("log.cleaner.min.compaction.lag.ms", "leave segments younger than this out of compaction, an integer >= 0 (default 0)"),
 		apply: func(c *broker.Config, v string) (err error) {
-			c.Log.MinCompactionLagMs, err = int64At(v, 0)
+			c.Log.MinCompactionLagMs, err = settings.Int64(v, 0)
 			return err
 		}},
-	{name: "producer.id.expiration.ms", help: "forget producers idle this long, an integer >= 1 (default " + strconv.Itoa(storage.DefaultProducerIDExpirationMs) + ")",
+	{Def: settings.Def{Name: "producer.id.expiration.ms", Doc: "forget producers idle this long, an integer >= 1 (default " + strconv.Itoa(storage.DefaultProducerIDExpirationMs) + ")"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.Log.ProducerIDExpirationMs = int64(n)
 			return err
 		}},
 
 	// Group coordinator.
-	{name: "group.initial.rebalance.delay.ms", help: "the first rebalance of an empty group waits this long for members, an integer >= 0 (default 3000)",
+	{Def: settings.Def{Name: "group.initial.rebalance.delay.ms", Doc: "the first rebalance of an empty group waits this long for members, an integer >= 0 (default 3000)", Zero: settings.ZeroLiteral},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 0)
+			n, err := settings.Int32(v, 0)
 			c.GroupInitialRebalanceDelay = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "group.min.session.timeout.ms", help: "the smallest session timeout a member may ask for, an integer >= 1 (default 6000)",
+	{Def: settings.Def{Name: "group.min.session.timeout.ms", Doc: "the smallest session timeout a member may ask for, an integer >= 1 (default 6000)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.GroupMinSessionTimeout = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "group.max.session.timeout.ms", help: "the largest session timeout a member may ask for, an integer >= 1 (default 1800000)",
+	{Def: settings.Def{Name: "group.max.session.timeout.ms", Doc: "the largest session timeout a member may ask for, an integer >= 1 (default 1800000)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.GroupMaxSessionTimeout = time.Duration(n) * time.Millisecond
 			return err
 		}},
 
 	// Client quotas.
-	{name: "quota.window.num", help: "client quota rates are measured over this many samples, an integer >= 1 (default 11)",
+	{Def: settings.Def{Name: "quota.window.num", Doc: "client quota rates are measured over this many samples, an integer >= 1 (default 11)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.QuotaWindowNum = int(n)
 			return err
 		}},
-	{name: "quota.window.size.seconds", help: "the length of one client quota sample in seconds, an integer >= 1 (default 1)",
+	{Def: settings.Def{Name: "quota.window.size.seconds", Doc: "the length of one client quota sample in seconds, an integer >= 1 (default 1)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.QuotaWindowSize = time.Duration(n) * time.Second
 			return err
 		}},
 
 	// Transaction coordinator.
-	{name: "transaction.max.timeout.ms", help: "the longest transaction.timeout.ms producers may use; also how long an orphaned open transaction is kept, an integer >= 1 (default 900000)",
+	{Def: settings.Def{Name: "transaction.max.timeout.ms", Doc: "the longest transaction.timeout.ms producers may use; also how long an orphaned open transaction is kept, an integer >= 1 (default 900000)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.Transactions.MaxTimeout = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "transactional.id.expiration.ms", help: "forget a transactional id idle this long, an integer >= 1 (default 604800000)",
+	{Def: settings.Def{Name: "transactional.id.expiration.ms", Doc: "forget a transactional id idle this long, an integer >= 1 (default 604800000)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.Transactions.IDExpiration = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", help: "how often timed-out transactions are aborted, an integer >= 1 (default 10000)",
+	{Def: settings.Def{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Doc: "how often timed-out transactions are aborted, an integer >= 1 (default 10000)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int32At(v, 1)
+			n, err := settings.Int32(v, 1)
 			c.Transactions.AbortCheckInterval = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "password.encoder.secret", help: "seals source credentials (mirror SASL and TLS secrets) in the state store; required to create mirrors that hold any",
+	{Def: settings.Def{Name: "password.encoder.secret", Doc: "seals source credentials (mirror SASL and TLS secrets) in the state store; required to create mirrors that hold any"},
 		apply: func(c *broker.Config, v string) error { c.PasswordEncoderSecret = v; return nil }},
 
 	// Cluster mirroring (SPEC.md section 3, broker level).
-	{name: "mirror.metadata.refresh.interval.ms", help: "each mirror's metadata sync (topics, configs, group offsets, ACLs) runs this often, an integer >= 0, 0 off (default 60000)",
+	{Def: settings.Def{Name: "mirror.metadata.refresh.interval.ms", Doc: "each mirror's metadata sync (topics, configs, group offsets, ACLs) runs this often, an integer >= 0 (default 60000)", Zero: settings.ZeroOff},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int64At(v, 0)
+			n, err := settings.Int64(v, 0)
 			c.Mirror.MetadataRefresh = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "mirror.failed.retry.initial.backoff.ms", help: "first wait before a FAILED mirror partition is retried, an integer >= 1 (default 1000)",
+	{Def: settings.Def{Name: "mirror.failed.retry.initial.backoff.ms", Doc: "first wait before a FAILED mirror partition is retried, an integer >= 1 (default 1000)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int64At(v, 1)
+			n, err := settings.Int64(v, 1)
 			c.Mirror.RetryInitialBackoff = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "mirror.failed.retry.max.backoff.ms", help: "longest wait between retries of a FAILED mirror partition, an integer >= 1 (default 60000)",
+	{Def: settings.Def{Name: "mirror.failed.retry.max.backoff.ms", Doc: "longest wait between retries of a FAILED mirror partition, an integer >= 1 (default 60000)"},
 		apply: func(c *broker.Config, v string) error {
-			n, err := int64At(v, 1)
+			n, err := settings.Int64(v, 1)
 			c.Mirror.RetryMaxBackoff = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{name: "mirror.failed.retry.max.attempts", help: "retries of a FAILED mirror partition before it waits for --recover, an integer in [0, 32767], 0 never (default 20)",
+	{Def: settings.Def{Name: "mirror.failed.retry.max.attempts", Doc: "retries of a FAILED mirror partition before it waits for --recover, an integer in [0, 32767] (default 20)", Zero: settings.ZeroOff},
 		apply: func(c *broker.Config, v string) error {
-			n, err := parseInt(v, 0, 32767)
+			n, err := settings.ParseInt(v, 0, 32767)
 			c.Mirror.RetryMaxAttempts = int32(n)
 			return err
 		}},
+}
+
+// brokerDef is the definition broker gives a setting it also describes
+// (broker.ConfigDef), with doc as its line in --help: the help says what a
+// server.properties reader needs (bounds, default, precedence).
+func brokerDef(name, doc string) settings.Def {
+	d, ok := broker.ConfigDef(name)
+	if !ok {
+		panic("BUG: broker describes no config " + name)
+	}
+	d.Doc = doc
+	return d
 }
 
 const (
@@ -293,9 +321,9 @@ func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignore
 	}
 
 	cfg = broker.DefaultConfig()
-	for i := range settings {
-		s := &settings[i]
-		if v, ok := vals[s.name]; ok {
+	for i := range serverSettings {
+		s := &serverSettings[i]
+		if v, ok := vals[s.Name]; ok {
 			if err := s.set(&cfg, v, vals); err != nil {
 				return broker.Config{}, nil, err
 			}
@@ -345,9 +373,9 @@ func logIgnored(log *slog.Logger, ignored []string) {
 }
 
 func lookupSetting(name string) *setting {
-	for i := range settings {
-		if settings[i].name == name {
-			return &settings[i]
+	for i := range serverSettings {
+		if serverSettings[i].Name == name {
+			return &serverSettings[i]
 		}
 	}
 	if isPlainJAASKey(name) {
@@ -358,10 +386,10 @@ func lookupSetting(name string) *setting {
 
 // plainJAASSetting stands for every listener.name.<l>.plain.sasl.jaas.config
 // key; applyServerSecurity reads them after the table.
-var plainJAASSetting = setting{name: plainJAASPattern,
-	help: "PLAIN users of SASL listeners: a PlainLoginModule config with user_<name>=\"<password>\" options"}
+var plainJAASSetting = setting{Def: settings.Def{Name: plainJAASPattern,
+	Doc: "PLAIN users of SASL listeners: a PlainLoginModule config with user_<name>=\"<password>\" options"}}
 
-func init() { settings = append(settings, securitySettings...) }
+func init() { serverSettings = append(serverSettings, securitySettings...) }
 
 // set applies v, following an alias to the setting it names.
 func (s *setting) set(c *broker.Config, v settingValue, vals map[string]settingValue) error {
@@ -373,14 +401,14 @@ func (s *setting) set(c *broker.Config, v settingValue, vals map[string]settingV
 		return nil
 	}
 	if err := apply(c, strings.TrimSpace(v.text)); err != nil {
-		return fmt.Errorf("%s: %w (%s)", s.name, err, v.origin)
+		return fmt.Errorf("%s: %w (%s)", s.Name, err, v.origin)
 	}
 	if s.aliasOf == "" {
 		return nil
 	}
 	if other, ok := vals[s.aliasOf]; ok && !sameEffect(apply, v.text, other.text) {
 		return fmt.Errorf("%s: %q (%s) conflicts with %s %q (%s); set one of them",
-			s.name, v.text, v.origin, s.aliasOf, other.text, other.origin)
+			s.Name, v.text, v.origin, s.aliasOf, other.text, other.origin)
 	}
 	return nil
 }
@@ -414,12 +442,12 @@ func readPropsFile(file string) ([]props.Property, error) {
 // table order, written from the settings table so the two cannot drift.
 func serveConfigHelp() string {
 	width := 0
-	for _, s := range settings {
-		width = max(width, len(s.name))
+	for _, s := range serverSettings {
+		width = max(width, len(s.Name))
 	}
 	var b strings.Builder
-	for _, s := range settings {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, s.name, s.help)
+	for _, s := range serverSettings {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, s.Name, s.FullDoc())
 	}
 	// The ignored names are too many (hundreds) to list usefully; the
 	// start-up log names those a file actually sets.
@@ -427,44 +455,6 @@ func serveConfigHelp() string {
 		"such as process.roles, num.network.threads or zookeeper.connect) is accepted and\n"+
 		"ignored; serve logs the ones it ignores at start. Any other name is an error.\n", len(kafkaconfigs.All()))
 	return b.String()
-}
-
-// parseInt reads a base-10 integer in [lo, hi] (Java's Integer/Long.parseInt
-// accept the same forms as strconv: an optional sign, then digits).
-func parseInt(v string, lo, hi int64) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if errors.Is(err, strconv.ErrRange) {
-		err = nil // n is clamped to the int64 range; the bounds below catch it
-	}
-	switch {
-	case err != nil || n < lo:
-		if lo <= math.MinInt32 {
-			return 0, fmt.Errorf("want an integer (got %q)", v)
-		}
-		return 0, fmt.Errorf("want an integer >= %d (got %q)", lo, v)
-	case n > hi:
-		return 0, fmt.Errorf("want an integer <= %d (got %q)", hi, v)
-	}
-	return n, nil
-}
-
-// int32At reads a Kafka INT setting, int64At a LONG one, each at least lo.
-func int32At(v string, lo int64) (int32, error) {
-	n, err := parseInt(v, lo, math.MaxInt32)
-	return int32(n), err
-}
-
-func int64At(v string, lo int64) (int64, error) { return parseInt(v, lo, math.MaxInt64) }
-
-// zeroAsOne passes n on, but as 1 when it is 0. storage.Config reads 0 as
-// "the default" while Kafka's 0 means "at once" or "every time" (flush at
-// once, index every batch, drop tombstones at once); 1 ms or 1 byte says
-// the same within one unit, where 0 would silently mean days.
-func zeroAsOne(n int64, err error) (int64, error) {
-	if n == 0 && err == nil {
-		n = 1
-	}
-	return n, err
 }
 
 // retentionMs reads log.retention.hours (unit msPerHour), .minutes or .ms.
@@ -475,59 +465,34 @@ func retentionMs(v string, unit int64) (int64, error) {
 	if unit == 1 {
 		lo, hi = math.MinInt64, math.MaxInt64
 	}
-	n, err := parseInt(v, lo, hi)
+	n, err := settings.ParseInt(v, lo, hi)
 	if err != nil {
 		return 0, fmt.Errorf("want an integer, negative for unlimited (got %q)", v)
 	}
 	if n < 0 {
 		return -1, nil
 	}
-	return zeroAsOne(n*unit, nil)
+	return settings.ZeroAtOnce.Of(n * unit), nil
 }
 
 // retentionBytes reads log.retention.bytes: negative is unlimited, as in
 // Kafka, and 0 (delete all but the active segment) becomes 1 byte.
 func retentionBytes(v string) (int64, error) {
-	n, err := parseInt(v, math.MinInt64, math.MaxInt64)
+	n, err := settings.ParseInt(v, math.MinInt64, math.MaxInt64)
 	if err != nil {
 		return 0, fmt.Errorf("want an integer, negative for unlimited (got %q)", v)
 	}
 	if n < 0 {
 		return -1, nil
 	}
-	return zeroAsOne(n, nil)
-}
-
-// parseBool accepts what Kafka's ConfigDef accepts: true or false in any case.
-func parseBool(v string) (bool, error) {
-	switch {
-	case strings.EqualFold(v, "true"):
-		return true, nil
-	case strings.EqualFold(v, "false"):
-		return false, nil
-	}
-	return false, fmt.Errorf("want true or false (got %q)", v)
-}
-
-// splitList splits a Kafka LIST value: items separated by commas with any
-// whitespace around them, nil for an empty value. Empty items are kept
-// (Kafka keeps them too); each caller decides whether they are an error.
-func splitList(v string) []string {
-	if v == "" {
-		return nil
-	}
-	items := strings.Split(v, ",")
-	for i := range items {
-		items[i] = strings.TrimSpace(items[i])
-	}
-	return items
+	return settings.ZeroAtOnce.Of(n), nil
 }
 
 // parseDirs reads log.dirs or log.dir. Kafka parses both as comma lists and
 // drops empty items (CoreUtils.parseCsvList).
 func parseDirs(v string) ([]string, error) {
 	var dirs []string
-	for _, d := range splitList(v) {
+	for _, d := range settings.SplitList(v) {
 		if d != "" {
 			dirs = append(dirs, d)
 		}
@@ -541,7 +506,7 @@ func parseDirs(v string) ([]string, error) {
 // parseListeners reads listeners or advertised.listeners. An empty
 // advertised.listeners means "the same as listeners" (nil).
 func parseListeners(v string, advertised bool) ([]broker.Listener, error) {
-	items := splitList(v)
+	items := settings.SplitList(v)
 	if len(items) == 0 && !advertised {
 		return nil, fmt.Errorf("want a comma-separated list of NAME://host:port (got %q)", v)
 	}
@@ -620,7 +585,7 @@ func parseMetricsListener(v string) (string, error) {
 // It runs after listeners and advertised.listeners (table order).
 func dropControllerListeners(c *broker.Config, v string) error {
 	drop := map[string]bool{}
-	for _, name := range splitList(v) {
+	for _, name := range settings.SplitList(v) {
 		drop[strings.ToUpper(name)] = true
 	}
 	keep := func(ls []broker.Listener) []broker.Listener {
@@ -642,7 +607,7 @@ func dropControllerListeners(c *broker.Config, v string) error {
 // topic is known (storage.Config.Compact).
 func setCleanupPolicy(c *broker.Config, v string) error {
 	var compact, del bool
-	for _, p := range splitList(v) {
+	for _, p := range settings.SplitList(v) {
 		switch p {
 		case "compact":
 			compact = true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/kafkaconfigs"
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -330,19 +331,19 @@ func TestSettingsTable(t *testing.T) {
 	t.Parallel()
 	help := serveConfigHelp()
 	seen := map[string]bool{}
-	for _, s := range settings {
-		if seen[s.name] {
-			t.Errorf("%s: listed twice", s.name)
+	for _, s := range serverSettings {
+		if seen[s.Name] {
+			t.Errorf("%s: listed twice", s.Name)
 		}
-		seen[s.name] = true
+		seen[s.Name] = true
 		if s.aliasOf != "" && (s.apply != nil || lookupSetting(s.aliasOf) == nil || lookupSetting(s.aliasOf).apply == nil) {
-			t.Errorf("%s: alias of %q must have no apply of its own and name a setting that has one", s.name, s.aliasOf)
+			t.Errorf("%s: alias of %q must have no apply of its own and name a setting that has one", s.Name, s.aliasOf)
 		}
-		if s.help == "" || strings.Contains(s.help, "\n") {
-			t.Errorf("%s: help must be one non-empty line, got %q", s.name, s.help)
+		if s.Doc == "" || strings.Contains(s.Doc, "\n") {
+			t.Errorf("%s: help must be one non-empty line, got %q", s.Name, s.Doc)
 		}
-		if !strings.Contains("\n"+help, "\n  "+s.name+" ") {
-			t.Errorf("%s: missing from serveConfigHelp", s.name)
+		if !strings.Contains("\n"+help, "\n  "+s.Name+" ") {
+			t.Errorf("%s: missing from serveConfigHelp", s.Name)
 		}
 	}
 	for i, r := range help {
@@ -367,9 +368,30 @@ func TestSettingsTable(t *testing.T) {
 		"mirror.metadata.refresh.interval.ms": true, "mirror.failed.retry.initial.backoff.ms": true,
 		"mirror.failed.retry.max.backoff.ms": true, "mirror.failed.retry.max.attempts": true,
 		"ssl.keystore.certificate.chain": true, "ssl.keystore.key": true, "ssl.truststore.certificates": true}
-	for _, s := range settings {
-		if !own[s.name] && !kafkaconfigs.Known(s.name) {
-			t.Errorf("%s: no Kafka release knows this name", s.name)
+	for _, s := range serverSettings {
+		if !own[s.Name] && !kafkaconfigs.Known(s.Name) {
+			t.Errorf("%s: no Kafka release knows this name", s.Name)
+		}
+	}
+}
+
+// What a definition says 0 means agrees with what the setting does with
+// it: a setting that gives 0 a meaning accepts it, and an integer setting
+// whose definition refuses 0 refuses it.
+func TestSettingsZero(t *testing.T) {
+	t.Parallel()
+	for _, s := range serverSettings {
+		if s.apply == nil {
+			continue
+		}
+		cfg := broker.DefaultConfig()
+		err := s.apply(&cfg, "0")
+		integer := s.Type == settings.Int || s.Type == settings.Long || s.Type == settings.Short
+		switch {
+		case s.Zero != settings.ZeroRefused && err != nil:
+			t.Errorf("%s: 0 is %v in its definition, yet refused: %v", s.Name, s.Zero, err)
+		case s.Zero == settings.ZeroRefused && integer && err == nil:
+			t.Errorf("%s: an integer whose definition refuses 0, yet 0 is accepted", s.Name)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/clientauth"
+	"github.com/kmirror/kmirror/internal/settings"
 )
 
 // Listener security and authorization settings of `kmirror serve`, with
@@ -17,10 +18,10 @@ import (
 // authorizer switches.
 
 var securitySettings = []setting{
-	{name: "sasl.enabled.mechanisms", help: "SASL mechanisms offered on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default all three; PLAIN only with users in its JAAS config)",
+	{Def: settings.Def{Name: "sasl.enabled.mechanisms", Doc: "SASL mechanisms offered on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default all three; PLAIN only with users in its JAAS config)"},
 		apply: func(c *broker.Config, v string) error {
 			c.Security.SASLMechanisms = nil
-			for _, m := range splitList(v) {
+			for _, m := range settings.SplitList(v) {
 				m = strings.ToUpper(m)
 				switch m {
 				case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
@@ -31,7 +32,7 @@ var securitySettings = []setting{
 			}
 			return nil
 		}},
-	{name: "authorizer.class.name", help: "any of Kafka's ACL authorizers (StandardAuthorizer, AclAuthorizer) turns ACL checks on; empty: off (default)",
+	{Def: settings.Def{Name: "authorizer.class.name", Doc: "any of Kafka's ACL authorizers (StandardAuthorizer, AclAuthorizer) turns ACL checks on; empty: off (default)"},
 		apply: func(c *broker.Config, v string) error {
 			switch path.Ext("." + v) {
 			case ".", ".StandardAuthorizer", ".AclAuthorizer":
@@ -40,7 +41,7 @@ var securitySettings = []setting{
 			}
 			return fmt.Errorf("want org.apache.kafka.metadata.authorizer.StandardAuthorizer (or empty), got %q", v)
 		}},
-	{name: "super.users", help: "principals allowed everything, separated by ';' (User:admin;User:ops)",
+	{Def: settings.Def{Name: "super.users", Doc: "principals allowed everything, separated by ';' (User:admin;User:ops)"},
 		apply: func(c *broker.Config, v string) error {
 			c.Security.SuperUsers = nil
 			for _, p := range strings.Split(v, ";") {
@@ -54,23 +55,23 @@ var securitySettings = []setting{
 			}
 			return nil
 		}},
-	{name: "allow.everyone.if.no.acl.found", help: "with the authorizer on, a resource without any ACL is open (true) or closed (false, default)",
+	{Def: settings.Def{Name: "allow.everyone.if.no.acl.found", Doc: "with the authorizer on, a resource without any ACL is open (true) or closed (false, default)"},
 		apply: func(c *broker.Config, v string) (err error) {
-			c.Security.AllowEveryoneIfNoACL, err = parseBool(v)
+			c.Security.AllowEveryoneIfNoACL, err = settings.ParseBool(v)
 			return err
 		}},
 	// The TLS settings are read together by applyServerTLS; alone they
 	// are only checked for shape there.
-	{name: "ssl.keystore.type", help: "PEM (the only type served)"},
-	{name: "ssl.keystore.location", help: "PEM file with this node's private key and certificate chain (SSL, SASL_SSL listeners)"},
-	{name: "ssl.keystore.certificate.chain", help: "this node's certificate chain, PEM text (instead of ssl.keystore.location)"},
-	{name: "ssl.keystore.key", help: "this node's private key, PEM text, unencrypted (instead of ssl.keystore.location)"},
-	{name: "ssl.truststore.type", help: "PEM (the only type served)"},
-	{name: "ssl.truststore.location", help: "PEM file of the CAs client certificates must chain to"},
-	{name: "ssl.truststore.certificates", help: "the CAs client certificates must chain to, PEM text"},
-	{name: "ssl.client.auth", help: "client certificates on SSL listeners: none (default), requested or required"},
-	{name: "ssl.enabled.protocols", help: "TLSv1.2 and/or TLSv1.3 (default both)"},
-	{name: "ssl.protocol", help: "TLS, TLSv1.2 or TLSv1.3"},
+	{Def: settings.Def{Name: "ssl.keystore.type", Doc: "PEM (the only type served)"}},
+	{Def: settings.Def{Name: "ssl.keystore.location", Doc: "PEM file with this node's private key and certificate chain (SSL, SASL_SSL listeners)"}},
+	{Def: settings.Def{Name: "ssl.keystore.certificate.chain", Doc: "this node's certificate chain, PEM text (instead of ssl.keystore.location)"}},
+	{Def: settings.Def{Name: "ssl.keystore.key", Doc: "this node's private key, PEM text, unencrypted (instead of ssl.keystore.location)"}},
+	{Def: settings.Def{Name: "ssl.truststore.type", Doc: "PEM (the only type served)"}},
+	{Def: settings.Def{Name: "ssl.truststore.location", Doc: "PEM file of the CAs client certificates must chain to"}},
+	{Def: settings.Def{Name: "ssl.truststore.certificates", Doc: "the CAs client certificates must chain to, PEM text"}},
+	{Def: settings.Def{Name: "ssl.client.auth", Doc: "client certificates on SSL listeners: none (default), requested or required"}},
+	{Def: settings.Def{Name: "ssl.enabled.protocols", Doc: "TLSv1.2 and/or TLSv1.3 (default both)"}},
+	{Def: settings.Def{Name: "ssl.protocol", Doc: "TLS, TLSv1.2 or TLSv1.3"}},
 }
 
 // plainJAASPattern is the per-listener PLAIN JAAS config key.
@@ -87,7 +88,7 @@ func isPlainJAASKey(key string) bool {
 // table). Entries for listeners not bound (CONTROLLER) are checked only.
 func applyProtocolMap(c *broker.Config, v string) error {
 	protos := map[string]string{}
-	for _, item := range splitList(v) {
+	for _, item := range settings.SplitList(v) {
 		name, proto, ok := strings.Cut(item, ":")
 		name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
 		if !ok || name == "" {
