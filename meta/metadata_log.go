@@ -203,15 +203,20 @@ func (l *MetadataLog) Controller() (id int32, ok bool) {
 // IsController reports whether this node is the controller.
 func (l *MetadataLog) IsController() bool { return l.raft.State() == raft.Leader }
 
+// notController is ErrNotController naming the controller if known.
+func (l *MetadataLog) notController() error {
+	if id, ok := l.Controller(); ok {
+		return fmt.Errorf("%w: node %d is", ErrNotController, id)
+	}
+	return fmt.Errorf("%w: no controller is elected", ErrNotController)
+}
+
 // Apply appends ops as one entry and waits until this node has applied it
 // (so a read of the store after Apply sees it) or ctx ends. Only the
 // controller appends: elsewhere it fails with ErrNotController.
 func (l *MetadataLog) Apply(ctx context.Context, ops []state.Op) (index uint64, err error) {
 	if !l.IsController() {
-		if id, ok := l.Controller(); ok {
-			return 0, fmt.Errorf("%w: node %d is", ErrNotController, id)
-		}
-		return 0, fmt.Errorf("%w: no controller is elected", ErrNotController)
+		return 0, l.notController()
 	}
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {

@@ -292,3 +292,24 @@ func (s *Store) PartitionAssignments() ([]PartitionAssignment, error) {
 	})
 	return out, err
 }
+
+// NextProducerID is the first producer id not yet handed out, for the
+// controller's block allocation (NextProducerIDOp).
+func (s *Store) NextProducerID() (int64, error) {
+	var next int64
+	err := s.view(func(txn *badger.Txn) error {
+		var err error
+		next, err = readNextProducerID(txn)
+		return err
+	})
+	return next, err
+}
+
+// NextProducerIDOp is the Op that moves the producer-id allocator to next,
+// handing out the ids below it.
+func NextProducerIDOp(next int64) (Op, error) {
+	if next < firstProducerID || next > producerIDLimit {
+		return Op{}, fmt.Errorf("state: producer ids exhausted: next id %d outside [%d, %d]", next, firstProducerID, producerIDLimit)
+	}
+	return Op{Key: []byte(keyNextProducerID), Value: appendNextProducerID(nil, next)}, nil
+}

@@ -1,0 +1,437 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kmirror/kmirror/state"
+)
+
+// The controller is the Raft leader's role (DESIGN.md "The cluster"): it
+// registers brokers, takes their heartbeats, fences a broker whose session
+// expires and unfences it when it returns, creates topics with their
+// replicas placed, and hands out producer-id blocks. Every decision is
+// one metadata log entry; the records it reads are the leader's store,
+// which holds every committed entry. Its calls run one at a time (mu), so
+// a decision never reads records another is about to change.
+//
+// Session state (when each broker was last heard from) is the
+// controller's memory, as Kafka's BrokerHeartbeatManager: a node that
+// becomes controller gives every broker a full session from then.
+
+// ControllerConfig configures the controller role.
+type ControllerConfig struct {
+	// SessionTimeout is broker.session.timeout.ms (9 s): a broker not
+	// heard from for longer is fenced.
+	SessionTimeout time.Duration
+	// UncleanLeaderElection is unclean.leader.election.enable.
+	UncleanLeaderElection bool
+	// Now is the clock (time.Now); tests set it.
+	Now func() time.Time
+}
+
+// Errors of the controller's calls, Kafka's error codes in their names.
+var (
+	ErrStaleBrokerEpoch = errors.New("meta: STALE_BROKER_EPOCH")
+	ErrUnknownBroker    = errors.New("meta: broker not registered")
+	ErrTopicExists      = errors.New("meta: TOPIC_ALREADY_EXISTS")
+)
+
+// Controller makes the cluster's decisions while its node leads the
+// metadata log.
+type Controller struct {
+	log   *MetadataLog
+	store *state.Store
+	cfg   ControllerConfig
+
+	mu          sync.Mutex
+	lastContact map[int32]time.Time
+	// readyTerm is the Raft term in which this node, as the leader,
+	// applied every entry of earlier leaders (ready).
+	readyTerm uint64
+}
+
+// NewController is the controller role of the node whose log and store
+// these are.
+func NewController(log *MetadataLog, store *state.Store, cfg ControllerConfig) *Controller {
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 9 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Controller{log: log, store: store, cfg: cfg, lastContact: map[int32]time.Time{}}
+}
+
+// ready makes sure the store holds every committed entry before a
+// decision reads it: a new leader may not have applied its predecessors'
+// last entries yet, so the first call of each term waits for a barrier.
+// Elsewhere it fails with ErrNotController. REQUIRES: c.mu held.
+func (c *Controller) ready(ctx context.Context) error {
+	if !c.log.IsController() {
+		return c.log.notController()
+	}
+	term := c.log.raft.CurrentTerm()
+	if term == c.readyTerm {
+		return nil
+	}
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	if err := c.log.raft.Barrier(timeout).Error(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotController, err)
+	}
+	c.readyTerm, c.lastContact = term, map[int32]time.Time{}
+	return nil
+}
+
+// apply writes ops as one entry. REQUIRES: c.mu held.
+func (c *Controller) apply(ctx context.Context, ops []state.Op) (uint64, error) {
+	if len(ops) == 0 {
+		return 0, nil
+	}
+	return c.log.Apply(ctx, ops)
+}
+
+// broker reads broker id's registration. REQUIRES: c.mu held.
+func (c *Controller) broker(id int32) (state.BrokerRegistration, bool, error) {
+	brokers, err := c.store.Brokers()
+	if err != nil {
+		return state.BrokerRegistration{}, false, err
+	}
+	i := slices.IndexFunc(brokers, func(b state.BrokerRegistration) bool { return b.ID == id })
+	if i < 0 {
+		return state.BrokerRegistration{}, false, nil
+	}
+	return brokers[i], true, nil
+}
+
+// RegisterBroker registers reg (its Epoch, Fenced and ShuttingDown are
+// ignored), Kafka's BrokerRegistration: a new incarnation gets a new
+// broker epoch, above every earlier one, and starts fenced until a
+// heartbeat says it has caught up with the log; the same incarnation
+// registering again keeps its epoch and state. It returns the epoch.
+func (c *Controller) RegisterBroker(ctx context.Context, reg state.BrokerRegistration) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ready(ctx); err != nil {
+		return 0, err
+	}
+	old, ok, err := c.broker(reg.ID)
+	if err != nil {
+		return 0, err
+	}
+	if ok && old.Incarnation == reg.Incarnation {
+		c.lastContact[reg.ID] = c.cfg.Now()
+		return old.Epoch, nil
+	}
+	reg.Epoch = int64(c.log.raft.LastIndex()) + 1
+	if ok && reg.Epoch <= old.Epoch {
+		reg.Epoch = old.Epoch + 1
+	}
+	reg.Fenced, reg.ShuttingDown = true, false
+	op, err := state.BrokerOp(reg)
+	if err != nil {
+		return 0, err
+	}
+	ops := []state.Op{op}
+	if ok && !old.Fenced {
+		// A restarted broker lost what it did not flush: it leaves the
+		// ISRs and leaderships of its previous life, as if fenced.
+		more, err := c.fenceOps(reg.ID)
+		if err != nil {
+			return 0, err
+		}
+		ops = append(ops, more...)
+	}
+	if _, err := c.apply(ctx, ops); err != nil {
+		return 0, err
+	}
+	c.lastContact[reg.ID] = c.cfg.Now()
+	return reg.Epoch, nil
+}
+
+// HeartbeatResult is what a heartbeat answers.
+type HeartbeatResult struct {
+	// Fenced: the broker may not lead or follow yet.
+	Fenced bool
+	// ShutdownReady: the broker asked to shut down and leads nothing
+	// more; it may exit.
+	ShutdownReady bool
+}
+
+// Heartbeat is Kafka's BrokerHeartbeat from broker id at epoch: it renews
+// the broker's session; caughtUp (the broker has applied the log up to
+// its registration) unfences a fenced broker, which takes back the
+// leadership of the offline partitions it holds in sync; wantShutdown
+// starts a controlled shutdown, moving its leaderships to other ISR
+// members first.
+func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, caughtUp, wantShutdown bool) (HeartbeatResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ready(ctx); err != nil {
+		return HeartbeatResult{}, err
+	}
+	b, ok, err := c.broker(id)
+	switch {
+	case err != nil:
+		return HeartbeatResult{}, err
+	case !ok:
+		return HeartbeatResult{}, fmt.Errorf("%w: broker %d", ErrUnknownBroker, id)
+	case b.Epoch != epoch:
+		return HeartbeatResult{}, fmt.Errorf("%w: broker %d heartbeat at epoch %d, registered at %d", ErrStaleBrokerEpoch, id, epoch, b.Epoch)
+	}
+	c.lastContact[id] = c.cfg.Now()
+	var ops []state.Op
+	switch {
+	case wantShutdown && !b.ShuttingDown:
+		b.ShuttingDown = true
+		op, err := state.BrokerOp(b)
+		if err != nil {
+			return HeartbeatResult{}, err
+		}
+		more, err := c.moveLeadersOff(id)
+		if err != nil {
+			return HeartbeatResult{}, err
+		}
+		ops = append([]state.Op{op}, more...)
+	case b.Fenced && caughtUp && !wantShutdown:
+		b.Fenced = false
+		op, err := state.BrokerOp(b)
+		if err != nil {
+			return HeartbeatResult{}, err
+		}
+		more, err := c.unfenceOps(id)
+		if err != nil {
+			return HeartbeatResult{}, err
+		}
+		ops = append([]state.Op{op}, more...)
+	}
+	if _, err := c.apply(ctx, ops); err != nil {
+		return HeartbeatResult{}, err
+	}
+	res := HeartbeatResult{Fenced: b.Fenced}
+	if b.ShuttingDown {
+		leads, err := c.leads(id)
+		if err != nil {
+			return HeartbeatResult{}, err
+		}
+		res.ShutdownReady = !leads
+	}
+	return res, nil
+}
+
+// FenceExpired fences every unfenced broker not heard from for longer
+// than the session timeout, one entry per broker.
+func (c *Controller) FenceExpired(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
+	brokers, err := c.store.Brokers()
+	if err != nil {
+		return err
+	}
+	now := c.cfg.Now()
+	for _, b := range brokers {
+		last, seen := c.lastContact[b.ID]
+		if !seen {
+			c.lastContact[b.ID] = now // a new controller: a full session from now
+			continue
+		}
+		if b.Fenced || now.Sub(last) <= c.cfg.SessionTimeout {
+			continue
+		}
+		b.Fenced, b.ShuttingDown = true, false
+		op, err := state.BrokerOp(b)
+		if err != nil {
+			return err
+		}
+		more, err := c.fenceOps(b.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := c.apply(ctx, append([]state.Op{op}, more...)); err != nil {
+			return fmt.Errorf("fencing broker %d: %w", b.ID, err)
+		}
+	}
+	return nil
+}
+
+// liveness is the brokers that may lead: registered, unfenced, not
+// shutting down, and not except. REQUIRES: c.mu held.
+func (c *Controller) liveness(except int32) (func(int32) bool, error) {
+	brokers, err := c.store.Brokers()
+	if err != nil {
+		return nil, err
+	}
+	live := map[int32]bool{}
+	for _, b := range brokers {
+		if !b.Fenced && !b.ShuttingDown && b.ID != except {
+			live[b.ID] = true
+		}
+	}
+	return func(id int32) bool { return live[id] }, nil
+}
+
+// partitionOps encodes changed assignments.
+func partitionOps(changed []state.PartitionAssignment) ([]state.Op, error) {
+	ops := make([]state.Op, 0, len(changed))
+	for _, p := range changed {
+		op, err := state.PartitionOp(p)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+// fenceOps are the partition changes of fencing id. REQUIRES: c.mu held.
+func (c *Controller) fenceOps(id int32) ([]state.Op, error) {
+	live, err := c.liveness(id)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := c.store.PartitionAssignments()
+	if err != nil {
+		return nil, err
+	}
+	return partitionOps(Fence(parts, id, live, c.cfg.UncleanLeaderElection))
+}
+
+// unfenceOps are the partition changes of id's return. REQUIRES: c.mu
+// held, and id's record not yet unfenced in the store.
+func (c *Controller) unfenceOps(id int32) ([]state.Op, error) {
+	others, err := c.liveness(-1)
+	if err != nil {
+		return nil, err
+	}
+	live := func(b int32) bool { return b == id || others(b) }
+	parts, err := c.store.PartitionAssignments()
+	if err != nil {
+		return nil, err
+	}
+	return partitionOps(Unfence(parts, live, c.cfg.UncleanLeaderElection))
+}
+
+// moveLeadersOff elects another leader, from the ISR, for each partition
+// id leads; a partition whose ISR has no other live member keeps id (as
+// Kafka's controlled shutdown does: it never takes a partition offline),
+// and id leaves the ISR of the partitions it follows. REQUIRES: c.mu held.
+func (c *Controller) moveLeadersOff(id int32) ([]state.Op, error) {
+	live, err := c.liveness(id)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := c.store.PartitionAssignments()
+	if err != nil {
+		return nil, err
+	}
+	var changed []state.PartitionAssignment
+	for _, p := range parts {
+		if !slices.Contains(p.ISR, id) || len(p.ISR) == 1 {
+			continue
+		}
+		isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+		leader := p.Leader
+		if leader == id {
+			if leader, _ = electFrom(p.Replicas, isr, live, false); leader < 0 {
+				continue // no other live member in sync: id keeps leading
+			}
+		}
+		if q, ok := change(p, isr, leader); ok {
+			changed = append(changed, q)
+		}
+	}
+	return partitionOps(changed)
+}
+
+// leads reports whether id leads a partition. REQUIRES: c.mu held.
+func (c *Controller) leads(id int32) (bool, error) {
+	parts, err := c.store.PartitionAssignments()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(parts, func(p state.PartitionAssignment) bool { return p.Leader == id }), nil
+}
+
+// CreateTopic creates topic t (its ID and Partitions set) with rf replicas
+// per partition on the unfenced brokers, leaders spread (PlaceReplicas):
+// the topic and its assignments are one entry.
+func (c *Controller) CreateTopic(ctx context.Context, t state.Topic, rf int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
+	if _, err := c.store.Topic(t.Name); err == nil {
+		return fmt.Errorf("%w: topic %q", ErrTopicExists, t.Name)
+	} else if !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	brokers, err := c.store.Brokers()
+	if err != nil {
+		return err
+	}
+	var live []int32
+	for _, b := range brokers {
+		if !b.Fenced && !b.ShuttingDown {
+			live = append(live, b.ID)
+		}
+	}
+	parts, err := c.store.PartitionAssignments()
+	if err != nil {
+		return err
+	}
+	placed, err := PlaceReplicas(live, LeaderCounts(parts), t.Partitions, rf)
+	if err != nil {
+		return err
+	}
+	ops, err := state.TopicOps(t)
+	if err != nil {
+		return err
+	}
+	var news []state.PartitionAssignment
+	for i, replicas := range placed {
+		news = append(news, NewPartition(t.ID, int32(i), replicas))
+	}
+	more, err := partitionOps(news)
+	if err != nil {
+		return err
+	}
+	_, err = c.apply(ctx, append(ops, more...))
+	return err
+}
+
+// AllocateProducerIDs hands out a block of n producer ids, Kafka's
+// AllocateProducerIds: the first of the block, which no other block
+// overlaps, across controller changes too (the allocator is a record).
+func (c *Controller) AllocateProducerIDs(ctx context.Context, n int64) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ready(ctx); err != nil {
+		return 0, err
+	}
+	first, err := c.store.NextProducerID()
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 || n > 1<<62-first {
+		return 0, fmt.Errorf("meta: a block of %d producer ids from %d", n, first)
+	}
+	op, err := state.NextProducerIDOp(first + n)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.apply(ctx, []state.Op{op}); err != nil {
+		return 0, err
+	}
+	return first, nil
+}
