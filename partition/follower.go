@@ -59,6 +59,10 @@ type Follower interface {
 // *Partition is what Manager hands to fetchers and the control plane.
 var _ Follower = (*Partition)(nil)
 
+// The methods of View and Follower, documented there: each is one call
+// into the log, so a fetcher pays one interface call per use, per fetched
+// partition, and nothing per batch.
+
 func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
 func (p *Partition) LogEndOffset() int64   { return p.log.LogEndOffset() }
 func (p *Partition) HighWatermark() int64  { return p.log.HighWatermark() }
