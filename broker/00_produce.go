@@ -12,6 +12,7 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -53,11 +54,11 @@ var errReadOnlyTopic = kerr.PolicyViolation.Code
 // (refuseKeyless); only then are records read, decompressed if need be.
 // With acks=0 nothing is answered. acks=1 answers once the batch is in
 // the log; acks=all (-1) once the high watermark covers it too
-// (awaitCommitted: Kafka's DelayedProduce), else REQUEST_TIMED_OUT after
-// the request's timeout. On one node the two answer alike and at once:
-// every append raises the high watermark to the log end before its
-// answer (partition.appended). A replicated leader will wait in
-// awaitCommitted for its in-sync replicas.
+// (Partition.AwaitHighWatermark: Kafka's DelayedProduce), else
+// REQUEST_TIMED_OUT after the request's timeout. On one node the two
+// answer alike and at once: every append raises the high watermark to the
+// log end before its answer (Partition.Appended). A replicated leader
+// will wait in AwaitHighWatermark for its in-sync replicas.
 //
 // Authorization: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for
 // its partitions (after UNKNOWN_TOPIC_ID for an unknown topic ID, before
@@ -85,9 +86,9 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	var deadline time.Time // of acks=all waits, set at the first one
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		t := b.topicByName(rt.Topic)
+		t := b.partitions.Topic(rt.Topic)
 		if req.Version >= 13 {
-			t = b.topicByID(rt.TopicID)
+			t = b.partitions.TopicByID(rt.TopicID)
 		}
 		it := imageTopic(im, t)
 		writeDenied := !txnDenied && az.produceTopicDenied(req.Version, rt.Topic, t)
@@ -109,7 +110,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case t == nil && req.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts()):
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions()):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case otherLeader(im, it, rp.Partition) != nil:
 				ip := otherLeader(im, it, rp.Partition)
@@ -118,12 +119,12 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = ip.Leader, ip.LeaderEpoch
 					leaders = append(leaders, ip.Leader)
 				}
-			case t.readOnly():
+			case t.ReadOnly():
 				sp.ErrorCode = errReadOnlyTopic
-				msg := "topic " + t.name + " is mirrored by cluster mirror " + t.mirrorName() + " and read-only until failover"
+				msg := "topic " + t.Name() + " is mirrored by cluster mirror " + t.Mirror() + " and read-only until failover"
 				sp.ErrorMessage = &msg
 			default:
-				p := t.parts()[rp.Partition]
+				p := t.Partitions()[rp.Partition]
 				if end := b.producePartition(r, p, rp.Records, &sp); req.Acks == -1 && end > 0 {
 					b.produceAcksAll(p, end, &sp, &deadline, req.TimeoutMillis)
 				}
@@ -150,16 +151,16 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 // producePartition appends one partition's batch and fills its answer. It
 // returns the end of the batch in the log (its last offset + 1), 0 when
 // it was refused.
-func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
+func (b *Broker) producePartition(r *request, p *partition.Partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 	if len(records) < batch.HeaderSize {
 		b.refuseBatch(r, p, sp, kerr.CorruptMessage.Code,
 			fmt.Sprintf("%d bytes of records: a record batch has a %d-byte header", len(records), batch.HeaderSize))
 		return 0
 	}
-	if max := p.maxMessageBytes.Load(); len(records) > int(max) {
+	if max := p.MaxMessageBytes(); len(records) > int(max) {
 		b.refuseBatch(r, p, sp, kerr.MessageTooLarge.Code,
-			fmt.Sprintf("the batch is %d bytes, above max.message.bytes %d of topic %s", len(records), max, p.topic.name))
+			fmt.Sprintf("the batch is %d bytes, above max.message.bytes %d of topic %s", len(records), max, p.Topic().Name()))
 		return 0
 	}
 	// Parse refuses trailing bytes as corruption; Kafka's answer to a
@@ -176,15 +177,15 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 	// A compacted topic's records are read (decompressed if needed) for
 	// their keys; every other topic keeps the batch opaque, so its
 	// produce path costs what it did before the check.
-	if err == nil && p.compact.Load() && !bt.IsControl() {
+	if err == nil && p.Compact() && !bt.IsControl() {
 		if err = bt.Verify(); err == nil {
 			var refused bool
-			if refused, err = p.refuseKeyless(bt, sp); refused {
+			if refused, err = refuseKeyless(p, bt, sp); refused {
 				return 0
 			}
 		}
 	}
-	if err == nil && p.appendTimestamps.Load() {
+	if err == nil && p.LogAppendTime() {
 		if err = bt.Verify(); err == nil {
 			sp.LogAppendTime = time.Now().UnixMilli()
 			bt.SetLogAppendTime(sp.LogAppendTime)
@@ -192,7 +193,7 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 	}
 	var res storage.AppendResult
 	if err == nil {
-		res, err = p.log.AppendProduce(records, p.leaderEpoch())
+		res, err = p.Log().AppendProduce(records, p.LeaderEpoch())
 	}
 	if err != nil {
 		code := produceErrorCode(err)
@@ -208,19 +209,19 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 		msg := err.Error()
 		sp.ErrorMessage = &msg
 		if !errors.Is(err, storage.ErrNoSpace) {
-			b.log.Error("produce append failed", "topic", p.topic.name, "partition", p.index, "err", err)
-		} else if ok, held := b.warnings.allow("no-space/"+p.topic.name+"/"+strconv.Itoa(int(p.index)), time.Now()); ok {
+			b.log.Error("produce append failed", "topic", p.Topic().Name(), "partition", p.Index(), "err", err)
+		} else if ok, held := b.warnings.allow("no-space/"+p.Topic().Name()+"/"+strconv.Itoa(int(p.Index())), time.Now()); ok {
 			b.log.Warn("produce refused: the disk is full (appends resume by themselves once space is freed)",
-				"topic", p.topic.name, "partition", p.index, "held_back", held, "err", err)
+				"topic", p.Topic().Name(), "partition", p.Index(), "held_back", held, "err", err)
 		}
 		return 0
 	}
 	sp.BaseOffset = res.FirstOffset
-	sp.LogStartOffset = p.log.LogStartOffset()
+	sp.LogStartOffset = p.Log().LogStartOffset()
 	if !res.Duplicate {
 		b.stats.ProduceBatches.Add(int64(res.Batches))
 		b.stats.ProduceBytes.Add(int64(len(records)))
-		p.appended()
+		p.Appended()
 	}
 	return res.LastOffset + 1
 }
@@ -232,14 +233,14 @@ func (b *Broker) producePartition(r *request, p *partition, records []byte, sp *
 // partitions of a request share one deadline, the request's timeout from
 // the first wait. On one node the high watermark is already there and
 // nothing waits.
-func (b *Broker) produceAcksAll(p *partition, end int64, sp *kmsg.ProduceResponseTopicPartition, deadline *time.Time, timeoutMs int32) {
-	if p.log.HighWatermark() >= end {
+func (b *Broker) produceAcksAll(p *partition.Partition, end int64, sp *kmsg.ProduceResponseTopicPartition, deadline *time.Time, timeoutMs int32) {
+	if p.Log().HighWatermark() >= end {
 		return // always, on one node
 	}
 	if deadline.IsZero() {
 		*deadline = time.Now().Add(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
 	}
-	if !b.awaitCommitted(p, end, time.Until(*deadline)) {
+	if !p.AwaitHighWatermark(end, time.Until(*deadline), b.closing) {
 		sp.ErrorCode = kerr.RequestTimedOut.Code
 		msg := fmt.Sprintf("the high watermark did not reach %d within the request's %d ms", end, timeoutMs)
 		sp.ErrorMessage = &msg
@@ -257,14 +258,14 @@ func (b *Broker) produceAcksAll(p *partition, end int64, sp *kmsg.ProduceRespons
 // Mirror appends never come here (fetch appends with AppendMirror): a
 // mirrored batch is what the source accepted, byte for byte.
 // REQUIRES: bt's CRC checked.
-func (p *partition) refuseKeyless(bt batch.Batch, sp *kmsg.ProduceResponseTopicPartition) (bool, error) {
+func refuseKeyless(p *partition.Partition, bt batch.Batch, sp *kmsg.ProduceResponseTopicPartition) (bool, error) {
 	var keys storage.RecordKeys
 	keyless, err := keys.Keyless(bt, nil)
 	if err != nil || len(keyless) == 0 {
 		return false, err
 	}
 	msg := "Compacted topic cannot accept message without key in topic partition " +
-		p.topic.name + "-" + strconv.Itoa(int(p.index))
+		p.Topic().Name() + "-" + strconv.Itoa(int(p.Index()))
 	shown := make([]string, 0, 3)
 	for _, i := range keyless {
 		re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
@@ -287,7 +288,7 @@ func (p *partition) refuseKeyless(bt batch.Batch, sp *kmsg.ProduceResponseTopicP
 // warns about it at most once a minute per client id: a client that sends
 // bad batches in a loop must not flood the log (nor reach it at ERROR: the
 // node is fine).
-func (b *Broker) refuseBatch(r *request, p *partition, sp *kmsg.ProduceResponseTopicPartition, code int16, msg string) {
+func (b *Broker) refuseBatch(r *request, p *partition.Partition, sp *kmsg.ProduceResponseTopicPartition, code int16, msg string) {
 	sp.ErrorCode, sp.ErrorMessage = code, &msg
 	var client, remote string
 	if r.hdr != nil {
@@ -298,7 +299,7 @@ func (b *Broker) refuseBatch(r *request, p *partition, sp *kmsg.ProduceResponseT
 	}
 	if ok, held := b.warnings.allow("bad-batch/"+client, time.Now()); ok {
 		b.log.Warn("produce refused a bad record batch (one line a minute per client)", "client_id", client,
-			"remote", remote, "topic", p.topic.name, "partition", p.index,
+			"remote", remote, "topic", p.Topic().Name(), "partition", p.Index(),
 			"error", kerr.ErrorForCode(code), "reason", msg, "held_back", held)
 	}
 }

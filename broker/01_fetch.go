@@ -10,6 +10,7 @@ import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/netio"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -59,8 +60,8 @@ const fetchKey = 1
 // fetchPart is one partition of a Fetch being answered.
 type fetchPart struct {
 	topicIdx  int // index into fetchScratch.topics
-	t         *topic
-	p         *partition
+	t         *partition.Topic
+	p         *partition.Partition
 	ip        *meta.Partition // p in the request's image, nil if not there yet
 	sp        *sessionPart    // session position, nil when sessionless
 	partition int32
@@ -251,12 +252,12 @@ func nextSessionEpoch(e int32) int32 {
 // partitions of one topic under one response topic.
 func (b *Broker) addFetchPart(fs *fetchScratch, fp fetchPart, key sessionKey) {
 	if key.topicID != ([16]byte{}) {
-		fp.t = b.topicByID(key.topicID)
+		fp.t = b.partitions.TopicByID(key.topicID)
 	} else {
-		fp.t = b.topicByName(key.topic)
+		fp.t = b.partitions.Topic(key.topic)
 	}
-	if fp.t != nil && fp.partition >= 0 && int(fp.partition) < len(fp.t.parts()) {
-		fp.p = fp.t.parts()[fp.partition]
+	if fp.t != nil && fp.partition >= 0 && int(fp.partition) < len(fp.t.Partitions()) {
+		fp.p = fp.t.Partitions()[fp.partition]
 		fp.ip = imageTopic(fs.img, fp.t).Partition(fp.partition)
 	}
 	if n := len(fs.topics); n > 0 && fs.topics[n-1].name == key.topic && fs.topics[n-1].id == key.topicID {
@@ -336,8 +337,8 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 		// Kafka's order: an epoch we cannot place, or an offset below the
 		// log start, is OFFSET_OUT_OF_RANGE (a DivergingEpoch of -1/-1
 		// would read as "no divergence" and the follower would spin).
-		e, end := p.log.EndOffsetForEpoch(fp.lastEpoch)
-		switch info := partitionInfo(p.log); {
+		e, end := p.Log().EndOffsetForEpoch(fp.lastEpoch)
+		switch info := partitionInfo(p.Log()); {
 		case e < 0 || end < 0 || fp.offset < info.LogStartOffset:
 			fp.errCode = kerr.OffsetOutOfRange.Code
 			return
@@ -351,18 +352,18 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 	// left of the response limit); the first partition with data still
 	// returns its first batch whole when that batch alone is larger.
 	limit := min(int64(fp.maxBytes), *budget)
-	upTo := p.log.HighWatermark()
+	upTo := p.Log().HighWatermark()
 	if committed {
-		upTo = p.log.LastStableOffset()
+		upTo = p.Log().LastStableOffset()
 	}
 	var err error
 	if limit <= 0 && !first {
-		fp.info = partitionInfo(p.log)
+		fp.info = partitionInfo(p.Log())
 		if fp.offset < fp.info.LogStartOffset || fp.offset > fp.info.LogEndOffset {
 			err = storage.ErrOffsetOutOfRange
 		}
 	} else {
-		fp.region, fp.info, err = p.log.ReadRegion(fp.offset, int(max(limit, 1)), upTo)
+		fp.region, fp.info, err = p.Log().ReadRegion(fp.offset, int(max(limit, 1)), upTo)
 	}
 	switch {
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
@@ -374,7 +375,7 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 		fp.errCode = kerr.KafkaStorageError.Code
 		fp.region = storage.Region{}
 		if !batch.IsCorruption(err) { // damage is logged once by the log, not at every fetch that meets it
-			b.log.Warn("fetch read failed", "topic", p.topic.name, "partition", p.index, "err", err)
+			b.log.Warn("fetch read failed", "topic", p.Topic().Name(), "partition", p.Index(), "err", err)
 		}
 		return
 	}
@@ -384,7 +385,7 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 	*budget -= fp.region.Length
 	if committed && fp.region.Length > 0 {
 		start := len(fs.aborted)
-		fs.aborted = p.log.Producers().AppendAbortedTxns(fs.aborted, fp.offset, fp.info.LastStableOffset)
+		fs.aborted = p.Log().Producers().AppendAbortedTxns(fs.aborted, fp.offset, fp.info.LastStableOffset)
 		fp.aborted = fs.aborted[start:len(fs.aborted):len(fs.aborted)]
 	}
 }
@@ -395,7 +396,7 @@ func (fp *fetchPart) leaderEpoch() int32 {
 	if fp.ip != nil {
 		return fp.ip.LeaderEpoch
 	}
-	return fp.p.leaderEpoch()
+	return fp.p.LeaderEpoch()
 }
 
 // partitionInfo reads the offsets a partition answers with when no read
@@ -420,7 +421,7 @@ func (b *Broker) waitForAppend(fs *fetchScratch, deadline time.Time) bool {
 	}
 	for i := range fs.parts {
 		if p := fs.parts[i].p; p != nil {
-			p.wait(fs.wake)
+			p.Wait(fs.wake)
 		}
 	}
 	d := time.Until(deadline)
@@ -439,7 +440,7 @@ func (b *Broker) waitForAppend(fs *fetchScratch, deadline time.Time) bool {
 	fs.timer.Stop()
 	for i := range fs.parts {
 		if p := fs.parts[i].p; p != nil {
-			p.unwait(fs.wake)
+			p.Unwait(fs.wake)
 		}
 	}
 	return open

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -43,7 +44,7 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 	im := b.image()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		t := b.topicByName(rt.Topic)
+		t := b.partitions.Topic(rt.Topic)
 		it := imageTopic(im, t)
 		denied := !az.topic(aclOperationDescribe, rt.Topic)
 		st := kmsg.NewListOffsetsResponseTopic()
@@ -56,12 +57,12 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 			switch {
 			case denied:
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts()):
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions()):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case otherLeader(im, it, rp.Partition) != nil:
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				b.listOffset(it, t.parts()[rp.Partition], rp, req.IsolationLevel == 1, &sp)
+				b.listOffset(it, t.Partitions()[rp.Partition], rp, req.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -72,11 +73,11 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 
 // listOffset answers one partition; it is p's topic in the image (nil
 // when the image does not hold it yet).
-func (b *Broker) listOffset(it *meta.Topic, p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (b *Broker) listOffset(it *meta.Topic, p *partition.Partition, rp *kmsg.ListOffsetsRequestTopicPartition, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, partitionEpoch(it, p)); sp.ErrorCode != 0 {
 		return
 	}
-	l := p.log
+	l := p.Log()
 	var (
 		offset, ts int64 = -1, -1
 		found            = true
@@ -106,7 +107,7 @@ func (b *Broker) listOffset(it *meta.Topic, p *partition, rp *kmsg.ListOffsetsRe
 		found = found && offset < l.HighWatermark()
 	}
 	if err != nil {
-		b.log.Warn("list offsets failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		b.log.Warn("list offsets failed", "topic", p.Topic().Name(), "partition", p.Index(), "err", err)
 		sp.ErrorCode = kerr.KafkaStorageError.Code
 		return
 	}

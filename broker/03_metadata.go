@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // Metadata: v0-13
@@ -55,15 +56,10 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 	defer az.metadataOperations(req, resp)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		b.mu.RLock()
-		ts := make([]*topic, 0, len(b.topics))
-		for _, t := range b.topics {
-			ts = append(ts, t)
-		}
-		b.mu.RUnlock()
-		sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
+		ts := b.partitions.Topics()
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })
 		for _, t := range ts {
-			if az.topicQuietly(aclOperationDescribe, t.name) {
+			if az.topicQuietly(aclOperationDescribe, t.Name()) {
 				resp.Topics = append(resp.Topics, b.metadataTopic(&im, t))
 			}
 		}
@@ -71,12 +67,12 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 	}
 	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	for _, rt := range req.Topics {
-		var t *topic
+		var t *partition.Topic
 		switch {
 		case rt.TopicID != ([16]byte{}):
-			t = b.topicByID(rt.TopicID)
+			t = b.partitions.TopicByID(rt.TopicID)
 		case rt.Topic != nil:
-			t = b.topicByName(*rt.Topic)
+			t = b.partitions.Topic(*rt.Topic)
 		}
 		if mt, denied := az.metadataDenied(rt, t, autoCreate); denied {
 			resp.Topics = append(resp.Topics, mt)
@@ -104,13 +100,13 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 
 // autoCreate creates a topic a client asked for by name, if the name is
 // valid; a concurrent create of the same name is fine.
-func (b *Broker) autoCreate(name string) *topic {
+func (b *Broker) autoCreate(name string) *partition.Topic {
 	if validateTopicName(name) != nil {
 		return nil
 	}
-	t, err := b.createTopic(name, b.cfg.NumPartitions, nil, [16]byte{})
-	if errors.Is(err, errTopicExists) {
-		return b.topicByName(name)
+	t, err := b.partitions.Create(name, b.cfg.NumPartitions, nil, [16]byte{}, "")
+	if errors.Is(err, partition.ErrTopicExists) {
+		return b.partitions.Topic(name)
 	}
 	if err != nil {
 		b.log.Warn("auto-creating a topic failed", "topic", name, "err", err)
@@ -120,17 +116,17 @@ func (b *Broker) autoCreate(name string) *topic {
 }
 
 // metadataTopic answers a topic from the image. A topic created after
-// *im was loaded is in a newer image (topics are published under b.mu
-// with their creation), which then replaces *im for the rest of the
+// *im was loaded is in a newer image (the registry publishes one
+// with each creation), which then replaces *im for the rest of the
 // request.
-func (b *Broker) metadataTopic(im **meta.Image, t *topic) kmsg.MetadataResponseTopic {
+func (b *Broker) metadataTopic(im **meta.Image, t *partition.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	name := t.name
-	mt.Topic, mt.TopicID = &name, t.id
-	it := (*im).Topic(t.name)
-	if it == nil || it.ID != t.id {
+	name := t.Name()
+	mt.Topic, mt.TopicID = &name, t.ID()
+	it := (*im).Topic(t.Name())
+	if it == nil || it.ID != t.ID() {
 		*im = b.image()
-		if it = (*im).Topic(t.name); it == nil || it.ID != t.id {
+		if it = (*im).Topic(t.Name()); it == nil || it.ID != t.ID() {
 			// Deleted since it was looked up.
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			return mt

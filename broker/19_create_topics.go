@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -115,15 +116,15 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = c.name
 		if c.err == nil && !req.ValidateOnly {
-			t, err := b.createTopic(c.name, c.partitions, c.configs, [16]byte{})
+			t, err := b.partitions.Create(c.name, c.partitions, c.configs, [16]byte{}, "")
 			switch {
-			case errors.Is(err, errTopicExists): // created since the check
+			case errors.Is(err, partition.ErrTopicExists): // created since the check
 				c.fail(kerr.TopicAlreadyExists, "Topic '%s' already exists.", c.name)
 			case err != nil:
 				b.log.Warn("creating a topic failed", "topic", c.name, "err", err)
 				c.fail(kerr.KafkaStorageError, "%v", err)
 			default:
-				st.TopicID = t.id
+				st.TopicID = t.ID()
 			}
 		}
 		if c.err != nil {
@@ -162,7 +163,7 @@ func (b *Broker) checkTopicCreation(rt *kmsg.CreateTopicsRequestTopic, duplicate
 		c.fail(kerr.InvalidTopicException, "%v", err)
 		return c
 	}
-	if b.topicByName(rt.Topic) != nil {
+	if b.partitions.Topic(rt.Topic) != nil {
 		c.fail(kerr.TopicAlreadyExists, "Topic '%s' already exists.", rt.Topic)
 		return c
 	}
@@ -274,10 +275,8 @@ func (b *Broker) collidingTopic(name string) string {
 		return ""
 	}
 	unified := strings.ReplaceAll(name, ".", "_")
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	for other := range b.topics {
-		if other != name && strings.ContainsAny(other, "._") && strings.ReplaceAll(other, ".", "_") == unified {
+	for _, t := range b.partitions.Topics() {
+		if other := t.Name(); other != name && strings.ContainsAny(other, "._") && strings.ReplaceAll(other, ".", "_") == unified {
 			return other
 		}
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -39,7 +40,7 @@ type topicDeletion struct {
 	name *string
 	id   [16]byte
 	byID bool // the entry named the topic by ID
-	t    *topic
+	t    *partition.Topic
 	err  *kerr.Error
 	msg  string
 }
@@ -65,7 +66,7 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 		d := &dels[i]
 		if d.err == nil {
 			if err := b.deleteTopic(d.t); err != nil {
-				b.log.Warn("deleting a topic failed", "topic", d.t.name, "err", err)
+				b.log.Warn("deleting a topic failed", "topic", d.t.Name(), "err", err)
 				d.err, d.msg = kerr.KafkaStorageError, err.Error()
 			}
 		}
@@ -97,7 +98,7 @@ func (b *Broker) resolveTopicDeletions(refs []kmsg.DeleteTopicsRequestTopic) []t
 		}
 	}
 	out := make([]topicDeletion, 0, len(refs))
-	targets := make(map[*topic]int, len(refs)) // entries per topic
+	targets := make(map[*partition.Topic]int, len(refs)) // entries per topic
 	for _, ref := range refs {
 		d := topicDeletion{name: ref.Topic, id: ref.TopicID, byID: ref.Topic == nil}
 		switch {
@@ -113,7 +114,7 @@ func (b *Broker) resolveTopicDeletions(refs []kmsg.DeleteTopicsRequestTopic) []t
 			names[*ref.Topic] = 0
 			if n > 1 {
 				d.err, d.msg = kerr.InvalidRequest, "Duplicate topic name."
-			} else if d.t = b.topicByName(*ref.Topic); d.t == nil {
+			} else if d.t = b.partitions.Topic(*ref.Topic); d.t == nil {
 				d.err = kerr.UnknownTopicOrPartition
 			}
 		default:
@@ -124,13 +125,13 @@ func (b *Broker) resolveTopicDeletions(refs []kmsg.DeleteTopicsRequestTopic) []t
 			ids[ref.TopicID] = 0
 			if n > 1 {
 				d.err, d.msg = kerr.InvalidRequest, "Duplicate topic id."
-			} else if d.t = b.topicByID(ref.TopicID); d.t == nil {
+			} else if d.t = b.partitions.TopicByID(ref.TopicID); d.t == nil {
 				d.err = kerr.UnknownTopicID
 			}
 		}
 		if d.err == nil {
-			name := d.t.name
-			d.name, d.id = &name, d.t.id
+			name := d.t.Name()
+			d.name, d.id = &name, d.t.ID()
 			targets[d.t]++
 		}
 		out = append(out, d)

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -48,16 +49,14 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 	im := b.image()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		t := b.topicByName(rt.Topic)
+		t := b.partitions.Topic(rt.Topic)
 		it := imageTopic(im, t)
 		denied := !az.topic(aclOperationDelete, rt.Topic)
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		var parts []*partition
+		var parts []*partition.Partition
 		if t != nil {
-			b.mu.RLock() // CreatePartitions appends to t.parts() under mu
-			parts = t.parts()
-			b.mu.RUnlock()
+			parts = t.Partitions()
 		}
 		deletable := t != nil && b.topicDeletesRecords(t)
 		for j := range rt.Partitions {
@@ -86,10 +85,8 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 
 // topicDeletesRecords reports whether t's cleanup.policy includes delete:
 // Kafka refuses DeleteRecords on compact-only topics.
-func (b *Broker) topicDeletesRecords(t *topic) bool {
-	b.mu.RLock()
-	v, ok := t.configs["cleanup.policy"]
-	b.mu.RUnlock()
+func (b *Broker) topicDeletesRecords(t *partition.Topic) bool {
+	v, ok := t.Config("cleanup.policy")
 	if !ok {
 		tc, _ := lookupTopicConfig("cleanup.policy")
 		v, _ = b.topicConfigDefault(tc)
@@ -97,8 +94,8 @@ func (b *Broker) topicDeletesRecords(t *topic) bool {
 	return cleanupDeletes(v)
 }
 
-func (b *Broker) deleteRecords(p *partition, offset int64, sp *kmsg.DeleteRecordsResponseTopicPartition) {
-	l := p.log
+func (b *Broker) deleteRecords(p *partition.Partition, offset int64, sp *kmsg.DeleteRecordsResponseTopicPartition) {
+	l := p.Log()
 	if offset == deleteRecordsHighWatermark {
 		offset = l.HighWatermark()
 	}
@@ -111,7 +108,7 @@ func (b *Broker) deleteRecords(p *partition, offset int64, sp *kmsg.DeleteRecord
 			sp.ErrorCode = kerr.OffsetOutOfRange.Code
 			return
 		}
-		b.log.Warn("delete records failed", "topic", p.topic.name, "partition", p.index, "offset", offset, "err", err)
+		b.log.Warn("delete records failed", "topic", p.Topic().Name(), "partition", p.Index(), "offset", offset, "err", err)
 		sp.ErrorCode = kerr.KafkaStorageError.Code
 		return
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,14 +41,12 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 	im := b.image()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		t := b.topicByName(rt.Topic)
+		t := b.partitions.Topic(rt.Topic)
 		it := imageTopic(im, t)
 		denied := !replica && !az.topic(aclOperationDescribe, rt.Topic)
-		var parts []*partition
+		var parts []*partition.Partition
 		if t != nil {
-			b.mu.RLock() // CreatePartitions appends to t.parts() under mu
-			parts = t.parts()
-			b.mu.RUnlock()
+			parts = t.Partitions()
 		}
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
@@ -75,15 +74,15 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 
 // endOffsetForEpoch answers one partition whose leader epoch (the image's)
 // is epoch.
-func endOffsetForEpoch(epoch int32, p *partition, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
+func endOffsetForEpoch(epoch int32, p *partition.Partition, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
 	if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, epoch); sp.ErrorCode != 0 {
 		return
 	}
 	if rp.LeaderEpoch == epoch {
 		// Kafka's cache always holds the current epoch (written at
 		// election); ours only once a batch was appended in it.
-		sp.LeaderEpoch, sp.EndOffset = epoch, p.log.LogEndOffset()
+		sp.LeaderEpoch, sp.EndOffset = epoch, p.Log().LogEndOffset()
 		return
 	}
-	sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+	sp.LeaderEpoch, sp.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 }

@@ -42,14 +42,14 @@ func (b *Broker) handleAddPartitionsToTxn(r *request) (kmsg.Response, error) {
 	var ps []state.TxnPartition
 	failed := false
 	for _, rt := range req.Topics {
-		t := b.topicByName(rt.Topic)
+		t := b.partitions.Topic(rt.Topic)
 		for _, p := range rt.Partitions {
 			tp := state.TxnPartition{Topic: rt.Topic, Partition: p}
 			ps = append(ps, tp)
 			switch {
-			case t == nil || p < 0 || int(p) >= len(t.parts()):
+			case t == nil || p < 0 || int(p) >= len(t.Partitions()):
 				codes[tp], failed = kerr.UnknownTopicOrPartition.Code, true
-			case t.readOnly():
+			case t.ReadOnly():
 				codes[tp], failed = errReadOnlyTopic, true
 			}
 		}

@@ -126,11 +126,11 @@ func (b *Broker) describeTopicConfigs(name string, opts *describeOpts) ([]kmsg.D
 	if err := validateTopicName(name); err != nil {
 		return nil, newConfigError(kerr.InvalidTopicException, "%v", err)
 	}
-	t := b.topicByName(name)
+	t := b.partitions.Topic(name)
 	if t == nil {
 		return nil, newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
 	}
-	own := b.topicConfigsSnapshot(t)
+	own := t.Configs()
 	node, dyn := b.nodeSnapshot(), b.dynamicSnapshot()
 	builtin := DefaultConfig()
 	var out []kmsg.DescribeConfigsResponseResourceConfig

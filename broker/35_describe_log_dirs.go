@@ -6,6 +6,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -54,12 +55,12 @@ func (b *Broker) handleDescribeLogDirs(r *request) (kmsg.Response, error) {
 
 	// Partitions by the absolute directory holding them, sorted by topic
 	// and partition so the answer is stable.
-	byDir := make(map[string][]*partition)
-	for _, p := range b.allPartitions() {
-		if want != nil && !want[p.topic.name][p.index] {
+	byDir := make(map[string][]*partition.Partition)
+	for _, p := range b.partitions.Partitions() {
+		if want != nil && !want[p.Topic().Name()][p.Index()] {
 			continue
 		}
-		dir, err := filepath.Abs(filepath.Dir(p.log.Dir()))
+		dir, err := filepath.Abs(filepath.Dir(p.Log().Dir()))
 		if err != nil {
 			continue // Abs fails only when the working directory is gone
 		}
@@ -96,20 +97,20 @@ func (b *Broker) handleDescribeLogDirs(r *request) (kmsg.Response, error) {
 }
 
 // logDirTopics groups one directory's partitions by topic.
-func logDirTopics(parts []*partition) []kmsg.DescribeLogDirsResponseDirTopic {
-	slices.SortFunc(parts, func(a, b *partition) int {
-		return cmp.Or(cmp.Compare(a.topic.name, b.topic.name), cmp.Compare(a.index, b.index))
+func logDirTopics(parts []*partition.Partition) []kmsg.DescribeLogDirsResponseDirTopic {
+	slices.SortFunc(parts, func(a, b *partition.Partition) int {
+		return cmp.Or(cmp.Compare(a.Topic().Name(), b.Topic().Name()), cmp.Compare(a.Index(), b.Index()))
 	})
 	var out []kmsg.DescribeLogDirsResponseDirTopic
 	for _, p := range parts {
-		if len(out) == 0 || out[len(out)-1].Topic != p.topic.name {
+		if len(out) == 0 || out[len(out)-1].Topic != p.Topic().Name() {
 			rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-			rt.Topic = p.topic.name
+			rt.Topic = p.Topic().Name()
 			out = append(out, rt)
 		}
 		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		rp.Partition = p.index
-		rp.Size = p.log.Size()
+		rp.Partition = p.Index()
+		rp.Size = p.Log().Size()
 		rt := &out[len(out)-1]
 		rt.Partitions = append(rt.Partitions, rp)
 	}

@@ -76,23 +76,21 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 // growPartitions checks one topic's request and, unless validateOnly,
 // grows the topic. REQUIRES: b.adminMu held.
 func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool, added *int) (code int16, msg string) {
-	t := b.topicByName(rt.Topic)
+	t := b.partitions.Topic(rt.Topic)
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, ""
 	}
-	if t.readOnly() {
+	if t.ReadOnly() {
 		return errReadOnlyTopic,
-			fmt.Sprintf("topic %s is mirrored by cluster mirror %s: its partitions follow the source topic", t.name, t.mirrorName())
+			fmt.Sprintf("topic %s is mirrored by cluster mirror %s: its partitions follow the source topic", t.Name(), t.Mirror())
 	}
-	b.mu.RLock()
-	cur := int32(len(t.parts()))
-	b.mu.RUnlock()
+	cur := int32(len(t.Partitions()))
 	switch {
 	case rt.Count == cur:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic already has %d partition(s).", cur)
 	case rt.Count < cur:
 		return kerr.InvalidPartitions.Code,
-			fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", t.name, cur, rt.Count)
+			fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", t.Name(), cur, rt.Count)
 	}
 	more := rt.Count - cur
 	if rt.Assignment != nil {
@@ -113,10 +111,10 @@ func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateO
 	if validateOnly {
 		return 0, ""
 	}
-	if err := b.growTopic(t, rt.Count); err != nil {
-		b.log.Warn("adding partitions failed", "topic", t.name, "partitions", rt.Count, "err", err)
+	if err := b.partitions.Grow(t, rt.Count); err != nil {
+		b.log.Warn("adding partitions failed", "topic", t.Name(), "partitions", rt.Count, "err", err)
 		return kerr.KafkaStorageError.Code, err.Error()
 	}
-	b.log.Info("partitions added", "topic", t.name, "partitions", rt.Count)
+	b.log.Info("partitions added", "topic", t.Name(), "partitions", rt.Count)
 	return 0, ""
 }

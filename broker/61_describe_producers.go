@@ -29,7 +29,7 @@ func (b *Broker) handleDescribeProducers(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t := b.topicByName(rt.Topic)
+		t := b.partitions.Topic(rt.Topic)
 		denied := !az.topic(aclOperationRead, rt.Topic)
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
@@ -39,12 +39,12 @@ func (b *Broker) handleDescribeProducers(r *request) (kmsg.Response, error) {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			if t == nil || p < 0 || int(p) >= len(t.parts()) {
+			if t == nil || p < 0 || int(p) >= len(t.Partitions()) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			for _, e := range t.parts()[p].log.Producers().Entries() {
+			for _, e := range t.Partitions()[p].Log().Producers().Entries() {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = e.ProducerID, int32(e.Epoch)
 				ap.LastSequence, ap.LastTimestamp = e.LastSequence, e.LastTimestamp

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,9 +25,9 @@ func cfgCtx(t *testing.T) context.Context {
 }
 
 // cfgTopic creates a topic directly (no CreateTopics round trip).
-func cfgTopic(t *testing.T, b *Broker, name string, partitions int32, configs map[string]string) *topic {
+func cfgTopic(t *testing.T, b *Broker, name string, partitions int32, configs map[string]string) *partition.Topic {
 	t.Helper()
-	tp, err := b.createTopic(name, partitions, configs, [16]byte{})
+	tp, err := b.partitions.Create(name, partitions, configs, [16]byte{}, "")
 	if err != nil {
 		t.Fatalf("creating %s: %v", name, err)
 	}
@@ -210,12 +211,12 @@ type partitionState struct {
 	compact     bool
 }
 
-func wantPartitions(t *testing.T, tp *topic, want partitionState) {
+func wantPartitions(t *testing.T, tp *partition.Topic, want partitionState) {
 	t.Helper()
-	for _, p := range tp.parts() {
-		got := partitionState{p.log.Config().RetentionMs, p.maxMessageBytes.Load(), p.compact.Load()}
-		if got != want || p.log.Config().Compact != want.compact {
-			t.Errorf("%s-%d: %+v (storage compact %v), want %+v", tp.name, p.index, got, p.log.Config().Compact, want)
+	for _, p := range tp.Partitions() {
+		got := partitionState{p.Log().Config().RetentionMs, p.MaxMessageBytes(), p.Compact()}
+		if got != want || p.Log().Config().Compact != want.compact {
+			t.Errorf("%s-%d: %+v (storage compact %v), want %+v", tp.Name(), p.Index(), got, p.Log().Config().Compact, want)
 		}
 	}
 }
@@ -254,7 +255,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 	} {
 		rs, err := adm.AlterTopicConfigs(cfgCtx(t), step.ops, "inc")
 		mustAltered(t, rs, err)
-		if got := b.topicConfigsSnapshot(tp); !maps.Equal(got, step.want) {
+		if got := tp.Configs(); !maps.Equal(got, step.want) {
 			t.Errorf("%s: topic configs %v, want %v", step.name, got, step.want)
 		}
 		wantPartitions(t, tp, step.part)
@@ -396,7 +397,7 @@ func TestAlterConfigsRefusals(t *testing.T) {
 					t.Errorf("got code %d %q, want %s with %q", r.code, r.msg, tc.want.Message, tc.msg)
 				}
 			}
-			if got, want := b.topicConfigsSnapshot(tp), map[string]string{"retention.ms": "5000"}; !maps.Equal(got, want) {
+			if got, want := tp.Configs(), map[string]string{"retention.ms": "5000"}; !maps.Equal(got, want) {
 				t.Errorf("topic configs changed to %v", got)
 			}
 			if dyn := b.dynamicSnapshot(); len(dyn) != 0 {
@@ -432,7 +433,7 @@ func TestAlterConfigsValidateOnly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, err := tc.run()
 			mustAltered(t, rs, err)
-			if got := b.topicConfigsSnapshot(tp); !maps.Equal(got, map[string]string{"retention.ms": "5000"}) {
+			if got := tp.Configs(); !maps.Equal(got, map[string]string{"retention.ms": "5000"}) {
 				t.Errorf("topic configs changed to %v", got)
 			}
 			if dyn := b.dynamicSnapshot(); len(dyn) != 0 {
@@ -452,11 +453,11 @@ func TestAlterConfigsLegacyReplaces(t *testing.T) {
 
 	rs, err := adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{setOp("max.message.bytes", "3000")}, "legacy")
 	mustAltered(t, rs, err)
-	if got := b.topicConfigsSnapshot(tp); !maps.Equal(got, map[string]string{"max.message.bytes": "3000"}) {
+	if got := tp.Configs(); !maps.Equal(got, map[string]string{"max.message.bytes": "3000"}) {
 		t.Errorf("topic configs %v, want only max.message.bytes", got)
 	}
 	wantPartitions(t, tp, partitionState{7 * 24 * 3600 * 1000, 3000, false})
-	if sb := tp.parts()[0].log.Config().SegmentBytes; sb != b.cfg.Log.SegmentBytes {
+	if sb := tp.Partitions()[0].Log().Config().SegmentBytes; sb != b.cfg.Log.SegmentBytes {
 		t.Errorf("segment.bytes %d, want the default %d back", sb, b.cfg.Log.SegmentBytes)
 	}
 
@@ -471,7 +472,7 @@ func TestAlterConfigsLegacyReplaces(t *testing.T) {
 	if got := b.dynamicSnapshot(); !maps.Equal(got, map[string]string{"log.retention.ms": "7000", "log.roll.ms": "9000"}) {
 		t.Errorf("cluster default configs %v", got)
 	}
-	if sb := tp.parts()[0].log.Config().SegmentBytes; sb != 2000000 {
+	if sb := tp.Partitions()[0].Log().Config().SegmentBytes; sb != 2000000 {
 		t.Errorf("segment.bytes %d, want the new broker default 2000000", sb)
 	}
 }
@@ -487,9 +488,9 @@ func TestConfigRetentionMsReachesStorage(t *testing.T) {
 	}{{"3600000", 3600000}, {"-1", -1}, {"0", 1}} {
 		rs, err := adm.AlterTopicConfigs(cfgCtx(t), []kadm.AlterConfig{setOp("retention.ms", v.value)}, "ret")
 		mustAltered(t, rs, err)
-		for _, p := range tp.parts() {
-			if got := p.log.Config().RetentionMs; got != v.want {
-				t.Errorf("retention.ms=%s: partition %d storage has %d, want %d", v.value, p.index, got, v.want)
+		for _, p := range tp.Partitions() {
+			if got := p.Log().Config().RetentionMs; got != v.want {
+				t.Errorf("retention.ms=%s: partition %d storage has %d, want %d", v.value, p.Index(), got, v.want)
 			}
 		}
 	}
@@ -508,22 +509,22 @@ func TestConfigRetentionBytesDeletesSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := tp.parts()[0]
-	if n := p.log.NumSegments(); n < 5 {
+	p := tp.Partitions()[0]
+	if n := p.Log().NumSegments(); n < 5 {
 		t.Fatalf("%d segments, want several", n)
 	}
 	b.maintainOnce(time.Now())
-	if start := p.log.LogStartOffset(); start != 0 {
+	if start := p.Log().LogStartOffset(); start != 0 {
 		t.Fatalf("log start %d before retention.bytes is set", start)
 	}
 	rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{setOp("retention.bytes", "2048")}, "bytes")
 	mustAltered(t, rs, err)
 	b.maintainOnce(time.Now())
-	if start := p.log.LogStartOffset(); start == 0 {
+	if start := p.Log().LogStartOffset(); start == 0 {
 		t.Error("retention.bytes deleted nothing")
 	}
 	// Deletion stops once the rest fits: below the limit plus one segment.
-	if size := p.log.Size(); size >= 2048+1024 {
+	if size := p.Log().Size(); size >= 2048+1024 {
 		t.Errorf("log size %d after retention.bytes=2048", size)
 	}
 }
@@ -701,7 +702,7 @@ func TestAlterConfigsConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	got := b.topicConfigsSnapshot(tp)
+	got := tp.Configs()
 	for i, name := range names {
 		if got[name] != fmt.Sprint(1000+i) {
 			t.Errorf("%s = %q, lost by a concurrent alteration (configs %v)", name, got[name], got)
@@ -735,14 +736,14 @@ func TestConfigsSurviveRestart(t *testing.T) {
 	wantConfig(t, got["retention.ms"], "1234", kmsg.ConfigSourceDynamicTopicConfig, nil)
 	wantConfig(t, got["cleanup.policy"], "compact,delete", kmsg.ConfigSourceDynamicTopicConfig, nil)
 	wantConfig(t, got["segment.bytes"], "1048576", kmsg.ConfigSourceDynamicDefaultBrokerConfig, nil)
-	tp := b2.topicByName("kept")
+	tp := b2.partitions.Topic("kept")
 	if tp == nil {
 		t.Fatal("topic gone after restart")
 	}
-	for _, p := range tp.parts() {
-		c := p.log.Config()
-		if c.RetentionMs != 1234 || c.SegmentBytes != 1048576 || !c.Compact || !p.compact.Load() {
-			t.Errorf("partition %d after restart: retention %d segment %d compact %v/%v", p.index, c.RetentionMs, c.SegmentBytes, c.Compact, p.compact.Load())
+	for _, p := range tp.Partitions() {
+		c := p.Log().Config()
+		if c.RetentionMs != 1234 || c.SegmentBytes != 1048576 || !c.Compact || !p.Compact() {
+			t.Errorf("partition %d after restart: retention %d segment %d compact %v/%v", p.Index(), c.RetentionMs, c.SegmentBytes, c.Compact, p.Compact())
 		}
 	}
 }

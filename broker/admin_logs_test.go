@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -343,7 +344,7 @@ func TestAdminRestartPersistence(t *testing.T) {
 		t.Fatalf("delete gone: %v %v", err, rs.Error())
 	}
 	prod.Close()
-	mirrorID, err := newTopicID()
+	mirrorID, err := partition.NewTopicID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +376,7 @@ func TestAdminRestartPersistence(t *testing.T) {
 			t.Errorf("%s: ID %v partitions %d, want %v and %d", name, td.ID, len(td.Partitions), ids[name], n)
 		}
 		for k, v := range configs[name] {
-			if got, ok := b.topicByName(name).configs[k]; !ok || got != *v {
+			if got, ok := b.partitions.Topic(name).Config(k); !ok || got != *v {
 				t.Errorf("%s: %s=%q after restart, want %q", name, k, got, *v)
 			}
 		}

@@ -194,7 +194,7 @@ func TestAdminCreateTopics(t *testing.T) {
 				t.Errorf("created with ID %v, metadata says %v", r.ID, td.ID)
 			}
 			for k, v := range tt.configs {
-				if got := b.topicByName(tt.topic).configs[k]; got != *v {
+				if got := b.partitions.Topic(tt.topic).Configs()[k]; got != *v {
 					t.Errorf("stored %s=%q, want %q", k, got, *v)
 				}
 			}
@@ -243,8 +243,8 @@ func TestAdminCreateTopics(t *testing.T) {
 				t.Errorf("answer %d: %s code %d, want %+v", i, got.Topic, got.ErrorCode, w)
 			}
 		}
-		if tp := b.topicByName("assigned"); tp == nil || len(tp.parts()) != 2 || b.topicByName("dup") != nil {
-			t.Fatalf("assigned %+v, dup %+v", tp, b.topicByName("dup"))
+		if tp := b.partitions.Topic("assigned"); tp == nil || len(tp.Partitions()) != 2 || b.partitions.Topic("dup") != nil {
+			t.Fatalf("assigned %+v, dup %+v", tp, b.partitions.Topic("dup"))
 		}
 	})
 }
@@ -275,7 +275,7 @@ func TestAdminDeleteTopics(t *testing.T) {
 		if rs["del-name"].ID != oldID {
 			t.Errorf("delete answered ID %v, want %v", rs["del-name"].ID, oldID)
 		}
-		if b.topicByName("del-name") != nil {
+		if b.partitions.Topic("del-name") != nil {
 			t.Fatal("topic still registered")
 		}
 		rs, err = adm.DeleteTopics(ctx, "del-name")
@@ -314,7 +314,7 @@ func TestAdminDeleteTopics(t *testing.T) {
 			t.Fatalf("delete: %v", rs["del-old"].Err)
 		}
 		wantErr(t, "missing", rs["del-old-missing"].Err, kerr.UnknownTopicOrPartition)
-		if b.topicByName("del-old") != nil {
+		if b.partitions.Topic("del-old") != nil {
 			t.Fatal("topic still registered")
 		}
 	})
@@ -347,7 +347,7 @@ func TestAdminDeleteTopics(t *testing.T) {
 		if got := resp.Topics[0]; got.Topic == nil || *got.Topic != "del-id" || got.TopicID != id {
 			t.Errorf("deleted entry answered %v %v", got.Topic, got.TopicID)
 		}
-		if b.topicByName("del-id") != nil || b.topicByName("del-both") == nil || b.topicByName("del-twice") == nil {
+		if b.partitions.Topic("del-id") != nil || b.partitions.Topic("del-both") == nil || b.partitions.Topic("del-twice") == nil {
 			t.Fatal("wrong topics deleted")
 		}
 	})
@@ -396,7 +396,7 @@ func TestAdminCreatePartitions(t *testing.T) {
 			if !strings.Contains(rs["grow"].ErrMessage, tt.msg) {
 				t.Errorf("message %q, want it to contain %q", rs["grow"].ErrMessage, tt.msg)
 			}
-			if n := len(b.topicByName("grow").parts()); n != 4 {
+			if n := len(b.partitions.Topic("grow").Partitions()); n != 4 {
 				t.Fatalf("topic has %d partitions, want 4", n)
 			}
 		})

@@ -294,7 +294,7 @@ func TestAuthorizeFetchNoAllocs(t *testing.T) {
 	}
 	b.setTestPrincipal(func(string) string { return "User:alice" })
 	req := fullFetchReq(12, mine, 1<<20)
-	for i := range other.parts() {
+	for i := range other.Partitions() {
 		addPart(req, other, int32(i), 0)
 	}
 	r := &request{conn: &netio.Conn{}, hdr: &netio.Header{Key: 1, Version: 12}}
@@ -309,7 +309,7 @@ func TestAuthorizeFetchNoAllocs(t *testing.T) {
 	run()
 	for _, fp := range fs.parts {
 		if fp.denied != (fp.t == other) {
-			t.Fatalf("%s-%d: denied %v", fp.t.name, fp.partition, fp.denied)
+			t.Fatalf("%s-%d: denied %v", fp.t.Name(), fp.partition, fp.denied)
 		}
 	}
 	// The test's connection has no remote address, so r.host() allocates
@@ -538,7 +538,7 @@ func TestAuthorizeOffByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := dialRaw(t, b)
-	resp := rc.roundTrip(produceReq(9, -1, b.topicByName("t"), 0, plainBatch(1, 10))).(*kmsg.ProduceResponse)
+	resp := rc.roundTrip(produceReq(9, -1, b.partitions.Topic("t"), 0, plainBatch(1, 10))).(*kmsg.ProduceResponse)
 	if sp := onlyPartition(t, resp); sp.ErrorCode != 0 {
 		t.Fatalf("produce: error %d, want none with the authorizer off", sp.ErrorCode)
 	}

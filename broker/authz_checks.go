@@ -8,6 +8,7 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // The per-API authorization checks (Kafka's KafkaApis rules), called by the
@@ -65,7 +66,7 @@ func (c *authzCtx) produceTxnDenied(req *kmsg.ProduceRequest) bool {
 // produceTopicDenied reports whether a Produce topic lacks WRITE. A topic
 // named by an unknown ID (v13+) is not asked about: it answers
 // UNKNOWN_TOPIC_ID, as in Kafka.
-func (c *authzCtx) produceTopicDenied(version int16, name string, t *topic) bool {
+func (c *authzCtx) produceTopicDenied(version int16, name string, t *partition.Topic) bool {
 	if !c.on() {
 		return false
 	}
@@ -73,7 +74,7 @@ func (c *authzCtx) produceTopicDenied(version int16, name string, t *topic) bool
 		if t == nil {
 			return false
 		}
-		name = t.name
+		name = t.Name()
 	}
 	return !c.topic(aclOperationWrite, name)
 }
@@ -100,7 +101,7 @@ func (b *Broker) authorizeFetch(r *request, req *kmsg.FetchRequest, fs *fetchScr
 			last = fp.topicIdx
 			switch {
 			case fp.t != nil:
-				denied = !az.topic(aclOperationRead, fp.t.name)
+				denied = !az.topic(aclOperationRead, fp.t.Name())
 			case fs.topics[fp.topicIdx].name != "":
 				denied = !az.topic(aclOperationRead, fs.topics[fp.topicIdx].name)
 			default:
@@ -117,7 +118,7 @@ func (b *Broker) authorizeFetch(r *request, req *kmsg.FetchRequest, fs *fetchScr
 // holds IDs not sensitive), and for a missing topic that would be
 // auto-created without CREATE on the cluster or the topic. t is the topic
 // found, nil for none.
-func (c *authzCtx) metadataDenied(rt kmsg.MetadataRequestTopic, t *topic, autoCreate bool) (kmsg.MetadataResponseTopic, bool) {
+func (c *authzCtx) metadataDenied(rt kmsg.MetadataRequestTopic, t *partition.Topic, autoCreate bool) (kmsg.MetadataResponseTopic, bool) {
 	mt := kmsg.NewMetadataResponseTopic()
 	if !c.on() {
 		return mt, false
@@ -125,11 +126,11 @@ func (c *authzCtx) metadataDenied(rt kmsg.MetadataRequestTopic, t *topic, autoCr
 	mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 	switch {
 	case t != nil:
-		if c.topic(aclOperationDescribe, t.name) {
+		if c.topic(aclOperationDescribe, t.Name()) {
 			return mt, false
 		}
 		if rt.TopicID != ([16]byte{}) {
-			mt.TopicID = t.id
+			mt.TopicID = t.ID()
 		} else {
 			mt.Topic = rt.Topic
 		}
@@ -197,13 +198,13 @@ func (c *authzCtx) deleteTopicsDenied(dels []topicDeletion) {
 		d := &dels[i]
 		switch {
 		case d.t != nil:
-			if c.topic(aclOperationDelete, d.t.name) {
+			if c.topic(aclOperationDelete, d.t.Name()) {
 				continue
 			}
 			d.err, d.msg = kerr.TopicAuthorizationFailed, ""
 			if !d.byID {
 				d.id = [16]byte{}
-			} else if !c.topicQuietly(aclOperationDescribe, d.t.name) {
+			} else if !c.topicQuietly(aclOperationDescribe, d.t.Name()) {
 				d.name = nil
 			}
 		case d.err == kerr.UnknownTopicOrPartition && d.name != nil:
@@ -573,13 +574,13 @@ func (b *Broker) addPartitionsToTxnDenied(c *authzCtx, req *kmsg.AddPartitionsTo
 	for i, rt := range req.Topics {
 		st := kmsg.NewAddPartitionsToTxnResponseTopic()
 		st.Topic = rt.Topic
-		t := b.topicByName(rt.Topic)
+		t := b.partitions.Topic(rt.Topic)
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = p, codes[i]
 			if sp.ErrorCode == 0 {
 				sp.ErrorCode = kerr.OperationNotAttempted.Code
-				if t == nil || p < 0 || int(p) >= len(t.parts()) {
+				if t == nil || p < 0 || int(p) >= len(t.Partitions()) {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				}
 			}

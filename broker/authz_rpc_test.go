@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -72,7 +73,7 @@ func errName(code int16) string {
 func TestAuthzProduce(t *testing.T) {
 	t.Parallel()
 	b := authzFixture(t)
-	at, other := b.topicByName("alice.t"), b.topicByName("other")
+	at, other := b.partitions.Topic("alice.t"), b.partitions.Topic("other")
 	alice, bob := rawAs(t, b, aliceIP), rawAs(t, b, bobIP)
 	txnBatch := func() []byte {
 		return buildBatch(1, 0, 0, attrTxn, time.Now().UnixMilli(), valueRecords(1, 10)...)
@@ -82,7 +83,7 @@ func TestAuthzProduce(t *testing.T) {
 		name string
 		rc   *rawConn
 		v    int16
-		tp   *topic
+		tp   *partition.Topic
 		recs []byte
 		txn  *string
 		want int16
@@ -90,12 +91,12 @@ func TestAuthzProduce(t *testing.T) {
 		{"allowed", alice, 9, at, plainBatch(1, 10), nil, 0},
 		{"no ACL for the principal", bob, 9, at, plainBatch(1, 10), nil, codeTopicAuth},
 		{"no ACL for the topic", alice, 9, other, plainBatch(1, 10), nil, codeTopicAuth},
-		{"DESCRIBE is not WRITE", alice, 9, b.topicByName("desc.only"), plainBatch(1, 10), nil, codeTopicAuth},
-		{"missing topic without ACL", bob, 9, &topic{name: "nope"}, plainBatch(1, 10), nil, codeTopicAuth},
-		{"missing topic with ACL", alice, 9, &topic{name: "alice.nope"}, plainBatch(1, 10), nil, kerr.UnknownTopicOrPartition.Code},
+		{"DESCRIBE is not WRITE", alice, 9, b.partitions.Topic("desc.only"), plainBatch(1, 10), nil, codeTopicAuth},
+		{"missing topic without ACL", bob, 9, partition.NewTopic("nope", [16]byte{}), plainBatch(1, 10), nil, codeTopicAuth},
+		{"missing topic with ACL", alice, 9, partition.NewTopic("alice.nope", [16]byte{}), plainBatch(1, 10), nil, kerr.UnknownTopicOrPartition.Code},
 		{"by topic ID, denied", bob, 13, at, plainBatch(1, 10), nil, codeTopicAuth},
 		{"by topic ID, allowed", alice, 13, at, plainBatch(1, 10), nil, 0},
-		{"unknown topic ID", bob, 13, &topic{name: "x", id: [16]byte{9}}, plainBatch(1, 10), nil, kerr.UnknownTopicID.Code},
+		{"unknown topic ID", bob, 13, partition.NewTopic("x", [16]byte{9}), plainBatch(1, 10), nil, kerr.UnknownTopicID.Code},
 		{"transactional without an id", alice, 9, at, txnBatch(), nil, codeTxnAuth},
 		{"transactional id without WRITE", alice, 9, at, txnBatch(), str("bob.txn"), codeTxnAuth},
 	}
@@ -114,7 +115,7 @@ func TestAuthzProduce(t *testing.T) {
 	}
 }
 
-func fetchOne(t *testing.T, rc *rawConn, v int16, tp *topic, replicaID int32) int16 {
+func fetchOne(t *testing.T, rc *rawConn, v int16, tp *partition.Topic, replicaID int32) int16 {
 	t.Helper()
 	req := newFetchReq(v)
 	req.ReplicaID = replicaID
@@ -132,17 +133,17 @@ func fetchOne(t *testing.T, rc *rawConn, v int16, tp *topic, replicaID int32) in
 func TestAuthzFetch(t *testing.T) {
 	t.Parallel()
 	b := authzFixture(t)
-	at, other := b.topicByName("alice.t"), b.topicByName("other")
+	at, other := b.partitions.Topic("alice.t"), b.partitions.Topic("other")
 	alice, bob, ops := rawAs(t, b, aliceIP), rawAs(t, b, bobIP), rawAs(t, b, opsIP)
 	admin := rawAs(t, b, adminIP)
-	for _, tp := range []*topic{at, other} {
-		wantCode(t, "seeding "+tp.name, onlyPartition(t, admin.roundTrip(produceReq(9, -1, tp, 0, plainBatch(2, 10))).(*kmsg.ProduceResponse)).ErrorCode, 0)
+	for _, tp := range []*partition.Topic{at, other} {
+		wantCode(t, "seeding "+tp.Name(), onlyPartition(t, admin.roundTrip(produceReq(9, -1, tp, 0, plainBatch(2, 10))).(*kmsg.ProduceResponse)).ErrorCode, 0)
 	}
 	tests := []struct {
 		name    string
 		rc      *rawConn
 		v       int16
-		tp      *topic
+		tp      *partition.Topic
 		replica int32
 		want    int16
 	}{
@@ -151,10 +152,10 @@ func TestAuthzFetch(t *testing.T) {
 		{"consumer denied", bob, 12, at, -1, codeTopicAuth},
 		{"consumer denied by ID", bob, 13, at, -1, codeTopicAuth},
 		{"consumer, other topic", alice, 12, other, -1, codeTopicAuth},
-		{"consumer, DESCRIBE is not READ", alice, 12, b.topicByName("desc.only"), -1, codeTopicAuth},
-		{"consumer, missing topic without ACL", bob, 12, &topic{name: "ghost"}, -1, codeTopicAuth},
-		{"consumer, missing topic with ACL", alice, 12, &topic{name: "alice.ghost"}, -1, kerr.UnknownTopicOrPartition.Code},
-		{"consumer, unknown topic ID", bob, 13, &topic{name: "x", id: [16]byte{7}}, -1, kerr.UnknownTopicID.Code},
+		{"consumer, DESCRIBE is not READ", alice, 12, b.partitions.Topic("desc.only"), -1, codeTopicAuth},
+		{"consumer, missing topic without ACL", bob, 12, partition.NewTopic("ghost", [16]byte{}), -1, codeTopicAuth},
+		{"consumer, missing topic with ACL", alice, 12, partition.NewTopic("alice.ghost", [16]byte{}), -1, kerr.UnknownTopicOrPartition.Code},
+		{"consumer, unknown topic ID", bob, 13, partition.NewTopic("x", [16]byte{7}), -1, kerr.UnknownTopicID.Code},
 		{"follower without CLUSTER_ACTION", alice, 12, at, 1, codeTopicAuth},
 		{"follower (v15 replica state) without CLUSTER_ACTION", alice, 15, at, 1, codeTopicAuth},
 		{"follower with CLUSTER_ACTION", ops, 12, other, 1, 0},
@@ -256,7 +257,7 @@ func TestAuthzMetadata(t *testing.T) {
 	t.Parallel()
 	b := authzFixture(t)
 	alice, bob, admin, ops := rawAs(t, b, aliceIP), rawAs(t, b, bobIP), rawAs(t, b, adminIP), rawAs(t, b, opsIP)
-	at := b.topicByName("alice.t")
+	at := b.partitions.Topic("alice.t")
 
 	all := func(rc *rawConn) []string {
 		req := kmsg.NewPtrMetadataRequest()
@@ -293,7 +294,7 @@ func TestAuthzMetadata(t *testing.T) {
 	resp = named(alice, true, "alice.t", "alice.auto", "desc.only.new", "desc.only")
 	wantCode(t, "alice.t", resp.Topics[0].ErrorCode, 0)
 	wantCode(t, "auto-created with CREATE", resp.Topics[1].ErrorCode, 0)
-	if b.topicByName("alice.auto") == nil {
+	if b.partitions.Topic("alice.auto") == nil {
 		t.Fatal("alice.auto was not created")
 	}
 	wantCode(t, "no ACL at all", resp.Topics[2].ErrorCode, codeTopicAuth)
@@ -312,10 +313,10 @@ func TestAuthzMetadata(t *testing.T) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
 	rt := kmsg.NewMetadataRequestTopic()
-	rt.TopicID = at.id
+	rt.TopicID = at.ID()
 	req.Topics = append(req.Topics, rt)
 	resp = bob.roundTrip(req).(*kmsg.MetadataResponse)
-	if mt := resp.Topics[0]; mt.ErrorCode != codeTopicAuth || mt.Topic != nil || mt.TopicID != at.id {
+	if mt := resp.Topics[0]; mt.ErrorCode != codeTopicAuth || mt.Topic != nil || mt.TopicID != at.ID() {
 		t.Fatalf("by ID, denied: %+v", mt)
 	}
 
@@ -390,7 +391,7 @@ func TestAuthzCreateDeleteTopics(t *testing.T) {
 		}
 		return rc.roundTrip(req).(*kmsg.DeleteTopicsResponse).Topics
 	}
-	atID, otherID, descID := b.topicByName("alice.t").id, b.topicByName("other").id, b.topicByName("desc.only").id
+	atID, otherID, descID := b.partitions.Topic("alice.t").ID(), b.partitions.Topic("other").ID(), b.partitions.Topic("desc.only").ID()
 	res := del(bob, ref{name: "alice.t"}, ref{id: atID}, ref{name: "ghost"})
 	for i, r := range res {
 		wantCode(t, "bob deletes", r.ErrorCode, codeTopicAuth)
@@ -409,7 +410,7 @@ func TestAuthzCreateDeleteTopics(t *testing.T) {
 	if res[3].Topic == nil || *res[3].Topic != "desc.only" {
 		t.Fatalf("a describable topic refused by ID should carry its name: %+v", res[3])
 	}
-	if b.topicByName("alice.del") != nil || b.topicByName("alice.t") == nil || b.topicByName("other") == nil {
+	if b.partitions.Topic("alice.del") != nil || b.partitions.Topic("alice.t") == nil || b.partitions.Topic("other") == nil {
 		t.Fatal("the deletions did not match the authorization")
 	}
 }

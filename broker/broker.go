@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/netio"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 	"github.com/kmirror/kmirror/txn"
@@ -29,24 +28,18 @@ type Broker struct {
 	log   *slog.Logger
 	store *state.Store
 	srv   *netio.Server
-	// logSpace is the space guard of each log dir on the state store's
-	// filesystem (log_dirs.go), by cleaned path; set once by New.
-	logSpace map[string]storage.SpaceGuard
-	// hwStart holds each log dir's checkpointed high watermarks while
-	// load opens the partitions (hw_checkpoint.go), nil after.
-	hwStart map[string]map[storage.TopicPartition]int64
-	// hwWritten is each log dir's last written checkpoint body; only
-	// checkpointHighWatermarks touches it (the loop, then Close).
-	hwWritten map[string][]byte
+	// partitions are the topics and partition logs the node hosts.
+	partitions *partition.Manager
 
 	// advertised is what Metadata and DescribeCluster tell clients, fixed
 	// once the listeners are bound.
 	advertised []Listener
 	// img is the metadata image handlers answer from (image.go),
-	// replaced whole under mu, read without a lock.
+	// replaced whole under the partition registry's lock (or imgMu alone
+	// for an epoch patch), read without a lock.
 	img atomic.Pointer[meta.Image]
-	// imgMu orders image publications: a full build (under mu, then
-	// imgMu) and an epoch patch (imgMu alone) never overwrite each
+	// imgMu orders image publications: a full build (under the
+	// registry's lock, then imgMu) and an epoch patch (imgMu alone) never overwrite each
 	// other's image.
 	imgMu sync.Mutex
 
@@ -75,24 +68,20 @@ type Broker struct {
 	// CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
 	// CreateAcls, DeleteAcls, AlterClientQuotas and their Go API twins): each
 	// decides from what it read, so two must not interleave. They are
-	// rare; one lock costs nothing. Lock order: adminMu,
-	// topic.maintainMu, mu, dynMu or imgMu, then partition locks.
+	// rare; one lock costs nothing. Lock order: adminMu, then the
+	// partition registry's (partition.Topic's maintainMu, then
+	// partition.Manager's; topic configs are resolved and images built
+	// under it), then dynMu or imgMu, then partition locks.
 	adminMu sync.Mutex
 
-	mu         sync.RWMutex
-	topics     map[string]*topic
-	topicsByID map[[16]byte]*topic
 	// dynamicConfigs are the cluster-default broker configs set with
 	// IncrementalAlterConfigs/AlterConfigs (BROKER ""), nodeConfigs this
 	// node's (BROKER "<node.id>"), which win over them; both persisted in
-	// state/. dynMu guards them apart from mu because topic creation
-	// reads them while holding mu.
+	// state/. dynMu guards them apart from the partition registry's lock
+	// because topic creation reads them while holding it.
 	dynMu          sync.RWMutex
 	dynamicConfigs map[string]string
 	nodeConfigs    map[string]string
-
-	// deleted are deleted topics' logs kept open a while (topics.go).
-	deleted []deletedLog
 
 	sessions *fetchSessions
 	pids     producerIDs
@@ -166,21 +155,26 @@ func New(cfg Config) (*Broker, error) {
 		cfg:          cfg,
 		log:          cfg.Logger,
 		store:        store,
-		logSpace:     logSpace,
-		topics:       map[string]*topic{},
-		topicsByID:   map[[16]byte]*topic{},
 		sessions:     newFetchSessions(fetchSessionSlots),
 		ready:        make(chan struct{}),
 		closing:      make(chan struct{}),
 	}
 	b.pids.store = store
 	b.authzState.Store(newAuthorizer(cfg.Security))
-	err = b.load()
-	if err == nil {
-		err = b.skipKnownProducerIDs()
+	if err = b.load(); err != nil {
+		store.Close()
+		return nil, err
 	}
+	b.partitions, err = partition.Open(partition.Config{Store: store, LogDirs: cfg.LogDirs, SpaceGuards: logSpace,
+		FS: cfg.Log.FS, LogConfig: b.partitionConfig, TopicsChanged: b.publishImageLocked, EpochMoved: b.epochMoved,
+		Logger: cfg.Logger})
 	if err != nil {
-		b.closeLogs()
+		store.Close()
+		return nil, err
+	}
+	b.publishImage()
+	if err = b.skipKnownProducerIDs(); err != nil {
+		b.partitions.Close()
 		store.Close()
 		return nil, err
 	}
@@ -196,7 +190,7 @@ func New(cfg Config) (*Broker, error) {
 		Logger:                cfg.Logger,
 	})
 	if err != nil {
-		b.closeLogs()
+		b.partitions.Close()
 		store.Close()
 		return nil, fmt.Errorf("loading consumer groups: %w", err)
 	}
@@ -205,12 +199,12 @@ func New(cfg Config) (*Broker, error) {
 		IDExpiration: cfg.Transactions.IDExpiration, CheckInterval: cfg.Transactions.AbortCheckInterval}, store, txnNode{b})
 	if err != nil {
 		b.groups.Close()
-		b.closeLogs()
+		b.partitions.Close()
 		store.Close()
 		return nil, err
 	}
 	b.warnUnnamedPartitions()
-	ntopics := len(b.topics)
+	ntopics := len(b.partitions.Topics())
 	srv, err := netio.Listen(netio.Config{
 		Listeners:       netioListeners(cfg.Listeners, b.tlsListenerConfig()),
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
@@ -219,7 +213,7 @@ func New(cfg Config) (*Broker, error) {
 	if err != nil {
 		b.txns.Close()
 		b.groups.Close()
-		b.closeLogs()
+		b.partitions.Close()
 		store.Close()
 		return nil, err
 	}
@@ -285,8 +279,8 @@ func (b *Broker) Stats() *Stats { return &b.stats }
 // partitionExists reports whether a topic partition exists (for offset
 // commits).
 func (b *Broker) partitionExists(topic string, partition int32) bool {
-	t := b.topicByName(topic)
-	return t != nil && partition >= 0 && int(partition) < len(t.parts())
+	t := b.partitions.Topic(topic)
+	return t != nil && t.Partition(partition) != nil
 }
 
 // TopicStat is a topic's size for the metrics adapter.
@@ -299,21 +293,14 @@ type TopicStat struct {
 
 // TopicStats sums each topic's partitions (scrape time, not the hot path).
 func (b *Broker) TopicStats() []TopicStat {
-	b.mu.RLock()
-	ts := make([]*topic, 0, len(b.topics))
-	for _, t := range b.topics {
-		ts = append(ts, t)
-	}
-	b.mu.RUnlock()
+	ts := b.partitions.Topics()
 	out := make([]TopicStat, 0, len(ts))
 	for _, t := range ts {
-		b.mu.RLock()
-		parts := t.parts()
-		b.mu.RUnlock()
-		st := TopicStat{Name: t.name, Partitions: len(parts)}
+		parts := t.Partitions()
+		st := TopicStat{Name: t.Name(), Partitions: len(parts)}
 		for _, p := range parts {
-			st.SizeBytes += p.log.Size()
-			st.EndOffsetSum += p.log.LogEndOffset()
+			st.SizeBytes += p.Log().Size()
+			st.EndOffsetSum += p.Log().LogEndOffset()
 		}
 		out = append(out, st)
 	}
@@ -342,13 +329,12 @@ func (b *Broker) Close() error {
 			errs = append(errs, fmt.Errorf("stopping listeners: %w", err))
 		}
 		b.bg.Wait()
-		b.reapDeletedLogs(time.Now(), true)
 		// The last high watermarks, for the next start (Kafka writes the
 		// checkpoint at shutdown too). The loop has stopped.
-		if err := b.checkpointHighWatermarks(); err != nil {
+		if err := b.partitions.CheckpointHighWatermarks(); err != nil {
 			errs = append(errs, fmt.Errorf("writing the high watermark checkpoints: %w", err))
 		}
-		if err := b.closeLogs(); err != nil {
+		if err := b.partitions.Close(); err != nil {
 			errs = append(errs, err)
 		}
 		if err := b.store.Close(); err != nil {
@@ -356,20 +342,6 @@ func (b *Broker) Close() error {
 		}
 		b.log.Info("kmirror broker stopped")
 	})
-	return errors.Join(errs...)
-}
-
-func (b *Broker) closeLogs() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var errs []error
-	for _, t := range b.topics {
-		for _, p := range t.parts() {
-			if err := p.log.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("closing %s-%d: %w", t.name, p.index, err))
-			}
-		}
-	}
 	return errors.Join(errs...)
 }
 
@@ -398,40 +370,30 @@ func (b *Broker) every(d time.Duration, fn func(now time.Time)) {
 }
 
 func (b *Broker) maintainOnce(now time.Time) {
-	for _, p := range b.allPartitions() {
-		if err := p.maintain(now); err != nil {
-			b.log.Warn("log maintenance failed", "topic", p.topic.name, "partition", p.index, "err", err)
-		}
-	}
+	b.partitions.Maintain(now)
 	b.sessions.expire(now)
-	b.reapDeletedLogs(now, false)
 	b.repairTxns(now)
 }
 
-func (b *Broker) allPartitions() []*partition {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	var out []*partition
-	for _, t := range b.topics {
-		out = append(out, t.parts()...)
-	}
-	return out
-}
+// DefaultHighWatermarkCheckpointInterval is Kafka's
+// replica.high.watermark.checkpoint.interval.ms.
+const DefaultHighWatermarkCheckpointInterval = 5 * time.Second
 
-// load opens every registered topic's logs and removes directories left by
-// an interrupted topic deletion.
-func (b *Broker) load() error {
-	for _, dir := range b.cfg.LogDirs {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return fmt.Errorf("log.dirs: reading %s: %w", dir, err)
-		}
-		for _, e := range entries {
-			if e.IsDir() && strings.HasSuffix(e.Name(), deletedSuffix) {
-				b.removeDeletedDir(filepath.Join(dir, e.Name()))
+// checkpointLoop writes the high watermark checkpoints
+// (partition.Manager.CheckpointHighWatermarks) every
+// HighWatermarkCheckpointInterval until Close.
+func (b *Broker) checkpointLoop() {
+	b.every(b.cfg.HighWatermarkCheckpointInterval, func(now time.Time) {
+		if err := b.partitions.CheckpointHighWatermarks(); err != nil {
+			if ok, held := b.warnings.allow("hw-checkpoint", now); ok {
+				b.log.Warn("writing the high watermark checkpoint failed", "held_back", held, "err", err)
 			}
 		}
-	}
+	})
+}
+
+// load reads the node's client quotas and dynamic broker configs.
+func (b *Broker) load() error {
 	quotas, err := b.store.ClientQuotas()
 	if err != nil {
 		return fmt.Errorf("loading client quotas: %w", err)
@@ -445,22 +407,5 @@ func (b *Broker) load() error {
 	if b.nodeConfigs, err = b.store.NodeConfigs(b.cfg.NodeID); err != nil {
 		return fmt.Errorf("loading broker configs of node %d: %w", b.cfg.NodeID, err)
 	}
-	ts, err := b.store.Topics()
-	if err != nil {
-		return fmt.Errorf("loading topics: %w", err)
-	}
-	// Only the partitions opened now start from the checkpoints: a topic
-	// created later under the name of a deleted one is a new log.
-	b.loadHighWatermarkCheckpoints()
-	defer func() { b.hwStart = nil }()
-	for _, st := range ts {
-		t, err := b.openTopic(st)
-		if err != nil {
-			return err
-		}
-		b.topics[t.name] = t
-		b.topicsByID[t.id] = t
-	}
-	b.publishImage()
 	return nil
 }

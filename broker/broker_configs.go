@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -173,39 +174,13 @@ func (b *Broker) nodeSnapshot() map[string]string {
 }
 
 // reapplyTopicConfigs recomputes every topic's log config after the
-// dynamic broker defaults changed. Broker.mu is held (read) throughout so
-// a concurrent setTopicConfigs applies wholly before or after a topic's
-// turn here.
+// dynamic broker defaults changed (partition.Manager.ReapplyConfigs).
 func (b *Broker) reapplyTopicConfigs() error {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	var errs []error
-	for _, t := range b.topics {
-		cfg, eff, err := b.logConfig(t.configs)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("topic %s: %w", t.name, err))
-			continue
-		}
-		for _, p := range t.parts() {
-			if err := p.log.SetConfig(cfg); err != nil {
-				errs = append(errs, fmt.Errorf("%s-%d: %w", t.name, p.index, err))
-				continue
-			}
-			p.applyEffective(eff)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := b.partitions.ReapplyConfigs(); err != nil {
 		b.log.Error("applying new broker defaults to topics", "err", err)
 		return err
 	}
 	return nil
-}
-
-// topicConfigsSnapshot copies a topic's dynamic configs.
-func (b *Broker) topicConfigsSnapshot(t *topic) map[string]string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return maps.Clone(t.configs)
 }
 
 // configResourceClusterMirror is KIP-1279's CLUSTER_MIRROR resource type,
@@ -268,7 +243,7 @@ func (b *Broker) checkBrokerName(name string, describe bool) *configError {
 // nil) the broker's dynamic configs, this node's (node) or the cluster
 // default.
 type configTarget struct {
-	topic *topic
+	topic *partition.Topic
 	node  bool
 	// mirror names a CLUSTER_MIRROR resource, served by the control plane.
 	mirror string
@@ -285,7 +260,7 @@ func (b *Broker) alterTarget(typ kmsg.ConfigResourceType, name string) (configTa
 		if err := validateTopicName(name); err != nil {
 			return configTarget{}, newConfigError(kerr.InvalidTopicException, "%v", err)
 		}
-		t := b.topicByName(name)
+		t := b.partitions.Topic(name)
 		if t == nil {
 			return configTarget{}, newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
 		}
@@ -312,7 +287,7 @@ func (tg configTarget) current(b *Broker) map[string]string {
 		return cs
 	}
 	if tg.topic != nil {
-		return b.topicConfigsSnapshot(tg.topic)
+		return tg.topic.Configs()
 	}
 	if tg.node {
 		return maps.Clone(b.nodeSnapshot())
@@ -393,12 +368,12 @@ func (b *Broker) commit(tg configTarget, old, next map[string]string) *configErr
 		return nil
 	}
 	if tg.topic != nil {
-		if b.topicByName(tg.topic.name) != tg.topic {
-			return newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", tg.topic.name)
+		if b.partitions.Topic(tg.topic.Name()) != tg.topic {
+			return newConfigError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", tg.topic.Name())
 		}
-		if err := b.setTopicConfigs(tg.topic, next); err != nil {
-			b.log.Error("altering topic configs", "topic", tg.topic.name, "err", err)
-			return newConfigError(kerr.UnknownServerError, "altering the configs of %s: %v", tg.topic.name, err)
+		if err := b.partitions.SetConfigs(tg.topic, next); err != nil {
+			b.log.Error("altering topic configs", "topic", tg.topic.Name(), "err", err)
+			return newConfigError(kerr.UnknownServerError, "altering the configs of %s: %v", tg.topic.Name(), err)
 		}
 		return nil
 	}

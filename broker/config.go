@@ -59,7 +59,7 @@ type Config struct {
 	// HighWatermarkCheckpointInterval is
 	// replica.high.watermark.checkpoint.interval.ms (Kafka's default,
 	// 5 s, also used when 0): how often each log directory's
-	// replication-offset-checkpoint is written (see hw_checkpoint.go).
+	// replication-offset-checkpoint is written (see partition/hw_checkpoint.go).
 	HighWatermarkCheckpointInterval time.Duration
 	// KafkaSettings are the Kafka broker settings of server.properties
 	// that kmirror accepts without applying them (num.io.threads,

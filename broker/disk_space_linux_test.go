@@ -109,7 +109,7 @@ func TestFullDiskKeepsTheNode(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "after"); err != nil {
 		t.Fatalf("CreateTopics once space is back: %v", err)
 	}
-	after := b.topicByName("after")
+	after := b.partitions.Topic("after")
 	if sp := onlyPartition(t, rc.roundTrip(produceReq(9, -1, after, 0, plainBatch(1, 100))).(*kmsg.ProduceResponse)); sp.ErrorCode != 0 {
 		t.Fatalf("produce once space is back: %v %v", kerr.ErrorForCode(sp.ErrorCode), sp.ErrorMessage)
 	}

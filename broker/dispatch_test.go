@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -122,11 +123,11 @@ func newFetchReq(v int16) *kmsg.FetchRequest {
 }
 
 // addPart adds a partition to req, under tp's entry if it is the last one.
-func addPart(req *kmsg.FetchRequest, tp *topic, partition int32, offset int64) *kmsg.FetchRequestTopicPartition {
+func addPart(req *kmsg.FetchRequest, tp *partition.Topic, partition int32, offset int64) *kmsg.FetchRequestTopicPartition {
 	n := len(req.Topics)
-	if n == 0 || req.Topics[n-1].Topic != tp.name || req.Topics[n-1].TopicID != tp.id {
+	if n == 0 || req.Topics[n-1].Topic != tp.Name() || req.Topics[n-1].TopicID != tp.ID() {
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = tp.name, tp.id
+		rt.Topic, rt.TopicID = tp.Name(), tp.ID()
 		req.Topics = append(req.Topics, rt)
 		n++
 	}
@@ -138,9 +139,9 @@ func addPart(req *kmsg.FetchRequest, tp *topic, partition int32, offset int64) *
 }
 
 // respPart finds a partition of tp in a response.
-func respPart(resp *kmsg.FetchResponse, tp *topic, partition int32) (kmsg.FetchResponseTopicPartition, bool) {
+func respPart(resp *kmsg.FetchResponse, tp *partition.Topic, partition int32) (kmsg.FetchResponseTopicPartition, bool) {
 	for _, rt := range resp.Topics {
-		if resp.Version >= 13 && rt.TopicID != tp.id || resp.Version < 13 && rt.Topic != tp.name {
+		if resp.Version >= 13 && rt.TopicID != tp.ID() || resp.Version < 13 && rt.Topic != tp.Name() {
 			continue
 		}
 		for _, rp := range rt.Partitions {
@@ -153,11 +154,11 @@ func respPart(resp *kmsg.FetchResponse, tp *topic, partition int32) (kmsg.FetchR
 }
 
 // mustPart is respPart that fails the test when the partition is missing.
-func mustPart(t testing.TB, resp *kmsg.FetchResponse, tp *topic, partition int32) kmsg.FetchResponseTopicPartition {
+func mustPart(t testing.TB, resp *kmsg.FetchResponse, tp *partition.Topic, partition int32) kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	rp, ok := respPart(resp, tp, partition)
 	if !ok {
-		t.Fatalf("partition %s-%d missing from the response %+v", tp.name, partition, resp.Topics)
+		t.Fatalf("partition %s-%d missing from the response %+v", tp.Name(), partition, resp.Topics)
 	}
 	return rp
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/bufpool"
 	"github.com/kmirror/kmirror/netio"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // fetchServer runs the Fetch serving path after request decoding, as
@@ -52,7 +53,7 @@ func (s *fetchServer) serve(tb testing.TB) {
 
 // fillPartition appends batches of batchSize bytes until the partition
 // holds size bytes.
-func fillPartition(tb testing.TB, p *partition, size, batchSize int) {
+func fillPartition(tb testing.TB, p *partition.Partition, size, batchSize int) {
 	tb.Helper()
 	one := plainBatch(1, batchSize-100)
 	valueSize := batchSize - 100 + batchSize - len(one) // the varints keep their width
@@ -61,34 +62,34 @@ func fillPartition(tb testing.TB, p *partition, size, batchSize int) {
 		if len(raw) != batchSize {
 			tb.Fatalf("batch of %d bytes, want %d", len(raw), batchSize)
 		}
-		if _, err := p.log.AppendProduce(raw, 0); err != nil {
+		if _, err := p.Log().AppendProduce(raw, 0); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	p.appended() // the node's step after its appends: the high watermark follows
+	p.Appended() // the node's step after its appends: the high watermark follows
 }
 
 // abortedTxns leaves n aborted transactions in a partition, each a
 // transactional batch and an ABORT marker.
-func abortedTxns(tb testing.TB, p *partition, n int) {
+func abortedTxns(tb testing.TB, p *partition.Partition, n int) {
 	tb.Helper()
 	ts := time.Now().UnixMilli()
 	for i := range n {
 		pid := int64(1000 + i)
-		if _, err := p.log.AppendProduce(buildBatch(pid, 0, 0, attrTxn, ts, valueRecords(1, 10)...), 0); err != nil {
+		if _, err := p.Log().AppendProduce(buildBatch(pid, 0, 0, attrTxn, ts, valueRecords(1, 10)...), 0); err != nil {
 			tb.Fatal(err)
 		}
 		marker := batch.AppendTxnMarker(nil, batch.TxnMarker{ProducerID: pid, Timestamp: ts})
-		if _, err := p.log.AppendControl(marker, 0); err != nil {
+		if _, err := p.Log().AppendControl(marker, 0); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	p.appended() // the node's step after its appends: the high watermark follows
+	p.Appended() // the node's step after its appends: the high watermark follows
 }
 
-func fullFetchReq(v int16, tp *topic, partitionMaxBytes int32) *kmsg.FetchRequest {
+func fullFetchReq(v int16, tp *partition.Topic, partitionMaxBytes int32) *kmsg.FetchRequest {
 	req := newFetchReq(v)
-	for i := range tp.parts() {
+	for i := range tp.Partitions() {
 		addPart(req, tp, int32(i), 0).PartitionMaxBytes = partitionMaxBytes
 	}
 	return req
@@ -105,14 +106,14 @@ func TestFetchServeAllocs(t *testing.T) {
 	// estimate ignoring the name lands exactly on a pool class: the
 	// response would outgrow its buffer.
 	edge := mustTopic(t, b, strings.Repeat("e", 249), 1)
-	fillPartition(t, edge.parts()[0], 16384-8-16-40-fetchPartOverhead, 16384-8-16-40-fetchPartOverhead)
-	for _, p := range small.parts() {
+	fillPartition(t, edge.Partitions()[0], 16384-8-16-40-fetchPartOverhead, 16384-8-16-40-fetchPartOverhead)
+	for _, p := range small.Partitions() {
 		fillPartition(t, p, 64<<10, 4<<10)
 	}
-	for _, p := range long.parts() {
+	for _, p := range long.Partitions() {
 		fillPartition(t, p, 8<<10, 1<<10)
 	}
-	for _, p := range txns.parts() {
+	for _, p := range txns.Partitions() {
 		abortedTxns(t, p, 40)
 	}
 
@@ -136,7 +137,7 @@ func TestFetchServeAllocs(t *testing.T) {
 		}},
 		{"v17 unknown topic", func() *kmsg.FetchRequest {
 			req := fullFetchReq(17, small, 1<<20)
-			addPart(req, &topic{name: "nope", id: [16]byte{1}}, 0, 0)
+			addPart(req, partition.NewTopic("nope", [16]byte{1}), 0, 0)
 			return req
 		}},
 		{"v17 incremental session", func() *kmsg.FetchRequest {
@@ -213,7 +214,7 @@ func BenchmarkFetchServe(b *testing.B) {
 	}{{"16KiB", 16 << 10}, {"1MiB", 1 << 20}} {
 		for _, parts := range []int32{1, 16} {
 			tp := mustTopic(b, br, fmt.Sprintf("bench-%s-%d", size.name, parts), parts)
-			for _, p := range tp.parts() {
+			for _, p := range tp.Partitions() {
 				fillPartition(b, p, size.bytes, 16<<10)
 			}
 			b.Run(fmt.Sprintf("size=%s/partitions=%d", size.name, parts), func(b *testing.B) {

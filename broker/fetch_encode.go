@@ -243,7 +243,7 @@ func (b *Broker) appendFetchPartition(out []byte, version int16, fp *fetchPart, 
 		if m, err := fp.region.File.ReadAt(out[start:], fp.region.Offset); m != n {
 			// The segment went away under us (retention, truncation):
 			// answer this partition with no records and a storage error.
-			b.log.Warn("fetch read failed", "topic", fp.t.name, "partition", fp.partition, "err", err)
+			b.log.Warn("fetch read failed", "topic", fp.t.Name(), "partition", fp.partition, "err", err)
 			binary.BigEndian.PutUint16(out[errAt:], uint16(kerr.KafkaStorageError.Code))
 			out = appendBytesLen(out[:recAt], 0, flex)
 			fp.region.Length = 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/vfs"
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -20,7 +21,7 @@ import (
 
 // buildDiff turns the cases into a fetchScratch as planFetch leaves it and
 // into the kmsg response the encoder must produce.
-func buildDiff(b *Broker, v int16, committed bool, sessionID int32, topics []diffTopic, parts []diffPart, fencedP *partition) (*fetchScratch, *kmsg.FetchResponse) {
+func buildDiff(b *Broker, v int16, committed bool, sessionID int32, topics []diffTopic, parts []diffPart, fencedP *partition.Partition) (*fetchScratch, *kmsg.FetchResponse) {
 	fs := &fetchScratch{}
 	for _, dt := range topics {
 		fs.topics = append(fs.topics, fetchTopic{name: dt.name, id: dt.id})
@@ -88,7 +89,7 @@ func buildDiff(b *Broker, v int16, committed bool, sessionID int32, topics []dif
 				kp.DivergingEpoch.Epoch, kp.DivergingEpoch.EndOffset = 2, 17
 			}
 			if v >= 12 && dp.fenced {
-				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = b.cfg.NodeID, fencedP.leaderEpoch()
+				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = b.cfg.NodeID, fencedP.LeaderEpoch()
 			}
 			if v >= 12 && dp.notLeader {
 				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = diffNotLeader.Leader, diffNotLeader.LeaderEpoch
@@ -122,32 +123,32 @@ func TestFetchEncodeDifferential(t *testing.T) {
 	b := newTestBroker(t)
 	data := mustTopic(t, b, "diff-data", 1)
 	fenced := mustTopic(t, b, "diff-fenced", 1)
-	pd, pf := data.parts()[0], fenced.parts()[0]
+	pd, pf := data.Partitions()[0], fenced.Partitions()[0]
 	mustAppend(t, pd, plainBatch(3, 20), 0)
 	mustAppend(t, pd, plainBatch(2, 30), 0)
 	mustAppend(t, pf, plainBatch(1, 5), 5) // leader epoch 5 for CurrentLeader
-	if e := pf.leaderEpoch(); e != 5 {
+	if e := pf.LeaderEpoch(); e != 5 {
 		t.Fatalf("fenced partition leader epoch %d, want 5", e)
 	}
-	hw := pd.log.HighWatermark()
-	full, fullInfo, err := pd.log.ReadRegion(0, 1<<20, hw)
+	hw := pd.Log().HighWatermark()
+	full, fullInfo, err := pd.Log().ReadRegion(0, 1<<20, hw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tail, tailInfo, err := pd.log.ReadRegion(3, 1<<20, hw)
+	tail, tailInfo, err := pd.Log().ReadRegion(3, 1<<20, hw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fullBytes, tailBytes := mustRead(t, pd.log, 0, 1<<20, hw), mustRead(t, pd.log, 3, 1<<20, hw)
+	fullBytes, tailBytes := mustRead(t, pd.Log(), 0, 1<<20, hw), mustRead(t, pd.Log(), 3, 1<<20, hw)
 	if int64(len(fullBytes)) != full.Length || int64(len(tailBytes)) != tail.Length || tail.Length >= full.Length {
 		t.Fatalf("regions %d/%d bytes, reads %d/%d", full.Length, tail.Length, len(fullBytes), len(tailBytes))
 	}
 	okInfo := storage.ReadInfo{HighWatermark: 5, LastStableOffset: 4, LogStartOffset: 1, LogEndOffset: 5}
 	errInfo := storage.ReadInfo{FirstOffset: -1, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 	topics := []diffTopic{
-		{"diff-data", data.id, data},
+		{"diff-data", data.ID(), data},
 		{"diff-all-unchanged", [16]byte{9, 9}, nil},
-		{"diff-fenced", fenced.id, fenced},
+		{"diff-fenced", fenced.ID(), fenced},
 		{"diff-unknown-topic-with-a-longer-name", [16]byte{7, 7, 7}, nil},
 	}
 	parts := []diffPart{
@@ -216,7 +217,7 @@ func TestFetchEncodeShortRead(t *testing.T) {
 	t.Cleanup(func() { f.Close() })
 	info := storage.ReadInfo{HighWatermark: 10, LastStableOffset: 10, LogStartOffset: 0, LogEndOffset: 10}
 	for _, v := range []int16{4, 11, 12, 17} {
-		fs := &fetchScratch{topics: []fetchTopic{{name: tp.name, id: tp.id, count: 2}}}
+		fs := &fetchScratch{topics: []fetchTopic{{name: tp.Name(), id: tp.ID(), count: 2}}}
 		fs.parts = []fetchPart{
 			{t: tp, partition: 0, region: storage.Region{File: f, Offset: 1 << 20, Length: 200}, info: info, include: true},
 			{t: tp, partition: 1, info: info, include: true},
@@ -224,7 +225,7 @@ func TestFetchEncodeShortRead(t *testing.T) {
 		got := b.encodeFetch(nil, v, 0, fs, true)
 		want := &kmsg.FetchResponse{Version: v}
 		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic, rt.TopicID = tp.name, tp.id
+		rt.Topic, rt.TopicID = tp.Name(), tp.ID()
 		for i, code := range []int16{kerr.KafkaStorageError.Code, 0} {
 			kp := kmsg.NewFetchResponseTopicPartition()
 			kp.Partition, kp.ErrorCode, kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset = int32(i), code, 10, 10, 0

@@ -12,17 +12,18 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 )
 
 // mustAppend appends a client batch to a partition's log at leaderEpoch.
-func mustAppend(t testing.TB, p *partition, raw []byte, leaderEpoch int32) storage.AppendResult {
+func mustAppend(t testing.TB, p *partition.Partition, raw []byte, leaderEpoch int32) storage.AppendResult {
 	t.Helper()
-	res, err := p.log.AppendProduce(raw, leaderEpoch)
+	res, err := p.Log().AppendProduce(raw, leaderEpoch)
 	if err != nil {
-		t.Fatalf("appending to %s-%d: %v", p.topic.name, p.index, err)
+		t.Fatalf("appending to %s-%d: %v", p.Topic().Name(), p.Index(), err)
 	}
-	p.appended()
+	p.Appended()
 	return res
 }
 
@@ -55,7 +56,7 @@ type diffPart struct {
 type diffTopic struct {
 	name string
 	id   [16]byte
-	t    *topic
+	t    *partition.Topic
 }
 
 // offsetsIn lists the offsets of every record (control records included)
@@ -83,20 +84,16 @@ func span(from, to int64) []int64 {
 	return out
 }
 
-func waiters(p *partition) int {
-	p.waitMu.Lock()
-	defer p.waitMu.Unlock()
-	return len(p.waiters)
-}
+func waiters(p *partition.Partition) int { return p.Waiting() }
 
 func TestFetchVersions(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "fetch-versions", 1)
-	p := tp.parts()[0]
+	p := tp.Partitions()[0]
 	mustAppend(t, p, plainBatch(3, 10), 0)
 	mustAppend(t, p, plainBatch(2, 10), 0)
-	all, tail := mustRead(t, p.log, 0, 1<<20, 5), mustRead(t, p.log, 3, 1<<20, 5)
+	all, tail := mustRead(t, p.Log(), 0, 1<<20, 5), mustRead(t, p.Log(), 3, 1<<20, 5)
 	rc := dialRaw(t, b) // one connection: the fetch scratch is reused across versions
 	for v := int16(4); v <= 17; v++ {
 		for _, tc := range []struct {
@@ -131,7 +128,7 @@ func TestFetchLongPoll(t *testing.T) {
 		addPart(req, tp, 0, 0)
 		start := time.Now()
 		corr := rc.send(req)
-		testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(tp.parts()[0]) > 0 }))
+		testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(tp.Partitions()[0]) > 0 }))
 		pr := dialRaw(t, b).roundTrip(produceReq(9, -1, tp, 0, plainBatch(2, 10))).(*kmsg.ProduceResponse)
 		if sp := onlyPartition(t, pr); sp.ErrorCode != 0 {
 			t.Fatalf("produce: error %d", sp.ErrorCode)
@@ -143,7 +140,7 @@ func TestFetchLongPoll(t *testing.T) {
 		if got := offsetsIn(t, mustPart(t, resp, tp, 0).RecordBatches); !reflect.DeepEqual(got, []int64{0, 1}) {
 			t.Fatalf("offsets %v, want [0 1]", got)
 		}
-		testutil.CheckFor(t, 5*time.Second, testutil.True("no fetch parked", func() bool { return waiters(tp.parts()[0]) == 0 }))
+		testutil.CheckFor(t, 5*time.Second, testutil.True("no fetch parked", func() bool { return waiters(tp.Partitions()[0]) == 0 }))
 	})
 	t.Run("nothing produced", func(t *testing.T) {
 		t.Parallel()
@@ -160,16 +157,16 @@ func TestFetchLongPoll(t *testing.T) {
 		if rp := mustPart(t, resp, tp, 1); rp.ErrorCode != 0 || len(rp.RecordBatches) != 0 || rp.HighWatermark != 0 {
 			t.Fatalf("idle partition: %+v", rp)
 		}
-		for _, p := range tp.parts() {
+		for _, p := range tp.Partitions() {
 			if n := waiters(p); n != 0 {
-				t.Fatalf("partition %d keeps %d waiters after the fetch", p.index, n)
+				t.Fatalf("partition %d keeps %d waiters after the fetch", p.Index(), n)
 			}
 		}
 	})
 	t.Run("min bytes not reached", func(t *testing.T) {
 		t.Parallel()
 		tp := mustTopic(t, b, "long-poll-min-bytes", 1)
-		mustAppend(t, tp.parts()[0], plainBatch(1, 100), 0)
+		mustAppend(t, tp.Partitions()[0], plainBatch(1, 100), 0)
 		req := newFetchReq(12)
 		req.MaxWaitMillis, req.MinBytes = 1000, 1<<20
 		addPart(req, tp, 0, 0)
@@ -185,7 +182,7 @@ func TestFetchLongPoll(t *testing.T) {
 	t.Run("min bytes reached by a later append", func(t *testing.T) {
 		t.Parallel()
 		tp := mustTopic(t, b, "long-poll-min-bytes-later", 1)
-		p := tp.parts()[0]
+		p := tp.Partitions()[0]
 		first := plainBatch(1, 100)
 		mustAppend(t, p, bytes.Clone(first), 0)
 		rc := dialRaw(t, b)
@@ -213,7 +210,7 @@ func TestFetchSessions(t *testing.T) {
 		t.Run(fmt.Sprintf("v=%d", v), func(t *testing.T) {
 			t.Parallel()
 			tp := mustTopic(t, b, fmt.Sprintf("sessions-v%d", v), 3)
-			mustAppend(t, tp.parts()[0], plainBatch(3, 10), 0)
+			mustAppend(t, tp.Partitions()[0], plainBatch(3, 10), 0)
 			rc := dialRaw(t, b)
 			fetch := func(id, epoch int32, build func(req *kmsg.FetchRequest)) *kmsg.FetchResponse {
 				t.Helper()
@@ -248,16 +245,16 @@ func TestFetchSessions(t *testing.T) {
 			expect("full", resp, map[int32][]int64{0: {0, 1, 2}, 1: nil, 2: nil})
 			expect("no news", fetch(id, 1, func(req *kmsg.FetchRequest) { addPart(req, tp, 0, 3) }), nil)
 
-			mustAppend(t, tp.parts()[1], plainBatch(1, 10), 0)
+			mustAppend(t, tp.Partitions()[1], plainBatch(1, 10), 0)
 			expect("new data in 1", fetch(id, 2, nil), map[int32][]int64{1: {0}})
 
 			resp = fetch(id, 3, func(req *kmsg.FetchRequest) {
 				addPart(req, tp, 1, 1)
-				req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: tp.name, TopicID: tp.id, Partitions: []int32{2}}}
+				req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: tp.Name(), TopicID: tp.ID(), Partitions: []int32{2}}}
 			})
 			expect("forget 2", resp, nil)
-			mustAppend(t, tp.parts()[2], plainBatch(1, 10), 0)
-			mustAppend(t, tp.parts()[0], plainBatch(1, 10), 0)
+			mustAppend(t, tp.Partitions()[2], plainBatch(1, 10), 0)
+			mustAppend(t, tp.Partitions()[0], plainBatch(1, 10), 0)
 			expect("forgotten 2 stays silent", fetch(id, 4, nil), map[int32][]int64{0: {3}})
 
 			for _, tc := range []struct {
@@ -294,7 +291,7 @@ func TestFetchLeaderEpochs(t *testing.T) {
 	b := newTestBroker(t)
 	fresh := mustTopic(t, b, "epochs-fresh", 1)
 	tp := mustTopic(t, b, "epochs", 1)
-	p := tp.parts()[0]
+	p := tp.Partitions()[0]
 	mustAppend(t, p, plainBatch(3, 10), 0) // epoch 0: offsets 0-2
 	mustAppend(t, p, plainBatch(2, 10), 2) // epoch 2: offsets 3-4
 	type want struct {
@@ -306,7 +303,7 @@ func TestFetchLeaderEpochs(t *testing.T) {
 	}
 	tests := []struct {
 		name       string
-		tp         *topic
+		tp         *partition.Topic
 		offset     int64
 		cur, last  int32
 		minVersion int16
@@ -355,10 +352,10 @@ func TestFetchOffsetOutOfRange(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "out-of-range", 1)
-	p := tp.parts()[0]
+	p := tp.Partitions()[0]
 	mustAppend(t, p, plainBatch(3, 10), 0)
 	mustAppend(t, p, plainBatch(2, 10), 0)
-	if err := p.log.SetLogStartOffset(3); err != nil {
+	if err := p.Log().SetLogStartOffset(3); err != nil {
 		t.Fatal(err)
 	}
 	rc := dialRaw(t, b)
@@ -395,7 +392,7 @@ func TestFetchReadCommitted(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "read-committed", 1)
-	p := tp.parts()[0]
+	p := tp.Partitions()[0]
 	const pid = 4242
 	ts := time.Now().UnixMilli()
 	mustAppend(t, p, plainBatch(2, 10), 0)                                          // 0-1
@@ -433,10 +430,10 @@ func TestFetchReadCommitted(t *testing.T) {
 	}
 
 	marker := batch.AppendTxnMarker(nil, batch.TxnMarker{ProducerID: pid, ProducerEpoch: 0, Timestamp: ts, CoordinatorEpoch: 1})
-	if _, err := p.log.AppendControl(marker, 0); err != nil { // ABORT at 5
+	if _, err := p.Log().AppendControl(marker, 0); err != nil { // ABORT at 5
 		t.Fatal(err)
 	}
-	p.appended() // the node's step after an append: the high watermark follows
+	p.Appended() // the node's step after an append: the high watermark follows
 	for _, v := range []int16{4, 12, 17} {
 		got := fetch(v, true, 0)
 		if got.LastStableOffset != 6 || got.HighWatermark != 6 || !reflect.DeepEqual(aborted(got), []int64{pid, 2}) ||
@@ -457,7 +454,7 @@ func TestFetchResponseMaxBytes(t *testing.T) {
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "max-bytes", 2)
 	const batchValue = 250 << 10 // four batches fit in 1 MiB
-	for _, p := range tp.parts() {
+	for _, p := range tp.Partitions() {
 		for range 4 { // 1 MiB per partition
 			mustAppend(t, p, plainBatch(1, batchValue), 0)
 		}
@@ -497,12 +494,12 @@ func TestFetchUnknownTopic(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	known := mustTopic(t, b, "known", 1)
-	unknown := &topic{name: "unknown", id: [16]byte{0xAB}}
+	unknown := partition.NewTopic("unknown", [16]byte{0xAB})
 	rc := dialRaw(t, b)
 	tests := []struct {
 		name      string
 		version   int16
-		tp        *topic
+		tp        *partition.Topic
 		partition int32
 		want      *kerr.Error
 	}{
@@ -552,7 +549,7 @@ func TestFetchSessionMaintenance(t *testing.T) {
 	req = newFetchReq(17)
 	req.SessionID, req.SessionEpoch, req.MaxWaitMillis = id, 1, 5000
 	corr := rc.send(req)
-	testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(tp.parts()[0]) > 0 }))
+	testutil.CheckFor(t, 5*time.Second, testutil.True("a fetch parked", func() bool { return waiters(tp.Partitions()[0]) > 0 }))
 
 	start := time.Now()
 	b.sessions.expire(time.Now().Add(time.Hour)) // the busy session looks idle by its clock
@@ -569,7 +566,7 @@ func TestFetchSessionMaintenance(t *testing.T) {
 	if b.sessions.get(id) == nil {
 		t.Fatal("the session serving a fetch was expired")
 	}
-	mustAppend(t, tp.parts()[0], plainBatch(1, 10), 0) // end the long poll
+	mustAppend(t, tp.Partitions()[0], plainBatch(1, 10), 0) // end the long poll
 	if resp := rc.recv(req, corr).(*kmsg.FetchResponse); resp.ErrorCode != 0 || listedParts(resp) != 1 {
 		t.Fatalf("long poll: error %d, %d partitions", resp.ErrorCode, listedParts(resp))
 	}

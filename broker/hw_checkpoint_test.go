@@ -11,12 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 )
 
 // fetchPart0 fetches partition 0 of tp from offset with Fetch version v,
 // read_committed or not.
-func fetchPart0(t *testing.T, rc *rawConn, tp *topic, v int16, committed bool, offset int64) kmsg.FetchResponseTopicPartition {
+func fetchPart0(t *testing.T, rc *rawConn, tp *partition.Topic, v int16, committed bool, offset int64) kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	req := newFetchReq(v)
 	if committed {
@@ -27,7 +28,7 @@ func fetchPart0(t *testing.T, rc *rawConn, tp *topic, v int16, committed bool, o
 }
 
 // listLatestOffset answers ListOffsets latest for partition 0 of tp.
-func listLatestOffset(t *testing.T, rc *rawConn, tp *topic, committed bool) int64 {
+func listLatestOffset(t *testing.T, rc *rawConn, tp *partition.Topic, committed bool) int64 {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 7
@@ -35,7 +36,7 @@ func listLatestOffset(t *testing.T, rc *rawConn, tp *topic, committed bool) int6
 		req.IsolationLevel = 1
 	}
 	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = tp.name
+	rt.Topic = tp.Name()
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
 	rp.Partition, rp.Timestamp = 0, listLatest
 	rt.Partitions = append(rt.Partitions, rp)
@@ -56,13 +57,13 @@ func TestReadsStopAtHighWatermark(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "hw-bound", 1)
-	p := tp.parts()[0]
-	mustAppend(t, p, plainBatch(3, 10), 0)                               // 0-2, committed
-	if _, err := p.log.AppendProduce(plainBatch(2, 10), 0); err != nil { // 3-4, not committed
+	p := tp.Partitions()[0]
+	mustAppend(t, p, plainBatch(3, 10), 0)                                 // 0-2, committed
+	if _, err := p.Log().AppendProduce(plainBatch(2, 10), 0); err != nil { // 3-4, not committed
 		t.Fatal(err)
 	}
-	if p.log.HighWatermark() != 3 || p.log.LogEndOffset() != 5 {
-		t.Fatalf("hw %d leo %d, want 3 and 5", p.log.HighWatermark(), p.log.LogEndOffset())
+	if p.Log().HighWatermark() != 3 || p.Log().LogEndOffset() != 5 {
+		t.Fatalf("hw %d leo %d, want 3 and 5", p.Log().HighWatermark(), p.Log().LogEndOffset())
 	}
 	rc := dialRaw(t, b)
 	fetch := func(committed bool, offset int64) kmsg.FetchResponseTopicPartition {
@@ -83,7 +84,7 @@ func TestReadsStopAtHighWatermark(t *testing.T) {
 			t.Fatalf("committed=%v: ListOffsets latest %d, want the high watermark 3", committed, off)
 		}
 	}
-	p.appended()
+	p.Appended()
 	if got := fetch(false, 0); got.HighWatermark != 5 || !reflect.DeepEqual(offsetsIn(t, got.RecordBatches), span(0, 5)) {
 		t.Fatalf("after the commit: hw %d offsets %v, want 5 and 0-4", got.HighWatermark, offsetsIn(t, got.RecordBatches))
 	}
@@ -99,21 +100,21 @@ func TestAwaitCommitted(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "acks-all", 1)
-	p := tp.parts()[0]
+	p := tp.Partitions()[0]
 	mustAppend(t, p, plainBatch(2, 10), 0)
-	if !b.awaitCommitted(p, 2, 0) {
+	if !p.AwaitHighWatermark(2, 0, b.closing) {
 		t.Fatal("a committed batch waited")
 	}
-	if _, err := p.log.AppendProduce(plainBatch(2, 10), 0); err != nil {
+	if _, err := p.Log().AppendProduce(plainBatch(2, 10), 0); err != nil {
 		t.Fatal(err)
 	}
-	if b.awaitCommitted(p, 4, 10*time.Millisecond) {
+	if p.AwaitHighWatermark(4, 10*time.Millisecond, b.closing) {
 		t.Fatal("an uncommitted batch was acknowledged")
 	}
 	done := make(chan bool)
-	go func() { done <- b.awaitCommitted(p, 4, time.Minute) }()
+	go func() { done <- p.AwaitHighWatermark(4, time.Minute, b.closing) }()
 	testutil.CheckFor(t, testutil.Timeout, testutil.True("the produce parked", func() bool { return waiters(p) == 1 }))
-	p.appended()
+	p.Appended()
 	if !<-done {
 		t.Fatal("the wait did not end with the commit")
 	}
@@ -138,14 +139,14 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	}
 	b := start()
 	tp := mustTopic(t, b, "ckpt", 2)
-	mustAppend(t, tp.parts()[0], plainBatch(3, 10), 0)
+	mustAppend(t, tp.Partitions()[0], plainBatch(3, 10), 0)
 	testutil.CheckFor(t, testutil.Timeout, func() error {
 		if got, _ := os.ReadFile(file); string(got) != "0\n2\nckpt 0 3\nckpt 1 0\n" {
 			return fmt.Errorf("checkpoint %q", got)
 		}
 		return nil
 	})
-	mustAppend(t, tp.parts()[1], plainBatch(2, 10), 0)
+	mustAppend(t, tp.Partitions()[1], plainBatch(2, 10), 0)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +166,9 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		b = start()
-		parts := b.topicByName("ckpt").parts()
+		parts := b.partitions.Topic("ckpt").Partitions()
 		for i, want := range []int64{3, 2} {
-			if hw := parts[i].log.HighWatermark(); hw != want {
+			if hw := parts[i].Log().HighWatermark(); hw != want {
 				t.Fatalf("%s: partition %d starts at hw %d, want its log end %d", tc.name, i, hw, want)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // The metadata image (meta.Image) is what handlers answer "who leads this
@@ -14,20 +15,20 @@ import (
 // holds one broker, this node, leading every partition with itself as the
 // only replica and ISR, at the partition's leader epoch.
 //
-// The leader epoch of one node is its log's (partition.leaderEpoch: the
-// persisted floor or the newest epoch appended), so an append or a raised
-// floor that moves it publishes a patched image (epochMoved). A truncation
-// that lowers it (only a log whose batches carry epochs above its floor)
-// shows at the next append. Appends are still stamped with
-// partition.leaderEpoch, the image's epoch on one node.
+// The leader epoch of one node is its log's (partition.Partition.LeaderEpoch:
+// the persisted floor or the newest epoch appended), so an append or a
+// raised floor that moves it publishes a patched image (epochMoved). A
+// truncation that lowers it (only a log whose batches carry epochs above
+// its floor) shows at the next append. Appends are still stamped with
+// Partition.LeaderEpoch, the image's epoch on one node.
 
 // image returns the current metadata image.
 func (b *Broker) image() *meta.Image { return b.img.Load() }
 
 // publishImageLocked builds the image from the node's topics and
-// publishes it.
-// REQUIRES: b.mu held for writing.
-func (b *Broker) publishImageLocked() {
+// publishes it: the partition registry's TopicsChanged hook.
+// REQUIRES: the registry's lock held for writing.
+func (b *Broker) publishImageLocked(topics []*partition.Topic) {
 	b.imgMu.Lock()
 	defer b.imgMu.Unlock()
 	self := b.cfg.NodeID
@@ -38,12 +39,12 @@ func (b *Broker) publishImageLocked() {
 	}
 	bd.AddBroker(meta.Broker{ID: self, Listeners: ls})
 	replicas := []int32{self}
-	for _, t := range b.topics {
-		parts := t.parts()
-		mt := &meta.Topic{Name: t.name, ID: t.id, Partitions: make([]meta.Partition, len(parts))}
+	for _, t := range topics {
+		parts := t.Partitions()
+		mt := &meta.Topic{Name: t.Name(), ID: t.ID(), Partitions: make([]meta.Partition, len(parts))}
 		for i, p := range parts {
-			epoch := p.leaderEpoch()
-			p.published.Store(epoch)
+			epoch := p.LeaderEpoch()
+			p.SetPublishedEpoch(epoch)
 			mt.Partitions[i] = meta.Partition{Leader: self, LeaderEpoch: epoch, Replicas: replicas, ISR: replicas}
 		}
 		bd.AddTopic(mt)
@@ -51,44 +52,41 @@ func (b *Broker) publishImageLocked() {
 	b.img.Store(bd.Build())
 }
 
-// publishImage is publishImageLocked taking b.mu.
-func (b *Broker) publishImage() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.publishImageLocked()
-}
+// publishImage publishes an image of the node's topics now.
+func (b *Broker) publishImage() { b.partitions.Republish() }
 
 // epochMoved publishes an image with p's leader epoch when it is no longer
 // the one last published for it (a raised epoch floor, an append in a
-// newer epoch). While the epoch holds it costs two atomic loads: it runs
-// after every append. The new image is the current one with p's entry
-// patched, so it takes imgMu only, never b.mu (its callers may hold it).
-func (b *Broker) epochMoved(p *partition) {
-	epoch := p.leaderEpoch()
-	if epoch == p.published.Load() {
+// newer epoch): the partition registry's EpochMoved hook, which the
+// registry calls only then, so an append whose epoch holds never gets
+// here. The new image is the current one with p's entry patched, so it
+// takes imgMu only, never the registry's lock (its callers may hold it).
+func (b *Broker) epochMoved(p *partition.Partition) {
+	epoch := p.LeaderEpoch()
+	if epoch == p.PublishedEpoch() {
 		return
 	}
 	b.imgMu.Lock()
 	defer b.imgMu.Unlock()
 	im := b.img.Load()
-	if im == nil || imageTopic(im, p.topic) == nil {
+	if im == nil || imageTopic(im, p.Topic()) == nil {
 		return // not published yet, or deleted: the next full build has it
 	}
-	if im.Partition(p.topic.name, p.index) == nil {
+	if im.Partition(p.Topic().Name(), p.Index()) == nil {
 		return
 	}
-	p.published.Store(epoch)
-	b.img.Store(im.WithLeaderEpoch(p.topic.name, p.index, epoch))
+	p.SetPublishedEpoch(epoch)
+	b.img.Store(im.WithLeaderEpoch(p.Topic().Name(), p.Index(), epoch))
 }
 
 // imageTopic returns t's entry in im, nil when im does not hold this
 // incarnation of t: a topic created after im was loaded (its creation
 // publishes a newer image), which this node leads.
-func imageTopic(im *meta.Image, t *topic) *meta.Topic {
+func imageTopic(im *meta.Image, t *partition.Topic) *meta.Topic {
 	if t == nil || im == nil {
 		return nil
 	}
-	if it := im.Topic(t.name); it != nil && it.ID == t.id {
+	if it := im.Topic(t.Name()); it != nil && it.ID == t.ID() {
 		return it
 	}
 	return nil
@@ -106,11 +104,11 @@ func otherLeader(im *meta.Image, it *meta.Topic, p int32) *meta.Partition {
 
 // partitionEpoch is p's leader epoch in the image (it is p's topic in
 // it, or nil), p's own for a partition the image does not hold yet.
-func partitionEpoch(it *meta.Topic, p *partition) int32 {
-	if ip := it.Partition(p.index); ip != nil {
+func partitionEpoch(it *meta.Topic, p *partition.Partition) int32 {
+	if ip := it.Partition(p.Index()); ip != nil {
 		return ip.LeaderEpoch
 	}
-	return p.leaderEpoch()
+	return p.LeaderEpoch()
 }
 
 // notLeaderMsg is the message of a NOT_LEADER_OR_FOLLOWER answer, Kafka's.

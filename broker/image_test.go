@@ -27,8 +27,6 @@ var node2Rack = "r2"
 // A later topic change rebuilds the one-node image: install last.
 func installTwoBrokerImage(t testing.TB, b *Broker, theirs map[string][]int32, extra ...*meta.Topic) *meta.Image {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.imgMu.Lock()
 	defer b.imgMu.Unlock()
 	self := b.cfg.NodeID
@@ -39,12 +37,12 @@ func installTwoBrokerImage(t testing.TB, b *Broker, theirs map[string][]int32, e
 	}
 	bd.AddBroker(meta.Broker{ID: self, Listeners: ls})
 	bd.AddBroker(meta.Broker{ID: 2, Rack: &node2Rack, Listeners: []meta.Listener{{Name: "PLAINTEXT", Host: node2Host, Port: node2Port}}})
-	for _, tp := range b.topics {
-		mt := &meta.Topic{Name: tp.name, ID: tp.id}
-		for _, p := range tp.parts() {
-			mp := meta.Partition{Leader: self, LeaderEpoch: p.leaderEpoch(), Replicas: []int32{self, 2}, ISR: []int32{self, 2}}
-			for _, q := range theirs[tp.name] {
-				if q == p.index {
+	for _, tp := range b.partitions.Topics() {
+		mt := &meta.Topic{Name: tp.Name(), ID: tp.ID()}
+		for _, p := range tp.Partitions() {
+			mp := meta.Partition{Leader: self, LeaderEpoch: p.LeaderEpoch(), Replicas: []int32{self, 2}, ISR: []int32{self, 2}}
+			for _, q := range theirs[tp.Name()] {
+				if q == p.Index() {
 					mp = meta.Partition{Leader: 2, LeaderEpoch: node2Epoch, Replicas: []int32{2, self}, ISR: []int32{2}}
 				}
 			}
@@ -64,7 +62,7 @@ func TestImageOneNode(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "one-node", 2)
-	mustAppend(t, tp.parts()[1], plainBatch(1, 10), 4)
+	mustAppend(t, tp.Partitions()[1], plainBatch(1, 10), 4)
 	im := b.image()
 	if len(im.Brokers()) != 1 || im.Brokers()[0].ID != b.cfg.NodeID || im.Controller() != b.cfg.NodeID ||
 		im.ClusterID() != b.ClusterID() {
@@ -106,7 +104,7 @@ func TestImageTwoBrokersDescribe(t *testing.T) {
 
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 12
-	name := tp.name
+	name := tp.Name()
 	md.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
 	mresp := rc.roundTrip(md).(*kmsg.MetadataResponse)
 	if !reflect.DeepEqual(mresp.Brokers, wantBrokers) || mresp.ControllerID != 2 {
@@ -169,8 +167,8 @@ func TestImageNotLeader(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "two-data", 2)
-	mustAppend(t, tp.parts()[0], plainBatch(3, 10), 0)
-	mustAppend(t, tp.parts()[1], plainBatch(3, 10), 0)
+	mustAppend(t, tp.Partitions()[0], plainBatch(3, 10), 0)
+	mustAppend(t, tp.Partitions()[1], plainBatch(3, 10), 0)
 	installTwoBrokerImage(t, b, map[string][]int32{"two-data": {1}})
 	rc := dialRaw(t, b)
 	notLeader := kerr.NotLeaderForPartition.Code
@@ -201,7 +199,7 @@ func TestImageNotLeader(t *testing.T) {
 				t.Fatalf("v%d: current leader %+v, brokers %+v; want %+v, %+v", v, theirs.CurrentLeader, resp.Brokers, leader, brokers)
 			}
 		}
-		if end := tp.parts()[1].log.LogEndOffset(); end != 3 {
+		if end := tp.Partitions()[1].Log().LogEndOffset(); end != 3 {
 			t.Fatalf("node 2's partition was appended to: log end %d, want 3", end)
 		}
 	})
@@ -242,16 +240,16 @@ func TestImageNotLeader(t *testing.T) {
 		ok       func(resp kmsg.Response) bool
 	}{
 		{"ListOffsets", []int16{1, 4, 7}, func(v int16) kmsg.Request {
-			rt := kmsg.ListOffsetsRequestTopic{Topic: tp.name, Partitions: bothParts(func(p int32) kmsg.ListOffsetsRequestTopicPartition {
+			rt := kmsg.ListOffsetsRequestTopic{Topic: tp.Name(), Partitions: bothParts(func(p int32) kmsg.ListOffsetsRequestTopicPartition {
 				return kmsg.ListOffsetsRequestTopicPartition{Partition: p, Timestamp: listLatest, CurrentLeaderEpoch: -1}
 			})}
 			return &kmsg.ListOffsetsRequest{Version: v, ReplicaID: -1, Topics: []kmsg.ListOffsetsRequestTopic{rt}}
 		}, func(resp kmsg.Response) bool {
 			ps := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions
-			return ps[0].ErrorCode == 0 && ps[0].Offset == tp.parts()[0].log.HighWatermark() && ps[1].ErrorCode == notLeader
+			return ps[0].ErrorCode == 0 && ps[0].Offset == tp.Partitions()[0].Log().HighWatermark() && ps[1].ErrorCode == notLeader
 		}},
 		{"OffsetForLeaderEpoch", []int16{2, 3, 4}, func(v int16) kmsg.Request {
-			rt := kmsg.OffsetForLeaderEpochRequestTopic{Topic: tp.name, Partitions: bothParts(func(p int32) kmsg.OffsetForLeaderEpochRequestTopicPartition {
+			rt := kmsg.OffsetForLeaderEpochRequestTopic{Topic: tp.Name(), Partitions: bothParts(func(p int32) kmsg.OffsetForLeaderEpochRequestTopicPartition {
 				return kmsg.OffsetForLeaderEpochRequestTopicPartition{Partition: p, CurrentLeaderEpoch: -1}
 			})}
 			return &kmsg.OffsetForLeaderEpochRequest{Version: v, ReplicaID: -1, Topics: []kmsg.OffsetForLeaderEpochRequestTopic{rt}}
@@ -260,7 +258,7 @@ func TestImageNotLeader(t *testing.T) {
 			return ps[0].ErrorCode == 0 && ps[0].LeaderEpoch == 0 && ps[1].ErrorCode == notLeader && ps[1].EndOffset == -1
 		}},
 		{"DeleteRecords", []int16{0, 2}, func(v int16) kmsg.Request {
-			rt := kmsg.DeleteRecordsRequestTopic{Topic: tp.name, Partitions: bothParts(func(p int32) kmsg.DeleteRecordsRequestTopicPartition {
+			rt := kmsg.DeleteRecordsRequestTopic{Topic: tp.Name(), Partitions: bothParts(func(p int32) kmsg.DeleteRecordsRequestTopicPartition {
 				return kmsg.DeleteRecordsRequestTopicPartition{Partition: p, Offset: 1}
 			})}
 			return &kmsg.DeleteRecordsRequest{Version: v, Topics: []kmsg.DeleteRecordsRequestTopic{rt}}
@@ -277,7 +275,7 @@ func TestImageNotLeader(t *testing.T) {
 			}
 		})
 	}
-	if start := tp.parts()[1].log.LogStartOffset(); start != 0 {
+	if start := tp.Partitions()[1].Log().LogStartOffset(); start != 0 {
 		t.Fatalf("node 2's partition moved its log start to %d", start)
 	}
 }
@@ -291,7 +289,7 @@ func bothParts[P any](mk func(p int32) P) []P { return []P{mk(0), mk(1)} }
 func TestImageNotLeaderAllocs(t *testing.T) {
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "two-allocs", 2)
-	fillPartition(t, tp.parts()[0], 64<<10, 4<<10)
+	fillPartition(t, tp.Partitions()[0], 64<<10, 4<<10)
 	installTwoBrokerImage(t, b, map[string][]int32{"two-allocs": {1}})
 	req := fullFetchReq(17, tp, 1<<20) // v17: CurrentLeader and NodeEndpoints
 	s := &fetchServer{b: b, req: req}

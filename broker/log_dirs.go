@@ -135,7 +135,7 @@ func (b *Broker) warnUnnamedPartitions() {
 		for _, name := range partitionDirs(d, b.cfg.StateDir) {
 			cut := strings.LastIndexByte(name, '-')
 			n, err := strconv.Atoi(name[cut+1:])
-			if t := b.topics[name[:cut]]; err != nil || t == nil || n >= len(t.parts()) {
+			if t := b.partitions.Topic(name[:cut]); err != nil || t == nil || n >= len(t.Partitions()) {
 				unnamed = append(unnamed, filepath.Join(d, name))
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/topicid"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 )
@@ -300,7 +301,7 @@ func RebuildTopics(cfg Config) (RebuildReport, error) {
 		t := RebuiltTopic{Topic: state.Topic{Name: name, ID: f.id, Partitions: f.partitions(),
 			Configs: maps.Clone(RebuiltTopicConfigs)}, NewID: !f.hasID}
 		if t.NewID {
-			if t.ID, err = newTopicID(); err != nil {
+			if t.ID, err = partition.NewTopicID(); err != nil {
 				return rep, err
 			}
 		}

@@ -47,7 +47,7 @@ func TestLogDirsBelongToTheirNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusterID := b.ClusterID()
-	topicID := b.topicByName("ledger").id
+	topicID := b.partitions.Topic("ledger").ID()
 	cl.Close()
 	b.Close()
 	meta, err := readMetaProperties(dir)

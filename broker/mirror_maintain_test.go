@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -48,7 +49,7 @@ func TestMaintainLeavesMirrorTopicsAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := mp.Log()
+			l := mp.(*partition.Partition).Log()
 			for i := range 40 {
 				raw := buildBatch(-1, -1, -1, 0, old, valueRecords(5, 40)...)
 				binary.BigEndian.PutUint64(raw, uint64(i*5)) // the source offset; outside the CRC
@@ -56,7 +57,7 @@ func TestMaintainLeavesMirrorTopicsAlone(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			mp.Appended() // as the fetcher does after its appends: the high watermark follows
+			mp.(*partition.Partition).Appended() // as the fetcher does after its appends: the high watermark follows
 			if n := l.NumSegments(); n < 5 {
 				t.Fatalf("%d segments, want several closed ones for the cleaner", n)
 			}

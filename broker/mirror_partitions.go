@@ -4,28 +4,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
-	"github.com/kmirror/kmirror/storage"
 )
 
 // The broker's side of mirroring: mirror topics are read-only topics with
 // the source's name, topic ID and partition count, written by the fetchers
-// (fetch/) through MirrorPartition. The control plane (control/) creates,
-// grows, configures and releases them through the Go API below.
-
-// MirrorPartition is what a mirror fetcher writes: it matches
-// fetch.Partition without the broker importing fetch.
-type MirrorPartition interface {
-	Log() *storage.Log
-	LeaderEpoch() int32
-	RaiseLeaderEpoch(epoch int32) error
-	Appended()
-	// TopicID is the topic's id (the source's, for a mirror topic).
-	TopicID() [16]byte
-	// AppendControl appends a control batch built for the log end and
-	// the leader epoch (failover's ABORT markers and MIRROR_PID_RESET).
-	AppendControl(build func(base int64, epoch int32) []byte) error
-}
+// (fetch/) through MirrorPartition's partition.Follower. The control plane
+// (control/) creates, grows, configures and releases them through the Go
+// API below.
 
 // CreateMirrorTopic creates a topic owned by cluster mirror mirror, with
 // the source's topic ID and partition count. Clients cannot produce to it
@@ -40,60 +27,37 @@ func (b *Broker) CreateMirrorTopic(name string, id [16]byte, partitions int32, m
 	if partitions < 1 {
 		return fmt.Errorf("broker: mirror topic %s: %d partitions", name, partitions)
 	}
-	_, err := b.createTopicFor(name, partitions, nil, id, mirror)
+	_, err := b.partitions.Create(name, partitions, nil, id, mirror)
 	return err
 }
 
 // MirrorPartition returns partition p of mirror topic name for a fetcher.
-func (b *Broker) MirrorPartition(name string, p int32) (MirrorPartition, error) {
-	t := b.topicByName(name)
+func (b *Broker) MirrorPartition(name string, p int32) (partition.Follower, error) {
+	t := b.partitions.Topic(name)
 	switch {
 	case t == nil:
 		return nil, fmt.Errorf("broker: no topic %s", name)
-	case !t.readOnly():
+	case !t.ReadOnly():
 		return nil, fmt.Errorf("broker: topic %s is not a mirror topic", name)
-	case p < 0 || int(p) >= len(t.parts()):
+	case t.Partition(p) == nil:
 		return nil, fmt.Errorf("broker: topic %s has no partition %d", name, p)
 	}
-	return mirrorPartition{b: b, p: t.parts()[p]}, nil
+	return t.Partition(p), nil
 }
 
-// PartitionLog returns the log of partition p of topic name, writable or
-// not, to read only: the dry run of a start (control/align_preview.go)
-// reads the log of a topic that is still writable. Writes go through
-// MirrorPartition or the produce path, never through this.
-func (b *Broker) PartitionLog(name string, p int32) (*storage.Log, error) {
-	t := b.topicByName(name)
+// PartitionView returns partition p of topic name, writable or not, to
+// read only: the dry run of a start (control/align_preview.go) reads a
+// topic that is still writable. Writes go through MirrorPartition or the
+// produce path, never through this.
+func (b *Broker) PartitionView(name string, p int32) (partition.View, error) {
+	t := b.partitions.Topic(name)
 	switch {
 	case t == nil:
 		return nil, fmt.Errorf("broker: no topic %s", name)
-	case p < 0 || int(p) >= len(t.parts()):
+	case t.Partition(p) == nil:
 		return nil, fmt.Errorf("broker: topic %s has no partition %d", name, p)
 	}
-	return t.parts()[p].log, nil
-}
-
-// mirrorPartition adapts a partition to MirrorPartition.
-type mirrorPartition struct {
-	b *Broker
-	p *partition
-}
-
-func (m mirrorPartition) Log() *storage.Log  { return m.p.log }
-func (m mirrorPartition) LeaderEpoch() int32 { return m.p.leaderEpoch() }
-func (m mirrorPartition) Appended()          { m.p.appended() }
-func (m mirrorPartition) TopicID() [16]byte  { return m.p.topic.id }
-
-// RaiseLeaderEpoch persists a higher local leader epoch before the
-// batches that need it are appended (DESIGN.md decision 3).
-func (m mirrorPartition) RaiseLeaderEpoch(epoch int32) error {
-	stored, err := m.b.store.PutLeaderEpoch(m.p.topic.id, m.p.index, epoch)
-	if err != nil {
-		return err
-	}
-	m.p.epochFloor.Store(stored)
-	m.b.epochMoved(m.p)
-	return nil
+	return t.Partition(p), nil
 }
 
 // TopicInfo describes a topic for the mirror control plane.
@@ -107,52 +71,17 @@ type TopicInfo struct {
 
 // Topic returns a topic's info; ok is false when it does not exist.
 func (b *Broker) Topic(name string) (TopicInfo, bool) {
-	t := b.topicByName(name)
+	t := b.partitions.Topic(name)
 	if t == nil {
 		return TopicInfo{}, false
 	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Mirror: t.mirrorName()}, true
+	return TopicInfo{Name: t.Name(), ID: t.ID(), Partitions: int32(len(t.Partitions())), Mirror: t.Mirror()}, true
 }
 
 // SetTopicMirror hands a topic to a cluster mirror (read-only from then
 // on) or, with mirror "", releases it (writable: failover).
 func (b *Broker) SetTopicMirror(name, mirror string) error {
-	t := b.topicByName(name)
-	if t == nil {
-		return fmt.Errorf("broker: no topic %s", name)
-	}
-	// Waits for a maintenance pass over the topic to finish (see
-	// topic.maintainMu), outside b.mu so handlers are not held up.
-	t.maintainMu.Lock()
-	defer t.maintainMu.Unlock()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.topics[name] != t {
-		return fmt.Errorf("broker: topic %s was deleted", name)
-	}
-	if t.mirrorName() == mirror {
-		return nil
-	}
-	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.parts())), Configs: t.configs, Mirror: mirror}
-	if err := b.store.PutTopic(st); err != nil {
-		return fmt.Errorf("broker: handing topic %s to mirror %q: %w", name, mirror, err)
-	}
-	t.setMirror(mirror)
-	return nil
-}
-
-// AppendControl appends a control batch (a transaction marker, a
-// MIRROR_PID_RESET) built by the caller to a partition, at its log end,
-// with the partition's leader epoch, and wakes its consumers.
-func (m mirrorPartition) AppendControl(build func(base int64, epoch int32) []byte) error {
-	raw := build(m.p.log.LogEndOffset(), m.p.leaderEpoch())
-	if _, err := m.p.log.AppendControl(raw, m.p.leaderEpoch()); err != nil {
-		return err
-	}
-	m.p.appended()
-	return nil
+	return b.partitions.SetMirror(name, mirror)
 }
 
 // Store is the node's state store, shared with the mirror control plane.
@@ -164,14 +93,14 @@ func (b *Broker) Store() *state.Store { return b.store }
 func (b *Broker) GrowMirrorTopic(name string, partitions int32) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	t := b.topicByName(name)
+	t := b.partitions.Topic(name)
 	switch {
 	case t == nil:
 		return fmt.Errorf("broker: no topic %s", name)
-	case !t.readOnly():
+	case !t.ReadOnly():
 		return fmt.Errorf("broker: topic %s is not a mirror topic", name)
 	}
-	if err := b.growTopic(t, partitions); err != nil {
+	if err := b.partitions.Grow(t, partitions); err != nil {
 		return err
 	}
 	b.log.Info("mirror topic partitions added", "topic", name, "partitions", partitions)
@@ -181,11 +110,11 @@ func (b *Broker) GrowMirrorTopic(name string, partitions int32) error {
 // TopicConfigs copies a topic's dynamic configs (those set on the topic,
 // not defaults); ok is false when the topic does not exist.
 func (b *Broker) TopicConfigs(name string) (map[string]string, bool) {
-	t := b.topicByName(name)
+	t := b.partitions.Topic(name)
 	if t == nil {
 		return nil, false
 	}
-	return b.topicConfigsSnapshot(t), true
+	return t.Configs(), true
 }
 
 // MergeTopicConfigs sets configs on a topic and keeps the others (a
@@ -196,11 +125,11 @@ func (b *Broker) TopicConfigs(name string) (map[string]string, bool) {
 func (b *Broker) MergeTopicConfigs(name string, set map[string]string) (rejected map[string]error, err error) {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	t := b.topicByName(name)
+	t := b.partitions.Topic(name)
 	if t == nil {
 		return nil, fmt.Errorf("broker: no topic %s", name)
 	}
-	next := b.topicConfigsSnapshot(t)
+	next := t.Configs()
 	if next == nil {
 		next = map[string]string{}
 	}
@@ -220,7 +149,7 @@ func (b *Broker) MergeTopicConfigs(name string, set map[string]string) (rejected
 	if !changed {
 		return rejected, nil
 	}
-	if err := b.setTopicConfigs(t, next); err != nil {
+	if err := b.partitions.SetConfigs(t, next); err != nil {
 		return rejected, fmt.Errorf("broker: setting configs of %s: %w", name, err)
 	}
 	return rejected, nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/codec"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // keyedRecords returns n records, those at the indexes in keyless without
@@ -47,9 +48,9 @@ func codecBatch(t testing.TB, c batch.Codec, recs []kmsg.Record) []byte {
 }
 
 // compactedTopic creates a topic with the given cleanup.policy.
-func compactedTopic(t testing.TB, b *Broker, name, policy string) *topic {
+func compactedTopic(t testing.TB, b *Broker, name, policy string) *partition.Topic {
 	t.Helper()
-	tp, err := b.createTopic(name, 1, map[string]string{"cleanup.policy": policy}, [16]byte{})
+	tp, err := b.partitions.Create(name, 1, map[string]string{"cleanup.policy": policy}, [16]byte{}, "")
 	if err != nil {
 		t.Fatalf("creating %s: %v", name, err)
 	}
@@ -100,7 +101,7 @@ func TestProduceKeylessToCompactedTopic(t *testing.T) {
 				if sp.ErrorCode != kerr.InvalidRecord.Code || sp.BaseOffset != -1 {
 					t.Fatalf("v%d: error %d at %d, want INVALID_RECORD at -1", v, sp.ErrorCode, sp.BaseOffset)
 				}
-				msg := "Compacted topic cannot accept message without key in topic partition " + tp.name + "-0"
+				msg := "Compacted topic cannot accept message without key in topic partition " + tp.Name() + "-0"
 				var got []int
 				for _, re := range sp.ErrorRecords {
 					got = append(got, int(re.RelativeOffset))
@@ -125,7 +126,7 @@ func TestProduceKeylessToCompactedTopic(t *testing.T) {
 			if tc.policy == "" || tc.policy == "delete" || len(tc.keyless) == 0 {
 				wantEnd = 3 * int64(tc.n)
 			}
-			if end := tp.parts()[0].log.LogEndOffset(); end != wantEnd {
+			if end := tp.Partitions()[0].Log().LogEndOffset(); end != wantEnd {
 				t.Errorf("log end %d, want %d", end, wantEnd)
 			}
 		})
@@ -141,7 +142,7 @@ func TestProduceKeylessCompactedKgo(t *testing.T) {
 	b := newTestBroker(t)
 	tp := compactedTopic(t, b, "kgo-compact", "compact")
 	cl := newTestClient(t, b, kgo.ProducerLinger(time.Minute), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
-		kgo.DefaultProduceTopic(tp.name), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.DefaultProduceTopic(tp.Name()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -172,7 +173,7 @@ func TestProduceKeylessCompactedKgo(t *testing.T) {
 			t.Errorf("record %d of the mixed batch: %v, want INVALID_RECORD", i, err)
 		}
 	}
-	if end := tp.parts()[0].log.LogEndOffset(); end != 0 {
+	if end := tp.Partitions()[0].Log().LogEndOffset(); end != 0 {
 		t.Fatalf("log end %d after the refused batch, want 0", end)
 	}
 	keyed := []*kgo.Record{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}}
@@ -181,7 +182,7 @@ func TestProduceKeylessCompactedKgo(t *testing.T) {
 			t.Errorf("keyed record %d: %v", i, err)
 		}
 	}
-	if end := tp.parts()[0].log.LogEndOffset(); end != 2 {
+	if end := tp.Partitions()[0].Log().LogEndOffset(); end != 2 {
 		t.Fatalf("log end %d, want 2", end)
 	}
 }
@@ -196,11 +197,11 @@ func TestMirrorAppendKeepsKeylessRecords(t *testing.T) {
 	if err := b.CreateMirrorTopic("mirrored", [16]byte{1}, 1, "m1"); err != nil {
 		t.Fatal(err)
 	}
-	tp := b.topicByName("mirrored")
-	if err := b.setTopicConfigs(tp, map[string]string{"cleanup.policy": "compact"}); err != nil {
+	tp := b.partitions.Topic("mirrored")
+	if err := b.partitions.SetConfigs(tp, map[string]string{"cleanup.policy": "compact"}); err != nil {
 		t.Fatal(err)
 	}
-	if !tp.parts()[0].compact.Load() {
+	if !tp.Partitions()[0].Compact() {
 		t.Fatal("the mirror topic is not compacted")
 	}
 	mp, err := b.MirrorPartition("mirrored", 0)
@@ -208,10 +209,10 @@ func TestMirrorAppendKeepsKeylessRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := codecBatch(t, batch.CodecLz4, keyedRecords(10, 0, 5, 9))
-	if _, err := mp.Log().AppendMirror(raw); err != nil {
+	if _, err := mp.(*partition.Partition).Log().AppendMirror(raw); err != nil {
 		t.Fatalf("mirror append of keyless records: %v", err)
 	}
-	if end := mp.Log().LogEndOffset(); end != 10 {
+	if end := mp.(*partition.Partition).Log().LogEndOffset(); end != 10 {
 		t.Fatalf("log end %d, want 10", end)
 	}
 }

@@ -16,12 +16,13 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/vfs"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // mustTopic creates a topic directly, bypassing any admin API.
-func mustTopic(t testing.TB, b *Broker, name string, partitions int32) *topic {
+func mustTopic(t testing.TB, b *Broker, name string, partitions int32) *partition.Topic {
 	t.Helper()
-	tp, err := b.createTopic(name, partitions, nil, [16]byte{})
+	tp, err := b.partitions.Create(name, partitions, nil, [16]byte{}, "")
 	if err != nil {
 		t.Fatalf("creating %s: %v", name, err)
 	}
@@ -73,11 +74,11 @@ func plainBatch(n, size int) []byte {
 	return buildBatch(-1, -1, -1, 0, time.Now().UnixMilli(), valueRecords(n, size)...)
 }
 
-func produceReq(version, acks int16, tp *topic, partition int32, records []byte) *kmsg.ProduceRequest {
+func produceReq(version, acks int16, tp *partition.Topic, partition int32, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = version, acks, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = tp.name, tp.id
+	rt.Topic, rt.TopicID = tp.Name(), tp.ID()
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = partition, records
 	rt.Partitions = append(rt.Partitions, rp)
@@ -150,7 +151,7 @@ func TestProduceCodecRoundTrip(t *testing.T) {
 			}
 			// The stored batches carry the codec: the broker kept the
 			// producer's bytes.
-			raw, _, err := tp.parts()[0].log.Read(0, 1<<30, tp.parts()[0].log.HighWatermark(), nil)
+			raw, _, err := tp.Partitions()[0].Log().Read(0, 1<<30, tp.Partitions()[0].Log().HighWatermark(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +194,7 @@ func TestProduceIdempotentRetry(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "idem", 1)
-	l := tp.parts()[0].log
+	l := tp.Partitions()[0].Log()
 	rc := dialRaw(t, b)
 	pid, epoch := initProducerID(t, rc)
 	ts := time.Now().UnixMilli()
@@ -268,7 +269,7 @@ func TestProduceSequenceErrors(t *testing.T) {
 					t.Fatalf("refused batch has base offset %d, want -1", sp.BaseOffset)
 				}
 			}
-			if got := tp.parts()[0].log.LogEndOffset(); got != wantLEO {
+			if got := tp.Partitions()[0].Log().LogEndOffset(); got != wantLEO {
 				t.Fatalf("log end %d, want %d", got, wantLEO)
 			}
 		})
@@ -279,7 +280,7 @@ func TestProduceAcks(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	tp := mustTopic(t, b, "acks", 1)
-	l := tp.parts()[0].log
+	l := tp.Partitions()[0].Log()
 	rc := dialRaw(t, b)
 
 	// acks=0: appended, never answered. The next request on the same
@@ -317,8 +318,10 @@ func TestProduceRejects(t *testing.T) {
 	b := newTestBroker(t)
 	plain := mustTopic(t, b, "rejects", 2)
 	mirrored := mustTopic(t, b, "rejects-mirrored", 1)
-	mirrored.setMirror("m")
-	unknown := &topic{name: "no-such-topic", id: [16]byte{1, 2, 3}}
+	if err := b.SetTopicMirror(mirrored.Name(), "m"); err != nil {
+		t.Fatal(err)
+	}
+	unknown := partition.NewTopic("no-such-topic", [16]byte{1, 2, 3})
 
 	corrupt := plainBatch(2, 10)
 	corrupt[len(corrupt)-1] ^= 0xFF
@@ -359,7 +362,7 @@ func TestProduceRejects(t *testing.T) {
 	tests := []struct {
 		name      string
 		version   int16
-		tp        *topic
+		tp        *partition.Topic
 		partition int32
 		records   []byte
 		want      int16
@@ -410,7 +413,7 @@ func TestProduceRejects(t *testing.T) {
 				t.Fatalf("message %q, want %q", *sp.ErrorMessage, roMsg)
 			}
 			rt := resp.Topics[0]
-			if tc.version >= 13 && rt.TopicID != tc.tp.id || tc.version < 13 && rt.Topic != tc.tp.name {
+			if tc.version >= 13 && rt.TopicID != tc.tp.ID() || tc.version < 13 && rt.Topic != tc.tp.Name() {
 				t.Fatalf("response names topic %q / %x", rt.Topic, rt.TopicID)
 			}
 			if tc.want != 0 && sp.BaseOffset != -1 {
@@ -418,7 +421,7 @@ func TestProduceRejects(t *testing.T) {
 			}
 		})
 	}
-	if got := mirrored.parts()[0].log.LogEndOffset(); got != 0 {
+	if got := mirrored.Partitions()[0].Log().LogEndOffset(); got != 0 {
 		t.Fatalf("mirror topic log end %d, want 0", got)
 	}
 }

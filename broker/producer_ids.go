@@ -48,12 +48,12 @@ func (p *producerIDs) allocate() (int64, error) {
 // REQUIRES: the topics are loaded, no request is served yet.
 func (b *Broker) skipKnownProducerIDs() error {
 	highest := int64(-1)
-	for _, t := range b.topics {
-		if t.readOnly() {
+	for _, t := range b.partitions.Topics() {
+		if t.ReadOnly() {
 			continue
 		}
-		for _, p := range t.parts() {
-			for _, e := range p.log.Producers().Entries() {
+		for _, p := range t.Partitions() {
+			for _, e := range p.Log().Producers().Entries() {
 				if e.ProducerID < batch.MirrorPIDOffset-1 { // a stray rewritten id must not stop the start
 					highest = max(highest, e.ProducerID)
 				}

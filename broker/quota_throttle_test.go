@@ -87,7 +87,7 @@ func TestFetchThrottled(t *testing.T) {
 	}
 	const rate = 20000
 	mustSetQuotas(t, rc, quotaEntry(quotaEnt("client-id", "raw-test"), quotaOp("consumer_byte_rate", rate)))
-	offset, end := int64(0), tp.parts()[0].log.LogEndOffset()
+	offset, end := int64(0), tp.Partitions()[0].Log().LogEndOffset()
 	throttled := false
 	for i := 0; offset < end && i < 50; i++ {
 		req := newFetchReq(12)

@@ -224,8 +224,9 @@ func (b *Broker) topicConfigDefault(tc *topicConfig) (string, bool) {
 func (b *Broker) logConfig(configs map[string]string) (storage.Config, effectiveTopicConfig, error) {
 	cfg := b.cfg.Log
 	cfg.Logger = b.log
-	// The node moves its partitions' high watermarks (partition.committed,
-	// hw_checkpoint.go), as a Kafka leader does: replication plugs in there.
+	// The node moves its partitions' high watermarks (partition.Appended,
+	// partition/hw_checkpoint.go), as a Kafka leader does: replication
+	// plugs in there.
 	cfg.ExternalHighWatermark = true
 	eff := effectiveTopicConfig{maxMessageBytes: b.cfg.MessageMaxBytes}
 	policy := b.cfg.LogCleanupPolicy

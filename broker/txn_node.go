@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 	"github.com/kmirror/kmirror/txn"
@@ -22,7 +23,7 @@ var _ txn.Node = txnNode{}
 // partition's log end and wakes its consumers (read_committed ones see
 // the last stable offset move).
 func (n txnNode) WriteMarker(tp state.TxnPartition, pid int64, epoch int16, commit bool) error {
-	t := n.b.topicByName(tp.Topic)
+	t := n.b.partitions.Topic(tp.Topic)
 	if t == nil {
 		return txn.ErrNoPartition
 	}
@@ -33,22 +34,22 @@ func (n txnNode) WriteMarker(tp state.TxnPartition, pid int64, epoch int16, comm
 // since (its logs closed under the marker) is a partition that no longer
 // exists, as for Kafka: the marker is dropped, not retried, or the
 // transaction would never complete.
-func (n txnNode) writeMarkerOn(t *topic, tp state.TxnPartition, pid int64, epoch int16, commit bool) error {
-	parts := t.parts()
+func (n txnNode) writeMarkerOn(t *partition.Topic, tp state.TxnPartition, pid int64, epoch int16, commit bool) error {
+	parts := t.Partitions()
 	if tp.Partition < 0 || int(tp.Partition) >= len(parts) {
 		return txn.ErrNoPartition
 	}
 	p := parts[tp.Partition]
-	le := p.leaderEpoch()
-	raw := batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: p.log.LogEndOffset(), PartitionLeaderEpoch: le,
+	le := p.LeaderEpoch()
+	raw := batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: p.Log().LogEndOffset(), PartitionLeaderEpoch: le,
 		Timestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, Commit: commit})
-	if _, err := p.log.AppendControl(raw, le); err != nil {
-		if errors.Is(err, storage.ErrClosed) && n.b.topicByName(tp.Topic) != t {
+	if _, err := p.Log().AppendControl(raw, le); err != nil {
+		if errors.Is(err, storage.ErrClosed) && n.b.partitions.Topic(tp.Topic) != t {
 			return fmt.Errorf("%w: %s was deleted", txn.ErrNoPartition, tp.Topic)
 		}
 		return fmt.Errorf("broker: transaction marker on %s-%d: %w", tp.Topic, tp.Partition, err)
 	}
-	p.appended()
+	p.Appended()
 	return nil
 }
 
@@ -75,12 +76,12 @@ func (n txnNode) AllocateProducerID() (int64, error) { return n.b.pids.allocate(
 // are the source's until the failover aborts them.
 func (b *Broker) repairTxns(now time.Time) {
 	seen := map[orphanKey]bool{}
-	for _, p := range b.allPartitions() {
-		if p.topic.readOnly() {
+	for _, p := range b.partitions.Partitions() {
+		if p.Topic().ReadOnly() {
 			continue
 		}
-		tp := state.TxnPartition{Topic: p.topic.name, Partition: p.index}
-		for _, o := range p.log.Producers().OngoingTxns() {
+		tp := state.TxnPartition{Topic: p.Topic().Name(), Partition: p.Index()}
+		for _, o := range p.Log().Producers().OngoingTxns() {
 			key := orphanKey{tp, o.ProducerID, o.FirstOffset}
 			var commit bool
 			switch b.txns.Resolve(tp, o.ProducerID, o.ProducerEpoch) {

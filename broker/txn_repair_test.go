@@ -58,7 +58,7 @@ func TestOrphanedTransactionAborted(t *testing.T) {
 	id := "no-coordinator"
 	req.TransactionID = &id
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = "orphan", b.topicByName("orphan").id
+	rt.Topic, rt.TopicID = "orphan", b.partitions.Topic("orphan").ID()
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = transactionalBatch(987654, 0)
 	rt.Partitions = append(rt.Partitions, rp)
@@ -67,17 +67,17 @@ func TestOrphanedTransactionAborted(t *testing.T) {
 	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("producing the orphan: %v %+v", err, resp)
 	}
-	p := b.topicByName("orphan").parts()[0]
-	if p.log.LastStableOffset() != 1 {
-		t.Fatalf("last stable offset %d with the orphan open, want 1", p.log.LastStableOffset())
+	p := b.partitions.Topic("orphan").Partitions()[0]
+	if p.Log().LastStableOffset() != 1 {
+		t.Fatalf("last stable offset %d with the orphan open, want 1", p.Log().LastStableOffset())
 	}
 	now := time.Now()
 	b.repairTxns(now) // first sighting
-	if p.log.LastStableOffset() != 1 {
+	if p.Log().LastStableOffset() != 1 {
 		t.Fatal("the orphan was aborted at its first sighting")
 	}
 	b.repairTxns(now.Add(300 * time.Millisecond))
-	if lso, hw := p.log.LastStableOffset(), p.log.HighWatermark(); lso != hw || hw != 3 {
+	if lso, hw := p.Log().LastStableOffset(), p.Log().HighWatermark(); lso != hw || hw != 3 {
 		t.Fatalf("after transaction.max.timeout.ms: last stable offset %d, high watermark %d; want both 3 (marker written)", lso, hw)
 	}
 }
@@ -95,11 +95,11 @@ func TestRunningTransactionKept(t *testing.T) {
 	if err := p.ProduceSync(ctx, kgo.StringRecord("open")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	part := b.topicByName("kept").parts()[0]
+	part := b.partitions.Topic("kept").Partitions()[0]
 	b.repairTxns(time.Now())
 	b.repairTxns(time.Now().Add(2 * time.Minute))
-	if part.log.LastStableOffset() != 0 {
-		t.Fatalf("maintenance ended a running transaction: last stable offset %d", part.log.LastStableOffset())
+	if part.Log().LastStableOffset() != 0 {
+		t.Fatalf("maintenance ended a running transaction: last stable offset %d", part.Log().LastStableOffset())
 	}
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("committing after maintenance: %v", err)
@@ -125,7 +125,7 @@ func TestTxnMarkerOnADeletedTopic(t *testing.T) {
 	}
 
 	kept := mustTopic(t, b, "kept", 1)
-	kept.parts()[0].log.MarkDeleted() // closed under the marker, the topic still here
+	kept.Partitions()[0].Log().MarkDeleted() // closed under the marker, the topic still here
 	err = txnNode{b}.writeMarkerOn(kept, state.TxnPartition{Topic: "kept", Partition: 0}, 7, 0, true)
 	if err == nil || errors.Is(err, txn.ErrNoPartition) {
 		t.Fatalf("marker on a closed log of a live topic: %v, want an error to retry", err)

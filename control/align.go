@@ -6,8 +6,8 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
-	"github.com/kmirror/kmirror/storage"
 )
 
 // alignTopic is LOG_ALIGNMENT for a topic that already has local data and
@@ -26,7 +26,7 @@ func (c *Controller) alignTopic(m state.Mirror, info broker.TopicInfo, partition
 		if err != nil {
 			return err
 		}
-		l := local.Log()
+		l := local
 		if l.LogEndOffset() == l.LogStartOffset() {
 			continue
 		}
@@ -36,7 +36,7 @@ func (c *Controller) alignTopic(m state.Mirror, info broker.TopicInfo, partition
 		case scratch:
 			c.log.Info("no last mirror epoch from the source; mirroring from scratch",
 				"mirror", m.Name, "topic", info.Name, "partition", p)
-			if err := l.TruncateFullyAndStartAt(0); err != nil {
+			if err := l.RestartAt(0); err != nil {
 				return err
 			}
 		case to < l.LogEndOffset():
@@ -55,7 +55,7 @@ func (c *Controller) alignTopic(m state.Mirror, info broker.TopicInfo, partition
 // one): at the end of that epoch here, to (the log end when that is
 // nothing), or, without an epoch, everything (scratch: the log restarts
 // empty at 0). The start dry run (align_preview.go) plans the same cut.
-func lastMirrorEpochCut(l *storage.Log, epoch int32, known bool) (to int64, scratch bool) {
+func lastMirrorEpochCut(l partition.View, epoch int32, known bool) (to int64, scratch bool) {
 	if !known || epoch < 0 {
 		return 0, true
 	}

@@ -73,7 +73,7 @@ func (c *Controller) previewPartition(m state.Mirror, sc startCase, topic string
 		pp.CopyFrom, pp.SourceEnd = ap.SourceStart, ap.SourceEnd
 		return pp, nil
 	}
-	l, err := c.b.PartitionLog(topic, p)
+	l, err := c.b.PartitionView(topic, p)
 	if err != nil {
 		return pp, err
 	}

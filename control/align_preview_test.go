@@ -80,7 +80,7 @@ func TestStartDryRunFromScratch(t *testing.T) {
 	if err := wp.ProduceSync(ctx, kgo.StringRecord("written here")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := n.b.PartitionLog("t", 0)
+	l, err := n.b.PartitionView("t", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func TestRestartAfterFailoverMirrorsFromScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end := local.Log().LogEndOffset(); end != 3 {
+	if end := local.LogEndOffset(); end != 3 {
 		t.Fatalf("log end %d after mirroring from scratch, want the source's 3", end)
 	}
 }

@@ -340,11 +340,11 @@ func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error 
 	if err != nil {
 		return err
 	}
-	l := local.Log()
+	l := local
 	if ps.State != state.StateStopping {
 		ps.LastMirrorEpoch, ps.LastMirrorOffset = -1, l.LogEndOffset()
-		if e, ok := l.Epochs().Latest(); ok {
-			ps.LastMirrorEpoch = e.Epoch
+		if e, ok := l.LatestEpoch(); ok {
+			ps.LastMirrorEpoch = e
 		}
 		if err := c.setState(ps, state.StateStopping, ""); err != nil {
 			return err
@@ -359,7 +359,7 @@ func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error 
 		}
 	}
 	now := time.Now().UnixMilli()
-	for _, txn := range l.Producers().OngoingTxns() {
+	for _, txn := range l.OngoingTxns() {
 		if err := local.AppendControl(func(base int64, epoch int32) []byte {
 			return batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: base, PartitionLeaderEpoch: epoch,
 				Timestamp: now, ProducerID: txn.ProducerID, ProducerEpoch: txn.ProducerEpoch,

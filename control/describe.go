@@ -138,7 +138,7 @@ func (c *Controller) destinationOffset(ps state.MirrorPartitionState, logEnd int
 	if err != nil {
 		return logEnd
 	}
-	hw := local.Log().HighWatermark()
+	hw := local.HighWatermark()
 	if logEnd >= 0 {
 		hw = min(hw, logEnd)
 	}

@@ -40,8 +40,7 @@ func (d groupDest) Bounds(topic string, partition int32) (int64, int64, bool) {
 	if err != nil {
 		return 0, 0, false
 	}
-	l := p.Log()
-	return l.LogStartOffset(), l.HighWatermark(), true
+	return p.LogStartOffset(), p.HighWatermark(), true
 }
 
 // Commit commits offs for group. In the periodic sync it takes c.mu and

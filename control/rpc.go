@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -532,7 +533,7 @@ func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.R
 				}
 				// PAUSED -> MIRRORING: no re-alignment, from the log end.
 				err := c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
-				var local broker.MirrorPartition
+				var local partition.Follower
 				if err == nil {
 					local, err = c.b.MirrorPartition(topic, p)
 				}

@@ -92,7 +92,7 @@ func TestSecuredSource(t *testing.T) {
 			ends.Each(func(o kadm.ListedOffset) {
 				testutil.CheckFor(t, testutil.Timeout, testutil.True("the committed offset mirrored", func() bool {
 					local, err := n.b.MirrorPartition("secret-orders", o.Partition)
-					return err == nil && local.Log().HighWatermark() == o.Offset
+					return err == nil && local.HighWatermark() == o.Offset
 				}))
 			})
 			n.ctl.SyncOnce()

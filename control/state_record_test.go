@@ -85,7 +85,7 @@ func TestUnreadableStateRecordFails(t *testing.T) {
 		t.Fatal("a partition with an unreadable state record has a fetcher")
 	}
 	local, err := n.b.MirrorPartition("t", 0)
-	if err != nil || local.Log().LogEndOffset() != 2 {
+	if err != nil || local.LogEndOffset() != 2 {
 		t.Fatalf("the copy after the restart: %v", err)
 	}
 

@@ -301,7 +301,7 @@ func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stop
 			}
 			c.stopFetcher(m.Name, t, p)
 			if local, err := c.b.MirrorPartition(t, p); err == nil {
-				sp.DestinationOffset = local.Log().LogEndOffset()
+				sp.DestinationOffset = local.LogEndOffset()
 			}
 			rep.parts = append(rep.parts, sp)
 		}

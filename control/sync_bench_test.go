@@ -67,7 +67,7 @@ func BenchmarkSyncCycle(b *testing.B) {
 		for p := range int32(partitions) {
 			testutil.CheckFor(b, testutil.Timeout, testutil.True("mirrored up to the end", func() bool {
 				local, err := n.b.MirrorPartition(t, p)
-				return err == nil && local.Log().HighWatermark() == recordsPerPartition
+				return err == nil && local.HighWatermark() == recordsPerPartition
 			}))
 		}
 	}

@@ -92,7 +92,7 @@ func (f *syncFixture) waitMirrored(t *testing.T, topic string, p int32, end int6
 	t.Helper()
 	testutil.CheckFor(t, testutil.Timeout, testutil.True("mirrored up to the end", func() bool {
 		local, err := f.n.b.MirrorPartition(topic, p)
-		return err == nil && local.Log().HighWatermark() == end
+		return err == nil && local.HighWatermark() == end
 	}))
 }
 
@@ -219,7 +219,7 @@ func TestSyncSourceTopicDeleted(t *testing.T) {
 		t.Fatalf("after the source deleted the topic: %+v", ps)
 	}
 	local, err := f.n.b.MirrorPartition("t", 0)
-	if err != nil || local.Log().LogEndOffset() != 3 {
+	if err != nil || local.LogEndOffset() != 3 {
 		t.Fatalf("local copy after the source deleted the topic: %v", err)
 	}
 

@@ -3,7 +3,7 @@ package fetch
 import (
 	"fmt"
 
-	"github.com/kmirror/kmirror/storage"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // The divergence rule, once for the real start and its dry run.
@@ -25,11 +25,11 @@ import (
 // always one), so that the cut would leave the epochs below end as they
 // are.
 type alignView struct {
-	l   *storage.Log
+	l   partition.View
 	end int64
 }
 
-func wholeLog(l *storage.Log) alignView { return alignView{l: l, end: l.LogEndOffset()} }
+func wholeLog(l partition.View) alignView { return alignView{l: l, end: l.LogEndOffset()} }
 
 // latest is the newest epoch of the view's records; false when it holds
 // none.
@@ -38,10 +38,9 @@ func (v alignView) latest() (int32, bool) {
 		return 0, false
 	}
 	if v.end >= v.l.LogEndOffset() {
-		e, ok := v.l.Epochs().Latest()
-		return e.Epoch, ok
+		return v.l.LatestEpoch()
 	}
-	return v.l.Epochs().EpochForOffset(v.end - 1)
+	return v.l.EpochForOffset(v.end - 1)
 }
 
 // endOffsetFor answers OffsetForLeaderEpoch for the view (REQUIRES: epoch
@@ -79,15 +78,15 @@ type AlignPreview struct {
 }
 
 // PreviewAlign asks the source what starting a partition with StartAlign
-// would make of log l, as if it ended at end (its log end, or
+// would make of partition l, as if it ended at end (its log end, or
 // a cut the caller plans first), and changes nothing: the source leader
 // and epoch from its metadata, OffsetForLeaderEpoch for the view's latest
 // epoch and divergence, as truncateToSource does; then the source's log
-// start and high watermark. l nil: no local log, only the source offsets
+// start and high watermark. l nil: no local partition, only the source offsets
 // are read. One thing a real start may still do that this cannot
 // see: for a source without topic ids a cut first checks that the source
 // topic is the one copied, and fails the partition if it was recreated.
-func (m *Manager) PreviewAlign(mirrorName, topic string, partition int32, l *storage.Log, end int64) (AlignPreview, error) {
+func (m *Manager) PreviewAlign(mirrorName, topic string, partition int32, l partition.View, end int64) (AlignPreview, error) {
 	mr, err := m.mirror(mirrorName)
 	if err != nil {
 		return AlignPreview{}, err

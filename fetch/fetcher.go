@@ -511,14 +511,14 @@ func (f *fetcher) apply(resp *kmsg.FetchResponse, requested map[topicPartition]i
 			if ps == nil || !asked {
 				continue // removed while the request was out
 			}
-			if rp.ErrorCode == 0 && ps.local.Log().LogEndOffset() != from {
+			if rp.ErrorCode == 0 && ps.local.LogEndOffset() != from {
 				// Asked at a predicted offset the previous apply did not
 				// reach (it failed, truncated or skipped): drop this data,
 				// the next request asks at the real log end.
 				resync = append(resync, tp)
 				continue
 			}
-			before := ps.local.Log().LogEndOffset()
+			before := ps.local.LogEndOffset()
 			drop := ps.handle(f, rp, sent)
 			if drop || rp.ErrorCode != 0 || rp.DivergingEpoch.EndOffset >= 0 || !f.reached(tp, ps, before) {
 				resync = append(resync, tp)
@@ -559,7 +559,7 @@ func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartit
 	defer f.mu.Unlock()
 	for tp := range requested {
 		if ps := f.parts[tp]; ps != nil && !answered[tp] {
-			leo := ps.local.Log().LogEndOffset()
+			leo := ps.local.LogEndOffset()
 			ps.mu.Lock()
 			ps.lastFetch = now
 			if ps.sourceHW >= 0 {
@@ -578,7 +578,7 @@ func (f *fetcher) touchQuiet(resp *kmsg.FetchResponse, requested map[topicPartit
 // move when nothing was predicted. (predicted is read here under no lock:
 // the fetcher goroutine only writes it between applies.)
 func (f *fetcher) reached(tp topicPartition, ps *partState, before int64) bool {
-	leo := ps.local.Log().LogEndOffset()
+	leo := ps.local.LogEndOffset()
 	if p, ok := f.predicted[tp]; ok && p.ps == ps {
 		return leo == p.offset
 	}

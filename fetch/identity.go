@@ -101,7 +101,7 @@ const maxIdentitySteps = 8
 // which the source's cleaner never rewrites, so a compacted topic does not
 // fail the check for being compacted.
 func (mr *mirror) sameTopic(ps *partState, leader int32, sourceID [16]byte) (compared bool, err error) {
-	l := ps.local.Log()
+	l := ps.local
 	if l.LogEndOffset() == l.LogStartOffset() {
 		return false, nil
 	}

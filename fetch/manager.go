@@ -11,25 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
-
-	"github.com/kmirror/kmirror/storage"
 )
-
-// Partition is the local partition a mirror writes: the broker's.
-type Partition interface {
-	Log() *storage.Log
-	// LeaderEpoch is the node's leader epoch for the partition.
-	LeaderEpoch() int32
-	// RaiseLeaderEpoch persists a higher local leader epoch.
-	RaiseLeaderEpoch(epoch int32) error
-	// TopicID is the local topic's id: the source's, for sources with
-	// topic ids (Kafka 2.8+), else one this node assigned.
-	TopicID() [16]byte
-	// Appended wakes consumers long-polling the partition.
-	Appended()
-}
 
 // Config configures a Manager.
 type Config struct {
@@ -228,7 +213,7 @@ const (
 // StartPartition mirrors source partition topic/partition into local,
 // from local's log end. Starting a partition already mirrored (or failed)
 // restarts it.
-func (m *Manager) StartPartition(mirrorName, topic string, partition int32, local Partition, mode StartMode) error {
+func (m *Manager) StartPartition(mirrorName, topic string, partition int32, local partition.Follower, mode StartMode) error {
 	mr, err := m.mirror(mirrorName)
 	if err != nil {
 		return err

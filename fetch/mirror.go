@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/retry"
+	"github.com/kmirror/kmirror/partition"
 )
 
 type topicPartition struct {
@@ -66,7 +67,7 @@ func (mr *mirror) wakeResolver() {
 	}
 }
 
-func (mr *mirror) start(tp topicPartition, local Partition, mode StartMode) {
+func (mr *mirror) start(tp topicPartition, local partition.Follower, mode StartMode) {
 	mr.stopPartition(tp)
 	ps := &partState{tp: tp, local: local, mirror: mr, leader: -1, sourceEpoch: -1,
 		sourceHW: -1, sourceLogStart: -1, state: StateResolving, checkEpoch: true, started: time.Now(),
@@ -272,7 +273,7 @@ func (mr *mirror) metadata(topics map[string]bool) (sourceMetadata, error) {
 // (sources before Kafka 2.7 have no diverging epochs in Fetch; newer ones
 // get the same answer here as Fetch would give).
 func (mr *mirror) truncateToSource(ps *partState, li leaderInfo) error {
-	latest, ok := wholeLog(ps.local.Log()).latest()
+	latest, ok := wholeLog(ps.local).latest()
 	if !ok {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/storage"
 
 	"github.com/kmirror/kmirror/internal/retry"
@@ -89,7 +90,7 @@ const (
 // fetcher that owns it writes them, Status reads them.
 type partState struct {
 	tp     topicPartition
-	local  Partition
+	local  partition.Follower
 	mirror *mirror
 
 	mu             sync.Mutex
@@ -128,7 +129,7 @@ func (ps *partState) status() Status {
 	defer ps.mu.Unlock()
 	st := Status{Mirror: ps.mirror.cfg.Name, Topic: ps.tp.topic, Partition: ps.tp.partition, State: ps.state, Err: ps.err,
 		SourceLeader: ps.leader, SourceEpoch: ps.sourceEpoch, SourceHighWatermark: ps.sourceHW,
-		SourceLogStart: ps.sourceLogStart, LogEndOffset: ps.local.Log().LogEndOffset(),
+		SourceLogStart: ps.sourceLogStart, LogEndOffset: ps.local.LogEndOffset(),
 		SourceUpdated: ps.sourceUpdated, LastFetch: ps.lastFetch, Aligning: ps.align, NoSourceTopicIDs: ps.noSourceIDs}
 	if ps.sourceHW >= 0 {
 		st.Lag = max(ps.sourceHW-st.LogEndOffset, 0)
@@ -231,10 +232,10 @@ func (ps *partState) rehome(reason error) {
 
 // fetchPosition is what the next Fetch asks for this partition.
 func (ps *partState) fetchPosition() (offset int64, currentEpoch, lastFetchedEpoch int32) {
-	l := ps.local.Log()
+	l := ps.local
 	lastFetchedEpoch = -1
-	if e, ok := l.Epochs().Latest(); ok {
-		lastFetchedEpoch = e.Epoch
+	if e, ok := l.LatestEpoch(); ok {
+		lastFetchedEpoch = e
 	}
 	ps.mu.Lock()
 	currentEpoch = ps.sourceEpoch
@@ -267,7 +268,7 @@ func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition, se
 		ps.fail(err, false)
 		return true
 	}
-	leo := ps.local.Log().LogEndOffset()
+	leo := ps.local.LogEndOffset()
 	ps.mu.Lock()
 	ps.lastFetch, ps.align = time.Now(), false
 	ps.lag.observe(rp.HighWatermark, sent, leo)
@@ -337,7 +338,7 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 	if len(records) == 0 {
 		return nil
 	}
-	l := ps.local.Log()
+	l := ps.local
 	leo := l.LogEndOffset()
 	it := batch.NewIterator(records)
 	start, end, lastFrom := -1, 0, 0
@@ -374,7 +375,7 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 			if start >= 0 || leo != l.LogStartOffset() {
 				return fmt.Errorf("source batch at %d-%d overlaps the local log end %d", b.BaseOffset(), b.LastOffset(), leo)
 			}
-			if err := l.TruncateFullyAndStartAt(b.BaseOffset()); err != nil {
+			if err := l.RestartAt(b.BaseOffset()); err != nil {
 				return fmt.Errorf("restarting the empty log at %d: %w", b.BaseOffset(), err)
 			}
 			leo = b.BaseOffset()
@@ -400,7 +401,6 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 		if err != nil {
 			return fmt.Errorf("appending at %d: %w", leo, err)
 		}
-		ps.local.Appended()
 		last := batch.Batch(records[lastFrom:end])
 		ps.mu.Lock()
 		ps.lag.copied(int64(end-start), l.LogEndOffset()-leo, last.MaxTimestamp())
@@ -444,7 +444,7 @@ func (ps *partState) raiseEpoch(sourceEpoch int32) error {
 // only while aligning (mayTruncate); otherwise it returns a
 // SourceTruncatedError and the log stays as it is.
 func (ps *partState) truncateDiverged(epoch int32, endOffset int64, how string) error {
-	to, cut := divergence(wholeLog(ps.local.Log()), epoch, endOffset)
+	to, cut := divergence(wholeLog(ps.local), epoch, endOffset)
 	if !cut {
 		return nil
 	}
@@ -456,7 +456,7 @@ func (ps *partState) truncateDiverged(epoch int32, endOffset int64, how string) 
 // SourceTruncatedError instead. For a source without topic ids, the
 // source partition is first checked to still be the one copied.
 func (ps *partState) truncateTo(to int64, how string) error {
-	l := ps.local.Log()
+	l := ps.local
 	ps.mu.Lock()
 	align, noIDs, leader := ps.align, ps.sourceTopicID == [16]byte{}, ps.leader
 	ps.mu.Unlock()
@@ -487,7 +487,7 @@ func (ps *partState) truncateTo(to int64, how string) error {
 // followLogStart moves the local log start up to the source's (retention
 // or DeleteRecords at the source).
 func (ps *partState) followLogStart(sourceStart int64) error {
-	l := ps.local.Log()
+	l := ps.local
 	if sourceStart <= l.LogStartOffset() {
 		return nil
 	}
@@ -495,7 +495,7 @@ func (ps *partState) followLogStart(sourceStart int64) error {
 	if to <= l.LogStartOffset() {
 		return nil
 	}
-	if err := l.SetLogStartOffset(to); err != nil && !errors.Is(err, storage.ErrOffsetOutOfRange) {
+	if err := l.AdvanceLogStart(to); err != nil && !errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return fmt.Errorf("following the source log start %d: %w", sourceStart, err)
 	}
 	return nil
@@ -509,13 +509,13 @@ func (ps *partState) resetOutOfRange() error {
 	if err != nil {
 		return err
 	}
-	l := ps.local.Log()
+	l := ps.local
 	leo := l.LogEndOffset()
 	switch {
 	case leo < start:
 		ps.mirror.m.log.Warn("source log start passed the local log end; restarting there", "mirror", ps.mirror.cfg.Name,
 			"topic", ps.tp.topic, "partition", ps.tp.partition, "log_end", leo, "source_start", start)
-		return l.TruncateFullyAndStartAt(start)
+		return l.RestartAt(start)
 	case leo > end:
 		return ps.truncateTo(end, "OFFSET_OUT_OF_RANGE")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/fetch"
 	ktestutil "github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // The fetch collector reports what a real mirror did: bytes and batches,
@@ -28,7 +29,7 @@ func TestFetchCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := startMirrored(t, b, m, "m", "s", sourceID(t, ctx, p, "s"))
-	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("mirror caught up", func() bool { return local.Log().LogEndOffset() == 3 }))
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("mirror caught up", func() bool { return local.LogEndOffset() == 3 }))
 
 	c := NewFetchCollector(m, true)
 	reg := prometheus.NewPedanticRegistry()
@@ -90,7 +91,7 @@ func TestFetchCollectorStalled(t *testing.T) {
 		}
 		return age, stalled
 	}
-	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("mirror caught up", func() bool { return local.Log().LogEndOffset() == 1 }))
+	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("mirror caught up", func() bool { return local.LogEndOffset() == 1 }))
 	// Answered (the source keeps answering, with new records so that
 	// even an incremental fetch session names the partition).
 	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("fresh while answered", func() bool {
@@ -136,7 +137,7 @@ func TestFetchCollectorLagSeconds(t *testing.T) {
 	}
 	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("caught up: lag about 0", func() bool {
 		s, bytes, recs := lag()
-		return local.Log().LogEndOffset() == 1 && s < 1 && bytes == 0 && recs == 0
+		return local.LogEndOffset() == 1 && s < 1 && bytes == 0 && recs == 0
 	}))
 
 	// A burst of 100 batches of about 80 bytes (snappy): seconds of
@@ -158,7 +159,7 @@ func TestFetchCollectorLagSeconds(t *testing.T) {
 	}))
 	ktestutil.CheckFor(t, ktestutil.Timeout, ktestutil.True("caught up again", func() bool {
 		s, _, recs := lag()
-		return local.Log().LogEndOffset() == 101 && recs == 0 && s < 1
+		return local.LogEndOffset() == 101 && recs == 0 && s < 1
 	}))
 	if behind <= 1.5 {
 		t.Fatalf("behind: %vs", behind)
@@ -193,7 +194,7 @@ func newFetchFixture(t *testing.T, records int) (context.Context, *kfake.Cluster
 // startMirrored creates one-partition mirror topic topic on b, with the
 // source's topic id (the fetchers refuse another), and mirrors it with m's
 // mirror.
-func startMirrored(t *testing.T, b *broker.Broker, m *fetch.Manager, mirror, topic string, id [16]byte) fetch.Partition {
+func startMirrored(t *testing.T, b *broker.Broker, m *fetch.Manager, mirror, topic string, id [16]byte) partition.Follower {
 	t.Helper()
 	if err := b.CreateMirrorTopic(topic, id, 1, mirror); err != nil {
 		t.Fatal(err)

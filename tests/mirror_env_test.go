@@ -164,7 +164,7 @@ func (e *mirrorEnv) localLogEnd(topic string, p int32) int64 {
 	if err != nil {
 		e.t.Fatalf("MirrorPartition %s-%d: %v", topic, p, err)
 	}
-	return local.Log().LogEndOffset()
+	return local.LogEndOffset()
 }
 
 func (e *mirrorEnv) status(topic string, p int32) fetch.Status {

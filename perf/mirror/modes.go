@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // mirrorName is the mirror the benchmark's fetch.Manager runs.
@@ -33,7 +33,7 @@ type mirrorRun struct {
 
 	node  *node
 	mgr   *fetch.Manager
-	parts []broker.MirrorPartition
+	parts []partition.Follower
 	cons  *consumerRun
 }
 
@@ -81,7 +81,7 @@ func (r *mirrorRun) start(ctx context.Context) error {
 
 func (r *mirrorRun) caughtUp() bool {
 	for p, mp := range r.parts {
-		if mp.Log().LogEndOffset() < r.ds.ends[p] {
+		if mp.LogEndOffset() < r.ds.ends[p] {
 			return false
 		}
 	}
@@ -106,7 +106,7 @@ func (r *mirrorRun) lag() int64 {
 func (r *mirrorRun) moved() (int64, int64) {
 	var recs int64
 	for p, mp := range r.parts {
-		recs += min(mp.Log().LogEndOffset(), r.ds.ends[p])
+		recs += min(mp.LogEndOffset(), r.ds.ends[p])
 	}
 	return r.mgr.Stats().BytesMirrored.Load(), recs
 }

@@ -132,12 +132,11 @@ func setupVerifyBench() (*verifyBench, error) {
 					buf = append(buf, one...)
 					binary.BigEndian.PutUint64(buf[start:], uint64((at+i)*100))
 				}
-				if _, err := mp.Log().AppendMirror(buf); err != nil {
+				if _, err := mp.AppendMirror(buf); err != nil {
 					vb.close()
 					return nil, err
 				}
 			}
-			mp.Appended()
 			vb.ends[p] = perPart * 100
 		}
 	}

@@ -1,0 +1,519 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/vfs"
+	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/storage"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Store is the node's state store: the topic registry and the
+	// persisted leader epochs.
+	Store *state.Store
+	// LogDirs are log.dirs; a new partition goes to the one holding the
+	// fewest partitions.
+	LogDirs []string
+	// SpaceGuards is the space guard of a log dir, by cleaned path, for
+	// the log dirs that have one.
+	SpaceGuards map[string]storage.SpaceGuard
+	// FS is the filesystem of the high watermark checkpoints; nil means
+	// the operating system's.
+	FS vfs.FS
+	// LogConfig resolves a topic's dynamic configs into its log's config
+	// and the settings the node enforces. It is called under the
+	// registry's lock.
+	LogConfig func(configs map[string]string) (storage.Config, Settings, error)
+	// TopicsChanged is called, with the registry's lock held for writing,
+	// after every change to the topics or their partition counts, with
+	// all the topics: a metadata image built from them is published in
+	// the order of the changes. Nil: nothing is told.
+	TopicsChanged func(all []*Topic)
+	// EpochMoved is called when a partition's leader epoch is no longer
+	// its published one (Partition.SetPublishedEpoch): after an append in
+	// a newer epoch or a raised floor. The registry's lock may be held.
+	EpochMoved func(p *Partition)
+	// Logger receives topic creations and maintenance failures; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Manager is the node's partition registry (Kafka's ReplicaManager): the
+// topics the node hosts and, for each, its partitions' logs.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu         sync.RWMutex
+	topics     map[string]*Topic
+	topicsByID map[[16]byte]*Topic
+	// deleted are deleted topics' logs kept open a while (Delete).
+	deleted []deletedLog
+	// hw are the high watermark checkpoints (hw_checkpoint.go).
+	hw hwCheckpoints
+}
+
+// ErrTopicExists is Create's answer for a name in use
+// (TOPIC_ALREADY_EXISTS).
+var ErrTopicExists = errors.New("topic already exists")
+
+// ErrTopicGone: the topic was deleted while a change to it was prepared.
+var ErrTopicGone = errors.New("topic was deleted")
+
+// deletedSuffix marks a partition directory whose topic was deleted: it is
+// renamed first, so a crash never leaves a half-removed log under its live
+// name, then removed in the background (and at the next start).
+const deletedSuffix = "-delete"
+
+// Open opens the logs of every registered topic, each partition from its
+// checkpointed high watermark, and removes the directories an interrupted
+// topic deletion left.
+func Open(cfg Config) (*Manager, error) {
+	if cfg.FS == nil {
+		cfg.FS = vfs.Default
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger, topics: map[string]*Topic{}, topicsByID: map[[16]byte]*Topic{}}
+	for _, dir := range cfg.LogDirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("log.dirs: reading %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && strings.HasSuffix(e.Name(), deletedSuffix) {
+				m.removeDeletedDir(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	ts, err := cfg.Store.Topics()
+	if err != nil {
+		return nil, fmt.Errorf("loading topics: %w", err)
+	}
+	// Only the partitions opened now start from the checkpoints: a topic
+	// created later under the name of a deleted one is a new log.
+	m.hw.load(cfg.FS, cfg.LogDirs, m.log)
+	defer m.hw.loaded()
+	for _, st := range ts {
+		t, err := m.openTopic(st)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		m.topics[t.name] = t
+		m.topicsByID[t.id] = t
+	}
+	return m, nil
+}
+
+// Topic looks a topic up by name; nil when there is none.
+func (m *Manager) Topic(name string) *Topic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.topics[name]
+}
+
+// TopicByID looks a topic up by ID; nil when there is none.
+func (m *Manager) TopicByID(id [16]byte) *Topic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.topicsByID[id]
+}
+
+// Topics returns every topic, in no order.
+func (m *Manager) Topics() []*Topic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Collect(maps.Values(m.topics))
+}
+
+// Partitions returns every partition of every topic.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*Partition
+	for _, t := range m.topics {
+		out = append(out, t.Partitions()...)
+	}
+	return out
+}
+
+// Republish calls TopicsChanged for a change the registry does not see
+// (the node's listeners, bound after Open).
+func (m *Manager) Republish() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.changedLocked()
+}
+
+// changedLocked tells TopicsChanged. REQUIRES: m.mu held for writing.
+func (m *Manager) changedLocked() {
+	if m.cfg.TopicsChanged != nil {
+		m.cfg.TopicsChanged(slices.Collect(maps.Values(m.topics)))
+	}
+}
+
+// partitionDir is where partition p of topic name lives: the log
+// directory holding it already, else the one with the fewest partitions.
+func (m *Manager) partitionDir(name string, p int32) string {
+	base := name + "-" + strconv.Itoa(int(p))
+	dirs := m.cfg.LogDirs
+	best, bestN := dirs[0], -1
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, base)); err == nil {
+			return filepath.Join(d, base)
+		}
+		if len(dirs) == 1 {
+			break
+		}
+		entries, _ := os.ReadDir(d)
+		if bestN < 0 || len(entries) < bestN {
+			best, bestN = d, len(entries)
+		}
+	}
+	return filepath.Join(best, base)
+}
+
+// openTopic opens the logs of a registered topic.
+func (m *Manager) openTopic(st state.Topic) (*Topic, error) {
+	t := NewTopic(st.Name, st.ID)
+	t.m, t.configs = m, st.Configs
+	t.setMirror(st.Mirror)
+	if t.configs == nil {
+		t.configs = map[string]string{}
+	}
+	epochs, err := m.cfg.Store.LeaderEpochs(st.ID)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: loading leader epochs: %w", st.Name, err)
+	}
+	if err := m.addPartitions(t, st.Partitions); err != nil {
+		return nil, err
+	}
+	for _, p := range t.Partitions() {
+		p.epochFloor.Store(epochs[p.index])
+	}
+	return t, nil
+}
+
+// addPartitions opens (creating) partitions len(t.Partitions())..n-1 of t
+// and publishes the longer list. On error the partitions it opened are
+// closed and the list is unchanged.
+// REQUIRES: m.mu held for writing, or t not yet visible to handlers.
+func (m *Manager) addPartitions(t *Topic, n int32) error {
+	cfg, settings, err := m.cfg.LogConfig(t.configs)
+	if err != nil {
+		return fmt.Errorf("topic %s: %w", t.name, err)
+	}
+	old := t.Partitions()
+	parts := slices.Clip(old)
+	for i := int32(len(old)); i < n; i++ {
+		dir := m.partitionDir(t.name, i)
+		l, err := storage.Open(dir, cfg)
+		if err == nil {
+			// partition.metadata names the topic id, for `kmirror
+			// storage rebuild`; a partition from before it gets one now.
+			if err = l.SetTopicID(t.id); err != nil {
+				l.Close()
+			}
+		}
+		if err != nil {
+			for _, p := range parts[len(old):] {
+				p.log.Close()
+			}
+			return fmt.Errorf("opening %s-%d: %w", t.name, i, err)
+		}
+		if g := m.cfg.SpaceGuards[filepath.Dir(dir)]; g != nil {
+			l.SetSpaceGuard(g)
+		}
+		p := &Partition{topic: t, index: i, log: l}
+		p.applySettings(settings)
+		m.hw.start(p)
+		parts = append(parts, p)
+	}
+	t.partList.Store(&parts)
+	return nil
+}
+
+// Create registers and opens a topic, owned by cluster mirror mirror when
+// that is not "" (then read-only to clients). configs must be validated;
+// a zero id gets a random one.
+func (m *Manager) Create(name string, partitions int32, configs map[string]string, id [16]byte, mirror string) (*Topic, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.topics[name]; ok {
+		return nil, ErrTopicExists
+	}
+	if id == ([16]byte{}) {
+		var err error
+		if id, err = NewTopicID(); err != nil {
+			return nil, err
+		}
+	}
+	st := state.Topic{Name: name, ID: id, Partitions: partitions, Configs: maps.Clone(configs), Mirror: mirror}
+	if st.Configs == nil {
+		st.Configs = map[string]string{}
+	}
+	// Logs first, registry second: a crash in between leaves empty
+	// directories the next create reuses, never a registered topic
+	// without logs.
+	t, err := m.openTopic(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.cfg.Store.PutTopic(st); err != nil {
+		for _, p := range t.Partitions() {
+			p.log.Close()
+		}
+		return nil, fmt.Errorf("registering topic %s: %w", name, err)
+	}
+	m.topics[name] = t
+	m.topicsByID[id] = t
+	m.changedLocked()
+	m.log.Info("topic created", "topic", name, "partitions", partitions)
+	return t, nil
+}
+
+// Delete unregisters a topic and removes its logs and leader epochs. The
+// directories are renamed at once, under mu, so a topic re-created with
+// the same name starts empty; the logs stay open for deletedLogDelay,
+// like Kafka's file.delete.delay.ms, because a Fetch may be sending a
+// region of them with sendfile right now. deleted is false when t was no
+// longer registered.
+//
+// Nothing may write to a log once its directory is renamed: the writes
+// would go to the old path (gone, or the re-created topic's). So, before
+// the renames:
+//  1. maintainMu is write-held: a maintenance pass running on one of the
+//     partitions finishes first, and a later pass (the partition may still
+//     be in the list it took) sees t.deleted and skips it.
+//  2. Each log is marked deleted (storage.Log.MarkDeleted): a Produce or
+//     mirror append still holding the partition gets ErrClosed, and the
+//     Close at the end of the delay writes nothing.
+func (m *Manager) Delete(t *Topic) (deleted bool, err error) {
+	t.maintainMu.Lock()
+	defer t.maintainMu.Unlock()
+	m.mu.Lock()
+	if m.topics[t.name] != t {
+		m.mu.Unlock()
+		return false, nil
+	}
+	if err := m.cfg.Store.DeleteTopic(t.name); err != nil && !errors.Is(err, state.ErrNotFound) {
+		m.mu.Unlock()
+		return false, fmt.Errorf("unregistering topic %s: %w", t.name, err)
+	}
+	delete(m.topics, t.name)
+	delete(m.topicsByID, t.id)
+	m.changedLocked()
+	t.deleted = true
+	now := time.Now()
+	for _, p := range t.Partitions() {
+		p.log.MarkDeleted()
+		dir := p.log.Dir()
+		gone := dir + "." + strconv.FormatInt(now.UnixNano(), 36) + deletedSuffix
+		if err := os.Rename(dir, gone); err != nil {
+			m.log.Warn("renaming a deleted partition", "dir", dir, "err", err)
+			gone = ""
+		}
+		m.deleted = append(m.deleted, deletedLog{log: p.log, dir: gone, at: now})
+	}
+	m.mu.Unlock()
+	for _, p := range t.Partitions() {
+		p.wake() // wake long polls so they see the topic gone
+	}
+	if err := m.cfg.Store.DeleteLeaderEpochs(t.id); err != nil {
+		m.log.Warn("deleting the leader epochs of a deleted topic", "topic", t.name, "err", err)
+	}
+	return true, nil
+}
+
+// deletedLogDelay is how long a deleted topic's logs stay open (Kafka's
+// file.delete.delay.ms).
+const deletedLogDelay = 60 * time.Second
+
+// deletedLog is a deleted partition waiting to be closed and removed.
+type deletedLog struct {
+	log *storage.Log
+	dir string // renamed directory, "" if the rename failed
+	at  time.Time
+}
+
+// reapDeletedLogs closes and removes deleted logs older than the delay
+// (all of them when force is set, at shutdown).
+func (m *Manager) reapDeletedLogs(now time.Time, force bool) {
+	m.mu.Lock()
+	var due []deletedLog
+	keep := m.deleted[:0]
+	for _, d := range m.deleted {
+		if force || now.Sub(d.at) >= deletedLogDelay {
+			due = append(due, d)
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	m.deleted = keep
+	m.mu.Unlock()
+	for _, d := range due {
+		if err := d.log.Close(); err != nil {
+			m.log.Debug("closing a deleted partition", "dir", d.dir, "err", err)
+		}
+		if d.dir != "" {
+			m.removeDeletedDir(d.dir)
+		}
+	}
+}
+
+func (m *Manager) removeDeletedDir(dir string) {
+	if err := os.RemoveAll(dir); err != nil {
+		m.log.Warn("removing a deleted partition", "dir", dir, "err", err)
+	}
+}
+
+// Grow adds partitions (CreatePartitions, a mirror's partition growth) up
+// to n in total.
+func (m *Manager) Grow(t *Topic, n int32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.topics[t.name] != t {
+		return ErrTopicGone
+	}
+	old := t.Partitions()
+	if n <= int32(len(old)) {
+		return fmt.Errorf("topic %s already has %d partitions", t.name, len(old))
+	}
+	if err := m.addPartitions(t, n); err != nil {
+		return err
+	}
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: n, Configs: t.configs, Mirror: t.Mirror()}
+	if err := m.cfg.Store.PutTopic(st); err != nil {
+		for _, p := range t.Partitions()[len(old):] {
+			p.log.Close()
+		}
+		t.partList.Store(&old)
+		return fmt.Errorf("registering partitions of %s: %w", t.name, err)
+	}
+	m.changedLocked()
+	return nil
+}
+
+// SetConfigs replaces a topic's dynamic configs (validated) and applies
+// them to every partition.
+func (m *Manager) SetConfigs(t *Topic, configs map[string]string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.topics[t.name] != t {
+		return ErrTopicGone
+	}
+	// Resolved under mu so a concurrent change of the defaults cannot be
+	// applied between resolving and storing.
+	cfg, settings, err := m.cfg.LogConfig(configs)
+	if err != nil {
+		return err
+	}
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.Partitions())), Configs: configs, Mirror: t.Mirror()}
+	if err := m.cfg.Store.PutTopic(st); err != nil {
+		return fmt.Errorf("storing configs of %s: %w", t.name, err)
+	}
+	t.configs = configs
+	for _, p := range t.Partitions() {
+		if err := p.log.SetConfig(cfg); err != nil {
+			return err
+		}
+		p.applySettings(settings)
+	}
+	return nil
+}
+
+// ReapplyConfigs resolves every topic's log config again, after the
+// defaults LogConfig resolves against changed. mu is held (read)
+// throughout so a concurrent SetConfigs applies wholly before or after a
+// topic's turn here.
+func (m *Manager) ReapplyConfigs() error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var errs []error
+	for _, t := range m.topics {
+		cfg, settings, err := m.cfg.LogConfig(t.configs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("topic %s: %w", t.name, err))
+			continue
+		}
+		for _, p := range t.Partitions() {
+			if err := p.log.SetConfig(cfg); err != nil {
+				errs = append(errs, fmt.Errorf("%s-%d: %w", t.name, p.index, err))
+				continue
+			}
+			p.applySettings(settings)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetMirror hands a topic to a cluster mirror (read-only from then on)
+// or, with mirror "", releases it (writable: failover).
+func (m *Manager) SetMirror(name, mirror string) error {
+	t := m.Topic(name)
+	if t == nil {
+		return fmt.Errorf("partition: no topic %s", name)
+	}
+	// Waits for a maintenance pass over the topic to finish (see
+	// Topic.maintainMu), outside mu so handlers are not held up.
+	t.maintainMu.Lock()
+	defer t.maintainMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.topics[name] != t {
+		return fmt.Errorf("partition: topic %s was deleted", name)
+	}
+	if t.Mirror() == mirror {
+		return nil
+	}
+	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.Partitions())), Configs: t.configs, Mirror: mirror}
+	if err := m.cfg.Store.PutTopic(st); err != nil {
+		return fmt.Errorf("partition: handing topic %s to mirror %q: %w", name, mirror, err)
+	}
+	t.setMirror(mirror)
+	return nil
+}
+
+// Maintain runs one maintenance pass: retention, compaction, time-based
+// flush and producer expiry on every partition (Partition.maintain), and
+// closes the deleted logs whose delay is over. Failures are logged per
+// partition; the pass goes on.
+func (m *Manager) Maintain(now time.Time) {
+	for _, p := range m.Partitions() {
+		if err := p.maintain(now); err != nil {
+			m.log.Warn("log maintenance failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		}
+	}
+	m.reapDeletedLogs(now, false)
+}
+
+// Close closes every log cleanly (writing the clean-shutdown markers),
+// the deleted ones' too.
+func (m *Manager) Close() error {
+	m.reapDeletedLogs(time.Now(), true)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, t := range m.topics {
+		for _, p := range t.Partitions() {
+			if err := p.log.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing %s-%d: %w", t.name, p.index, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
