@@ -283,24 +283,34 @@ func (b *Broker) partitionExists(topic string, partition int32) bool {
 	return t != nil && t.Partition(partition) != nil
 }
 
-// TopicStat is a topic's size for the metrics adapter.
+// TopicStat is a topic's size and its partitions' offsets for the metrics
+// adapter.
 type TopicStat struct {
-	Name         string
-	Partitions   int
-	SizeBytes    int64
-	EndOffsetSum int64
+	Name       string
+	Partitions []PartitionStat
+	SizeBytes  int64
 }
 
-// TopicStats sums each topic's partitions (scrape time, not the hot path).
+// PartitionStat is one partition's log bounds, Kafka's LogStartOffset and
+// LogEndOffset.
+type PartitionStat struct {
+	Index          int32
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// TopicStats reads each topic's partitions (scrape time, not the hot path).
 func (b *Broker) TopicStats() []TopicStat {
 	ts := b.partitions.Topics()
 	out := make([]TopicStat, 0, len(ts))
 	for _, t := range ts {
 		parts := t.Partitions()
-		st := TopicStat{Name: t.Name(), Partitions: len(parts)}
-		for _, p := range parts {
-			st.SizeBytes += p.Log().Size()
-			st.EndOffsetSum += p.Log().LogEndOffset()
+		st := TopicStat{Name: t.Name(), Partitions: make([]PartitionStat, 0, len(parts))}
+		for i, p := range parts {
+			l := p.Log()
+			st.SizeBytes += l.Size()
+			st.Partitions = append(st.Partitions, PartitionStat{Index: int32(i), LogStartOffset: l.LogStartOffset(),
+				LogEndOffset: l.LogEndOffset()})
 		}
 		out = append(out, st)
 	}

@@ -54,7 +54,7 @@ func TestNotCoordinator(t *testing.T) {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group, req.Generation = 8, group, -1
 		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = tp.name
+		rt.Topic = tp.Name()
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset = 0, 1
 		rt.Partitions = append(rt.Partitions, rp)
@@ -113,7 +113,7 @@ func TestNotCoordinator(t *testing.T) {
 	offsetDelete.Group = gTheirs
 	txnCommit := kmsg.NewPtrTxnOffsetCommitRequest()
 	txnCommit.TransactionalID, txnCommit.Group, txnCommit.ProducerID = "x", gTheirs, 1
-	txnCommit.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: tp.name, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	txnCommit.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: tp.Name(), Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
 
 	initPID := func(id string) *kmsg.InitProducerIDRequest {
 		req := kmsg.NewPtrInitProducerIDRequest()
@@ -122,7 +122,7 @@ func TestNotCoordinator(t *testing.T) {
 	}
 	addParts := kmsg.NewPtrAddPartitionsToTxnRequest()
 	addParts.Version, addParts.TransactionalID, addParts.ProducerID = 3, xTheirs, 1
-	addParts.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: tp.name, Partitions: []int32{0}}}
+	addParts.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: tp.Name(), Partitions: []int32{0}}}
 	addOffsets := kmsg.NewPtrAddOffsetsToTxnRequest()
 	addOffsets.TransactionalID, addOffsets.Group, addOffsets.ProducerID = xTheirs, gOurs, 1
 	endTxn := kmsg.NewPtrEndTxnRequest()

@@ -23,7 +23,9 @@
 //	kmirror_broker_topics                    topics on the node
 //	kmirror_broker_partitions                partitions on the node
 //	kmirror_log_size_bytes{topic}            bytes on disk of a topic's logs
-//	kmirror_log_end_offsets{topic}        sum of the topic's partition log end offsets
+//	kmirror_log_start_offset{topic,partition}
+//	                                         a partition's log start offset (Kafka's LogStartOffset)
+//	kmirror_log_end_offset{topic,partition}  a partition's log end offset (Kafka's LogEndOffset)
 //	kmirror_disk_free_bytes{dir,kind}        bytes still usable on the filesystem of a log dir
 //	                                         (kind="log") or of the state store (kind="state")
 //	kmirror_disk_total_bytes{dir,kind}       size of that filesystem
@@ -36,6 +38,8 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kmirror/kmirror/broker"
@@ -49,7 +53,7 @@ type Collector struct {
 	requests                                                 *prometheus.Desc
 	produceBatches, produceBytes, fetchBytes, errorResponses *prometheus.Desc
 	throttled, throttleTime                                  *prometheus.Desc
-	topics, partitions, logSize, logEnd                      *prometheus.Desc
+	topics, partitions, logSize, logStart, logEnd            *prometheus.Desc
 	diskFree, diskTotal                                      *prometheus.Desc
 }
 
@@ -75,7 +79,8 @@ func NewCollector(b *broker.Broker) *Collector {
 		topics:         d("kmirror_broker_topics", "Topics on this node."),
 		partitions:     d("kmirror_broker_partitions", "Partitions on this node."),
 		logSize:        d("kmirror_log_size_bytes", "Bytes on disk of a topic's partition logs.", "topic"),
-		logEnd:         d("kmirror_log_end_offsets", "Sum of a topic's partition log end offsets.", "topic"),
+		logStart:       d("kmirror_log_start_offset", "A partition's log start offset.", "topic", "partition"),
+		logEnd:         d("kmirror_log_end_offset", "A partition's log end offset: the offset of its next record.", "topic", "partition"),
 		diskFree:       d("kmirror_disk_free_bytes", "Bytes still usable on the filesystem of a log dir or of the state store.", "dir", "kind"),
 		diskTotal:      d("kmirror_disk_total_bytes", "Size of the filesystem of a log dir or of the state store.", "dir", "kind"),
 	}
@@ -85,7 +90,7 @@ func NewCollector(b *broker.Broker) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connOpened, c.connClosed, c.bytesIn, c.bytesOut, c.framingErrors,
 		c.requests, c.produceBatches, c.produceBytes, c.fetchBytes, c.errorResponses, c.throttled, c.throttleTime,
-		c.topics, c.partitions, c.logSize, c.logEnd, c.diskFree, c.diskTotal} {
+		c.topics, c.partitions, c.logSize, c.logStart, c.logEnd, c.diskFree, c.diskTotal} {
 		ch <- d
 	}
 }
@@ -122,9 +127,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	topics := c.b.TopicStats()
 	parts := 0
 	for _, t := range topics {
-		parts += t.Partitions
+		parts += len(t.Partitions)
 		gauge(c.logSize, t.SizeBytes, t.Name)
-		gauge(c.logEnd, t.EndOffsetSum, t.Name)
+		for _, p := range t.Partitions {
+			index := strconv.Itoa(int(p.Index))
+			gauge(c.logStart, p.LogStartOffset, t.Name, index)
+			gauge(c.logEnd, p.LogEndOffset, t.Name, index)
+		}
 	}
 	gauge(c.topics, int64(len(topics)))
 	gauge(c.partitions, int64(parts))

@@ -40,12 +40,15 @@ kmirror_broker_partitions 1
 # HELP kmirror_broker_topics Topics on this node.
 # TYPE kmirror_broker_topics gauge
 kmirror_broker_topics 1
-# HELP kmirror_log_end_offsets Sum of a topic's partition log end offsets.
-# TYPE kmirror_log_end_offsets gauge
-kmirror_log_end_offsets{topic="m"} 2
+# HELP kmirror_log_end_offset A partition's log end offset: the offset of its next record.
+# TYPE kmirror_log_end_offset gauge
+kmirror_log_end_offset{partition="0",topic="m"} 2
+# HELP kmirror_log_start_offset A partition's log start offset.
+# TYPE kmirror_log_start_offset gauge
+kmirror_log_start_offset{partition="0",topic="m"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"kmirror_broker_partitions", "kmirror_broker_topics", "kmirror_log_end_offsets"); err != nil {
+		"kmirror_broker_partitions", "kmirror_broker_topics", "kmirror_log_end_offset", "kmirror_log_start_offset"); err != nil {
 		t.Fatal(err)
 	}
 	got := gathered(t, reg)
