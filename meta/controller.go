@@ -191,26 +191,13 @@ func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, caugh
 	switch {
 	case wantShutdown && !b.ShuttingDown:
 		b.ShuttingDown = true
-		op, err := state.BrokerOp(b)
-		if err != nil {
-			return HeartbeatResult{}, err
-		}
-		more, err := c.moveLeadersOff(id)
-		if err != nil {
-			return HeartbeatResult{}, err
-		}
-		ops = append([]state.Op{op}, more...)
+		ops, err = c.brokerChange(b, c.moveLeadersOff)
 	case b.Fenced && caughtUp && !wantShutdown:
 		b.Fenced = false
-		op, err := state.BrokerOp(b)
-		if err != nil {
-			return HeartbeatResult{}, err
-		}
-		more, err := c.unfenceOps(id)
-		if err != nil {
-			return HeartbeatResult{}, err
-		}
-		ops = append([]state.Op{op}, more...)
+		ops, err = c.brokerChange(b, c.unfenceOps)
+	}
+	if err != nil {
+		return HeartbeatResult{}, err
 	}
 	if _, err := c.apply(ctx, ops); err != nil {
 		return HeartbeatResult{}, err
@@ -224,6 +211,21 @@ func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, caugh
 		res.ShutdownReady = !leads
 	}
 	return res, nil
+}
+
+// brokerChange is the entry of a change to broker b: its record and what
+// the change does to the partitions (partitions reads the records before
+// it). REQUIRES: c.mu held.
+func (c *Controller) brokerChange(b state.BrokerRegistration, partitions func(id int32) ([]state.Op, error)) ([]state.Op, error) {
+	op, err := state.BrokerOp(b)
+	if err != nil {
+		return nil, err
+	}
+	more, err := partitions(b.ID)
+	if err != nil {
+		return nil, err
+	}
+	return append([]state.Op{op}, more...), nil
 }
 
 // FenceExpired fences every unfenced broker not heard from for longer
@@ -249,15 +251,11 @@ func (c *Controller) FenceExpired(ctx context.Context) error {
 			continue
 		}
 		b.Fenced, b.ShuttingDown = true, false
-		op, err := state.BrokerOp(b)
+		ops, err := c.brokerChange(b, c.fenceOps)
 		if err != nil {
 			return err
 		}
-		more, err := c.fenceOps(b.ID)
-		if err != nil {
-			return err
-		}
-		if _, err := c.apply(ctx, append([]state.Op{op}, more...)); err != nil {
+		if _, err := c.apply(ctx, ops); err != nil {
 			return fmt.Errorf("fencing broker %d: %w", b.ID, err)
 		}
 	}
