@@ -18,7 +18,7 @@ import (
 // us, or cannot say) the local data is not a prefix of the source's and
 // the partition is mirrored from scratch. The fetcher's
 // OffsetForLeaderEpoch at start then cuts whatever still diverges.
-// REQUIRES: c.mu held; the topic is owned by m.
+// REQUIRES: m's lock held; the topic is owned by m.
 func (c *Controller) alignTopic(m state.Mirror, info broker.TopicInfo, partitions int32) error {
 	lme := c.sourceLastMirrorEpochs(m, info.ID, partitions)
 	for p := int32(0); p < partitions; p++ {

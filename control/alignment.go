@@ -29,24 +29,25 @@ func fetchingState(s state.PartitionState) bool {
 // finishAlignments persists MIRRORING for the aligning partitions whose
 // fetchers the source has accepted, and forgets those that no longer
 // fetch (stopped, paused, failed: their own paths persist their state).
-// REQUIRES: c.mu held.
-func (c *Controller) finishAlignments() {
-	for key := range c.aligning {
+// REQUIRES: the mirror's lock held.
+func (c *Controller) finishAlignments(mirror string) {
+	aligning := c.ctl(mirror).aligning
+	for key := range aligning {
 		st, err := c.fm.Status(key.mirror, key.topic, key.partition)
 		if err != nil || st.State == fetch.StateFailed {
-			delete(c.aligning, key)
+			delete(aligning, key)
 			continue
 		}
 		if st.State != fetch.StateFetching || st.Aligning {
 			continue
 		}
-		delete(c.aligning, key)
+		delete(aligning, key)
 		ps := c.partitionState(key.mirror, key.topic, key.partition)
 		if !aligningState(ps.State) {
 			continue
 		}
 		if err := c.setState(ps, state.StateMirroring, ""); err != nil {
-			c.aligning[key] = struct{}{} // try again at the next tick
+			aligning[key] = struct{}{} // try again at the next tick
 			c.log.Warn("persisting MIRRORING after the alignment", "mirror", key.mirror, "topic", key.topic,
 				"partition", key.partition, "err", err)
 		}

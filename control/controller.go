@@ -46,22 +46,22 @@ type Controller struct {
 	fm    *fetch.Manager
 	log   *slog.Logger
 
-	// mu serialises the admin operations and every state change, so the
-	// persisted states and the fetchers never disagree.
-	mu sync.Mutex
-	// srcMu guards sources apart from mu, so that the source I/O of an
-	// RPC can run before it takes mu (Handle).
+	// locks are the mirrors' locks (locks.go), by name, guarded by
+	// locksMu.
+	locksMu sync.Mutex
+	locks   map[string]*mirrorCtl
+	// topicsMu makes a Start's check that a topic is free and its claim
+	// of the topic one step, so two mirrors cannot both take a topic.
+	topicsMu sync.Mutex
+	// localMu serialises the ACL and client-quota syncs' changes to the
+	// node's tables, which every mirror's sync writes (local work only).
+	localMu sync.Mutex
+	// srcMu guards sources apart from the mirror locks, so that the
+	// source I/O of an RPC can run before it takes one (Handle).
 	srcMu   sync.Mutex
 	sources map[string]*kgo.Client // per mirror, for the slow calls
 
 	syncRec syncRecord // the metadata sync's stats and failing kinds
-	// retries are the failed partitions' retry schedules (failures.go),
-	// guarded by mu.
-	retries map[partitionKey]*retrySchedule
-	// aligning are the partitions started with fetch.StartAlign whose
-	// LOG_ALIGNMENT or ULE_RECOVERY is persisted until the source first
-	// accepts their fetch position (alignment.go), guarded by mu.
-	aligning map[partitionKey]struct{}
 	// removedConfigs are the removed Kafka topic configs already logged.
 	removedConfigs removedConfigLog
 
@@ -93,39 +93,43 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Controller{cfg: cfg, b: b, store: b.Store(), fm: fetch.NewManager(fetch.Config{Logger: cfg.Logger}),
-		log: cfg.Logger, sources: map[string]*kgo.Client{}, retries: map[partitionKey]*retrySchedule{},
-		aligning: map[partitionKey]struct{}{}, ctx: ctx, cancel: cancel}
+		log: cfg.Logger, sources: map[string]*kgo.Client{}, locks: map[string]*mirrorCtl{}, ctx: ctx, cancel: cancel}
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, m := range mirrors {
-		if err := c.addFetchers(m); err != nil {
-			// One mirror whose settings no longer work (a PEM file
-			// removed) must not keep the node and the other mirrors
-			// down: its partitions wait for a config fix.
-			c.log.Error("mirror not started", "mirror", m.Name, "err", err)
-			continue
-		}
-		states, err := c.store.MirrorPartitionStates(m.Name)
-		if err != nil {
-			// One unreadable record must not keep the node down:
-			// partition by partition, it fails alone.
-			c.log.Error("reading a mirror's partition states; resuming them one by one", "mirror", m.Name, "err", err)
-			c.resumeEach(m)
-			continue
-		}
-		for _, ps := range states {
-			c.resume(m, ps)
-		}
+		c.resumeMirror(m)
 	}
 	c.wg.Add(3)
 	go c.watchFailures()
 	go c.syncLoop()
 	go c.checkpointLoop()
 	return c, nil
+}
+
+// resumeMirror registers a mirror with the fetchers and resumes its
+// partitions from their persisted states.
+func (c *Controller) resumeMirror(m state.Mirror) {
+	defer c.lockMirror(m.Name)()
+	if err := c.addFetchers(m); err != nil {
+		// One mirror whose settings no longer work (a PEM file
+		// removed) must not keep the node and the other mirrors
+		// down: its partitions wait for a config fix.
+		c.log.Error("mirror not started", "mirror", m.Name, "err", err)
+		return
+	}
+	states, err := c.store.MirrorPartitionStates(m.Name)
+	if err != nil {
+		// One unreadable record must not keep the node down:
+		// partition by partition, it fails alone.
+		c.log.Error("reading a mirror's partition states; resuming them one by one", "mirror", m.Name, "err", err)
+		c.resumeEach(m)
+		return
+	}
+	for _, ps := range states {
+		c.resume(m, ps)
+	}
 }
 
 // Fetchers exposes the fetch manager (for metrics).
@@ -147,7 +151,7 @@ func (c *Controller) Close() {
 // resumeEach resumes the partitions of m's topics one at a time, for a
 // store whose scan of them failed: a partition whose record cannot be
 // read goes to FAILED (startPartitionFrom), the others resume.
-// REQUIRES: c.mu held.
+// REQUIRES: m's lock held.
 func (c *Controller) resumeEach(m state.Mirror) {
 	for _, topic := range sortedTopics(m.Topics) {
 		info, ok := c.b.Topic(topic)
@@ -166,7 +170,7 @@ func (c *Controller) resumeEach(m state.Mirror) {
 	}
 }
 
-// resume continues a partition after a restart. REQUIRES: c.mu held.
+// resume continues a partition after a restart. REQUIRES: m's lock held.
 func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	switch ps.State {
 	case state.StateLogAlignment, state.StateULERecovery:
@@ -195,14 +199,14 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 // resumeFailed logs a partition a restart could not resume. It stays as
 // stored: a start that failed before its fetcher ran is retried by the
 // next restart or start, and one whose record cannot be read is FAILED
-// (startPartitionFrom). REQUIRES: c.mu held.
+// (startPartitionFrom). REQUIRES: m's lock held.
 func (c *Controller) resumeFailed(m state.Mirror, topic string, p int32, err error) {
 	if err != nil {
 		c.log.Error("resuming a mirror partition after a restart", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
 	}
 }
 
-// setState persists a partition's state. REQUIRES: c.mu held.
+// setState persists a partition's state. REQUIRES: ps.Mirror's lock held.
 func (c *Controller) setState(ps state.MirrorPartitionState, to state.PartitionState, errMsg string) error {
 	if ps.State != to && ps.State != state.StateFailed {
 		ps.Previous = ps.State
@@ -250,14 +254,14 @@ func (c *Controller) readPartitionState(mirror, topic string, p int32) (state.Mi
 // unaligned. Every other (re)start (a node restart, a retry, a resume)
 // is MIRRORING and resumes with fetch.StartResume, which never cuts the
 // local log.
-// REQUIRES: c.mu held.
+// REQUIRES: m's lock held.
 func (c *Controller) startPartition(m state.Mirror, topic string, p int32) error {
 	return c.startPartitionFrom(m, topic, p, false)
 }
 
 // startPartitionFrom is startPartition; resumeOnly (recover) starts a
 // FAILED partition with StartResume whatever state it failed in.
-// REQUIRES: c.mu held.
+// REQUIRES: m's lock held.
 func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, resumeOnly bool) error {
 	ps, err := c.readPartitionState(m.Name, topic, p)
 	if err != nil && !resumeOnly {
@@ -308,13 +312,13 @@ func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, r
 	if err != nil {
 		return err
 	}
-	key := partitionKey{m.Name, topic, p}
-	delete(c.aligning, key)
+	key, aligning := partitionKey{m.Name, topic, p}, c.ctl(m.Name).aligning
+	delete(aligning, key)
 	if err := c.fm.StartPartition(m.Name, topic, p, local, mode); err != nil {
 		return err
 	}
 	if mode == fetch.StartAlign {
-		c.aligning[key] = struct{}{}
+		aligning[key] = struct{}{}
 	}
 	return nil
 }
@@ -328,7 +332,7 @@ func alignsOnRetry(prev state.PartitionState) bool {
 
 // stopPartition runs the failover of one partition (see the package doc).
 // It is idempotent: after a crash it is run again from STOPPING.
-// REQUIRES: c.mu held.
+// REQUIRES: m's lock held.
 func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error {
 	ps := c.partitionState(m.Name, topic, p)
 	if ps.State == state.StateStopped {
@@ -377,7 +381,7 @@ func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error 
 }
 
 // releaseIfStopped makes a topic writable once all its partitions are
-// STOPPED. REQUIRES: c.mu held.
+// STOPPED. REQUIRES: m's lock held.
 func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
 	info, ok := c.b.Topic(topic)
 	if !ok || info.Mirror != m.Name {
@@ -404,7 +408,7 @@ func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
 	return kadm.NewClient(cl), nil
 }
 
-// addFetchers registers a mirror with the fetch manager. REQUIRES: c.mu.
+// addFetchers registers a mirror with the fetch manager. REQUIRES: m's lock held.
 func (c *Controller) addFetchers(m state.Mirror) error {
 	fc, err := fetchConfig(m.Name, m.Configs)
 	if err != nil {
@@ -420,19 +424,25 @@ func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
 	defer c.srcMu.Unlock()
 	cl := c.sources[m.Name]
 	if cl == nil {
-		sec, err := clientauth.Parse(m.Configs)
-		if err != nil {
-			return nil, err
-		}
-		opts := append([]kgo.Opt{kgo.SeedBrokers(splitList(m.Configs["bootstrap.servers"])...),
-			kgo.ClientID("kmirror-mirror-" + m.Name + "-admin"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))},
-			sec.KgoOpts()...)
-		if cl, err = kgo.NewClient(opts...); err != nil {
+		var err error
+		if cl, err = newSourceClient(m); err != nil {
 			return nil, err
 		}
 		c.sources[m.Name] = cl
 	}
 	return cl, nil
+}
+
+// newSourceClient makes a kgo client for m's source.
+func newSourceClient(m state.Mirror) (*kgo.Client, error) {
+	sec, err := clientauth.Parse(m.Configs)
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(splitList(m.Configs["bootstrap.servers"])...),
+		kgo.ClientID("kmirror-mirror-" + m.Name + "-admin"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))},
+		sec.KgoOpts()...)
+	return kgo.NewClient(opts...)
 }
 
 // errSourceUnreachable wraps failures to reach a source.

@@ -68,22 +68,36 @@ func (c *Controller) watchFailures() {
 // checkFailures records new fetcher failures, runs the retries that are
 // due and forgets the schedules of partitions that fetch again.
 func (c *Controller) checkFailures(now time.Time) {
-	statuses := c.fm.Statuses()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.finishAlignments()
+	byMirror := map[string][]fetch.Status{}
+	for _, st := range c.fm.Statuses() {
+		byMirror[st.Mirror] = append(byMirror[st.Mirror], st)
+	}
+	mirrors, err := c.store.Mirrors()
+	if err != nil {
+		return
+	}
+	for _, m := range mirrors {
+		c.checkMirrorFailures(m.Name, byMirror[m.Name], now)
+	}
+}
+
+// checkMirrorFailures is checkFailures for one mirror, under its lock.
+func (c *Controller) checkMirrorFailures(mirror string, statuses []fetch.Status, now time.Time) {
+	defer c.lockMirror(mirror)()
+	c.finishAlignments(mirror)
+	retries := c.ctl(mirror).retries
 	for _, st := range statuses {
 		key := partitionKey{st.Mirror, st.Topic, st.Partition}
 		if st.State == fetch.StateFetching {
-			if r := c.retries[key]; r != nil && !r.started.IsZero() && st.LastFetch.After(r.started) {
-				delete(c.retries, key) // fetching again: the count starts over at the next failure
+			if r := retries[key]; r != nil && !r.started.IsZero() && st.LastFetch.After(r.started) {
+				delete(retries, key) // fetching again: the count starts over at the next failure
 			}
 			continue
 		}
 		if st.State != fetch.StateFailed {
 			continue
 		}
-		// The snapshot above was taken without c.mu: a Recover, Start,
+		// The snapshot above was taken without the lock: a Recover, Start,
 		// Pause or Stop may have restarted or removed the fetcher since.
 		// Acting on the stale status would persist FAILED over a
 		// partition that mirrors again.
@@ -105,7 +119,7 @@ func (c *Controller) checkFailures(now time.Time) {
 	}
 }
 
-// recordFailure persists a fresh fetcher failure. REQUIRES: c.mu held.
+// recordFailure persists a fresh fetcher failure. REQUIRES: the mirror's lock held.
 func (c *Controller) recordFailure(m state.Mirror, ps state.MirrorPartitionState, st fetch.Status, now time.Time) {
 	key := partitionKey{ps.Mirror, ps.Topic, ps.Partition}
 	msg := "fetcher stopped"
@@ -118,12 +132,12 @@ func (c *Controller) recordFailure(m state.Mirror, ps state.MirrorPartitionState
 		c.uncleanRecovery(m, ps, truncated)
 		return
 	case errors.Is(st.Err, fetch.ErrNotRetriable):
-		delete(c.retries, key)
+		delete(c.ctl(ps.Mirror).retries, key)
 		c.failNonRetryable(ps, msg)
 		return
 	}
 	attempt := int32(1)
-	if r := c.retries[key]; r != nil {
+	if r := c.ctl(ps.Mirror).retries[key]; r != nil {
 		attempt = r.attempt + 1
 	}
 	prev := ps.State
@@ -137,7 +151,7 @@ func (c *Controller) recordFailure(m state.Mirror, ps state.MirrorPartitionState
 	}
 	c.scheduleRetry(ps, attempt)
 	c.log.Warn("mirror partition failed", "mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition,
-		"attempt", attempt, "max_attempts", c.cfg.RetryMaxAttempts, "retry_in", time.Until(c.retries[key].at).Round(time.Millisecond),
+		"attempt", attempt, "max_attempts", c.cfg.RetryMaxAttempts, "retry_in", time.Until(c.ctl(ps.Mirror).retries[key].at).Round(time.Millisecond),
 		"err", msg)
 }
 
@@ -147,22 +161,21 @@ func withFailure(ps state.MirrorPartitionState, msg string) state.MirrorPartitio
 }
 
 // scheduleRetry sets the next attempt after a failure counted as attempt,
-// if attempts are left. REQUIRES: c.mu held.
+// if attempts are left. REQUIRES: the mirror's lock held.
 func (c *Controller) scheduleRetry(ps state.MirrorPartitionState, attempt int32) {
-	key := partitionKey{ps.Mirror, ps.Topic, ps.Partition}
-	r := c.retries[key]
+	key, retries := partitionKey{ps.Mirror, ps.Topic, ps.Partition}, c.ctl(ps.Mirror).retries
+	r := retries[key]
 	if r == nil {
 		r = &retrySchedule{}
-		c.retries[key] = r
+		retries[key] = r
 	}
 	r.attempt, r.at = attempt, time.Now().Add(backoff(c.cfg, attempt))
 }
 
 // retryIfDue restarts a FAILED, retriable partition whose backoff has
-// passed. REQUIRES: c.mu held.
+// passed. REQUIRES: the mirror's lock held.
 func (c *Controller) retryIfDue(m state.Mirror, ps state.MirrorPartitionState, now time.Time) {
-	key := partitionKey{ps.Mirror, ps.Topic, ps.Partition}
-	r := c.retries[key]
+	r := c.ctl(ps.Mirror).retries[partitionKey{ps.Mirror, ps.Topic, ps.Partition}]
 	if ps.RetryAttempt <= 0 || c.cfg.RetryMaxAttempts < 0 || ps.RetryAttempt >= c.cfg.RetryMaxAttempts {
 		return // not retried: an operator recovers it
 	}
@@ -181,7 +194,7 @@ func (c *Controller) retryIfDue(m state.Mirror, ps state.MirrorPartitionState, n
 }
 
 // uncleanRecovery runs ULE_RECOVERY: the operator allowed the copy to
-// follow a source that lost records. REQUIRES: c.mu held.
+// follow a source that lost records. REQUIRES: the mirror's lock held.
 func (c *Controller) uncleanRecovery(m state.Mirror, ps state.MirrorPartitionState, e *fetch.SourceTruncatedError) {
 	c.log.Warn("source lost records this copy holds; "+uncleanElectionConfig+"=true: truncating the copy to the source",
 		"mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition, "local_end", e.LocalEnd, "source_end", e.SourceEnd)

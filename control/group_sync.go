@@ -20,7 +20,8 @@ type groupDest struct {
 	c      *Controller
 	mirror string
 	// final is set for the last sync of a stop (stop.go): only the topics
-	// it holds take offsets, and c.mu is held by the caller already.
+	// it holds take offsets, and the mirror's lock is held by the caller
+	// already.
 	final map[string]bool
 }
 
@@ -44,14 +45,14 @@ func (d groupDest) Bounds(topic string, partition int32) (int64, int64, bool) {
 	return l.LogStartOffset(), l.HighWatermark(), true
 }
 
-// Commit commits offs for group. In the periodic sync it takes c.mu and
+// Commit commits offs for group. In the periodic sync it takes the
+// mirror's lock and
 // drops the offsets of topics stopped since Bounds answered for them: the
 // source was read without the lock, and a stop in between has made the
 // topic this node's.
 func (d groupDest) Commit(group string, offs []syncgroups.Offset) error {
 	if d.final == nil {
-		d.c.mu.Lock()
-		defer d.c.mu.Unlock()
+		defer d.c.lockMirror(d.mirror)()
 		cur, err := d.c.store.GetMirror(d.mirror)
 		if err != nil {
 			return nil // deleted meanwhile: nothing of it is synced any more

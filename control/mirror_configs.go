@@ -14,8 +14,7 @@ import (
 
 // MirrorConfigs implements broker.MirrorAdmin.
 func (c *Controller) MirrorConfigs(name string) (map[string]string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMirror(name)()
 	m, err := c.store.GetMirror(name)
 	if err != nil {
 		return nil, false
@@ -48,8 +47,7 @@ func (c *Controller) MirrorConfigIsList(name string) bool {
 // fetchers are recreated with them (SPEC.md section 3); mirroring
 // partitions resume from their log ends.
 func (c *Controller) SetMirrorConfigs(name string, configs map[string]string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMirror(name)()
 	m, err := c.store.GetMirror(name)
 	if err != nil {
 		return fmt.Errorf("no cluster mirror %s", name)

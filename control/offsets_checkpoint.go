@@ -60,7 +60,7 @@ func (c *Controller) checkpointLoop() {
 
 // checkpointOffsets writes the source offsets the fetchers read since the
 // last pass; with all set, every known one. last is updated. It does not
-// take c.mu: the store keeps the newest reading of each partition
+// take a lock: the store keeps the newest reading of each partition
 // whatever the order of writes (state.PutMirrorSourceOffsets and
 // PutMirrorPartitionState), and writes none for a partition whose state
 // is gone.
@@ -98,7 +98,7 @@ func (c *Controller) checkpointOffsets(last map[partitionKey]checkpointed, all b
 // stopFetcher removes a partition's fetcher, persisting first the source
 // offset it last read: once the fetcher is gone, Describe has only the
 // store. The caller persists the partition's next state right after,
-// which fsyncs this write too. REQUIRES: c.mu held.
+// which fsyncs this write too. REQUIRES: the mirror's lock held.
 func (c *Controller) stopFetcher(mirror, topic string, p int32) {
 	if st, err := c.fm.Status(mirror, topic, p); err == nil && st.SourceHighWatermark >= 0 && !st.SourceUpdated.IsZero() {
 		if err := c.store.PutMirrorSourceOffsets(mirror, []state.MirrorSourceOffset{sourceOffset(st)}); err != nil {

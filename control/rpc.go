@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -22,39 +23,37 @@ import (
 // Handle answers a mirror RPC (the broker's handlers for keys 94-107 call
 // it). It blocks on the state store and the source: broker workers only.
 //
-// The RPCs that change mirrors run under c.mu, one at a time, so that
-// persisted states and fetchers never disagree. List and Describe only
-// read (the store and the fetchers' statuses, each safe on its own) and
-// take no lock: a failback peer's DescribeClusterMirrors, or an
-// operator's --describe, never waits behind a Start or Stop that waits on
-// a slow source. A Start reads the source (topics, ids, configs) before it
-// takes c.mu, for the same reason.
+// The RPCs that change a mirror run under that mirror's lock (locks.go),
+// one at a time per mirror, so that its persisted states and fetchers
+// never disagree. List and Describe only read and take no lock. A Start
+// reads the source (topics, ids, configs, the loop check) and a Create
+// the source's cluster id before they take the lock.
 func (c *Controller) Handle(req kmsg.Request) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *mirrorapi.ListClusterMirrorsRequest:
 		return c.list(r), nil
 	case *mirrorapi.DescribeClusterMirrorsRequest:
 		return c.describe(r), nil
-	case *mirrorapi.StartMirrorTopicsRequest:
-		looked := c.startLookups(r)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.start(r, looked), nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch r := req.(type) {
 	case *mirrorapi.CreateClusterMirrorRequest:
 		return c.create(r), nil
+	case *mirrorapi.StartMirrorTopicsRequest:
+		looked := c.startLookups(r)
+		defer c.lockMirror(r.MirrorName)()
+		return c.start(r, looked), nil
 	case *mirrorapi.StopMirrorTopicsRequest:
+		defer c.lockMirror(r.MirrorName)()
 		return c.stop(r), nil
 	case *mirrorapi.PauseMirrorTopicsRequest:
+		defer c.lockMirror(r.MirrorName)()
 		return c.pause(r), nil
 	case *mirrorapi.ResumeMirrorTopicsRequest:
+		defer c.lockMirror(r.MirrorName)()
 		return c.resumeTopics(r), nil
 	case *mirrorapi.RecoverMirrorTopicsRequest:
+		defer c.lockMirror(r.MirrorName)()
 		return c.recover(r), nil
 	case *mirrorapi.DeleteClusterMirrorRequest:
+		defer c.lockMirror(r.MirrorName)()
 		return c.delete(r), nil
 	}
 	return nil, fmt.Errorf("control: not a mirror request: %T", req)
@@ -90,23 +89,28 @@ func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Respon
 		SourceClusterID: configs["mirror.source.cluster.id"]}
 	if m.SourceClusterID == "" {
 		// Captured at create, as the prototype's admin client fills it:
-		// the sync loop's cluster-id guard compares against it.
-		adm, err := c.source(m)
+		// the sync loop's cluster-id guard compares against it. Asked
+		// before the mirror's lock, on a client of its own: a create that
+		// loses a race for the name leaves no client behind.
+		cl, err := newSourceClient(m)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 			var meta kadmMeta
-			meta, err = describeCluster(ctx, adm)
+			meta, err = describeCluster(ctx, kadm.NewClient(cl))
 			cancel()
+			cl.Close()
 			m.SourceClusterID = meta.clusterID
 		}
 		if err != nil {
-			c.dropSource(m.Name)
 			return fail(kerr.InvalidConfig.Code, "bootstrap.servers: %v: %v", errSourceUnreachable, c.explainSource(m, err))
 		}
 	}
 	if m.SourceClusterID == c.b.ClusterID() {
-		c.dropSource(m.Name)
 		return fail(kerr.InvalidConfig.Code, "the source is this cluster (%s): a mirror of itself is a loop", m.SourceClusterID)
+	}
+	defer c.lockMirror(m.Name)()
+	if _, err := c.store.GetMirror(r.MirrorName); err == nil {
+		return fail(mirrorapi.ErrClusterMirrorAlreadyExists, "cluster mirror %s already exists", r.MirrorName)
 	}
 	if err := c.store.PutMirror(m); err != nil {
 		code := kerr.UnknownServerError.Code
@@ -160,18 +164,20 @@ func (c *Controller) mirrorFor(name string, res *topicsResult) (state.Mirror, bo
 	return m, true
 }
 
-// startLookup is what a Start reads from the source before it takes c.mu.
+// startLookup is what a Start reads from the source before it takes the
+// mirror's lock.
 type startLookup struct {
 	looked  bool // the request names topics or patterns: they were resolved
 	topics  []mirrorapi.StartMirrorTopicsRequestTopic
 	configs map[string]map[string]string
+	loops   sourceMirrors
 	err     error
 }
 
 // startLookups resolves a Start's names and patterns against the source:
 // ids and partition counts come from there when the caller left them out,
 // and the source's topic configs. No lock is held: the source may be slow.
-// A mirror that is missing here is answered by start, under c.mu.
+// A mirror that is missing here is answered by start, under its lock.
 func (c *Controller) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLookup {
 	if len(r.IncludePatterns) == 0 && len(r.Topics) == 0 {
 		return startLookup{}
@@ -184,7 +190,7 @@ func (c *Controller) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLo
 	if err != nil {
 		return startLookup{looked: true, err: err}
 	}
-	l := startLookup{looked: true, topics: found}
+	l := startLookup{looked: true, topics: found, loops: c.readSourceMirrors(m)}
 	if !r.ValidateOnly { // a dry run applies no configs
 		l.configs = c.startConfigs(m, found)
 	}
@@ -240,13 +246,13 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLo
 			continue
 		}
 		if r.ValidateOnly {
-			res.topics = append(res.topics, c.previewTopic(m, t))
+			res.topics = append(res.topics, c.previewTopic(m, t, looked.loops))
 			continue
 		}
 		if named[t.TopicName] {
 			m.Include = mergePatterns(m.Include, []string{regexp.QuoteMeta(t.TopicName)})
 		}
-		code, msg := c.startTopic(&m, t, configs[t.TopicName])
+		code, msg := c.startTopic(&m, t, configs[t.TopicName], looked.loops)
 		res.add(t.TopicName, code, "%s", msg)
 	}
 	if r.ValidateOnly {
@@ -278,13 +284,15 @@ const (
 
 // startCheck is the validation of startTopic, shared with its dry run
 // (align_preview.go): what starting t means here, and the local topic, or
-// why the start is refused (code != 0). It changes nothing.
-// REQUIRES: c.mu held.
-func (c *Controller) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic) (sc startCase, info broker.TopicInfo, code int16, msg string) {
+// why the start is refused (code != 0). It changes nothing. loops is what
+// the source mirrors, read before the lock (readSourceMirrors).
+// REQUIRES: m's lock held.
+func (c *Controller) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
+	loops sourceMirrors) (sc startCase, info broker.TopicInfo, code int16, msg string) {
 	if t.NumPartitions <= 0 {
 		return 0, info, kerr.UnknownTopicOrPartition.Code, "the source has no topic " + t.TopicName
 	}
-	if err := c.loopCheck(m, t.TopicName); err != nil {
+	if err := c.loopCheck(loops, t.TopicName); err != nil {
 		return 0, info, kerr.InvalidRequest.Code, err.Error()
 	}
 	info, exists := c.b.Topic(t.TopicName)
@@ -310,23 +318,17 @@ func (c *Controller) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsReq
 }
 
 // startTopic associates one topic with the mirror, gives it the source's
-// topic configs and starts its partitions. REQUIRES: c.mu held.
-func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string) (int16, string) {
-	sc, info, code, msg := c.startCheck(*m, t)
+// topic configs and starts its partitions. REQUIRES: m's lock held.
+func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string,
+	loops sourceMirrors) (int16, string) {
+	code, msg, sc, info := c.claimTopic(m, t, loops)
 	if code != 0 {
 		return code, msg
 	}
 	switch sc {
 	case startRunning:
 		return 0, ""
-	case startCreate:
-		if err := c.b.CreateMirrorTopic(t.TopicName, t.TopicID, t.NumPartitions, m.Name); err != nil {
-			return kerr.UnknownServerError.Code, err.Error()
-		}
 	case startAlign:
-		if err := c.b.SetTopicMirror(t.TopicName, m.Name); err != nil {
-			return kerr.UnknownServerError.Code, err.Error()
-		}
 		if err := c.alignTopic(*m, info, t.NumPartitions); err != nil {
 			return kerr.UnknownServerError.Code, fmt.Sprintf("aligning %s: %v", t.TopicName, err)
 		}
@@ -355,6 +357,31 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 	}
 	c.log.Info("mirroring topic", "mirror", m.Name, "topic", t.TopicName, "partitions", t.NumPartitions)
 	return 0, ""
+}
+
+// claimTopic is startCheck and, if the start goes on, the topic taken
+// for m (created, or made read-only), one step under topicsMu: two
+// mirrors starting one topic at once cannot both see it free.
+// REQUIRES: m's lock held.
+func (c *Controller) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
+	loops sourceMirrors) (code int16, msg string, sc startCase, info broker.TopicInfo) {
+	c.topicsMu.Lock()
+	defer c.topicsMu.Unlock()
+	sc, info, code, msg = c.startCheck(*m, t, loops)
+	if code != 0 {
+		return code, msg, sc, info
+	}
+	var err error
+	switch sc {
+	case startCreate:
+		err = c.b.CreateMirrorTopic(t.TopicName, t.TopicID, t.NumPartitions, m.Name)
+	case startAlign:
+		err = c.b.SetTopicMirror(t.TopicName, m.Name)
+	}
+	if err != nil {
+		return kerr.UnknownServerError.Code, err.Error(), sc, info
+	}
+	return 0, "", sc, info
 }
 
 func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
@@ -422,7 +449,7 @@ func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	return resp
 }
 
-// stopTopic fails a topic over. REQUIRES: c.mu held.
+// stopTopic fails a topic over. REQUIRES: m's lock held.
 func (c *Controller) stopTopic(m *state.Mirror, name string) (int16, string) {
 	desired, ok := m.Topics[name]
 	info, exists := c.b.Topic(name)
@@ -561,7 +588,7 @@ func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Respo
 				// A recover never cuts the copy: it resumes from the log
 				// end and runs the fetcher's checks again (the source topic
 				// is the one copied, the source still holds what we hold).
-				delete(c.retries, partitionKey{m.Name, topic, p})
+				delete(c.ctl(m.Name).retries, partitionKey{m.Name, topic, p})
 				if err := c.startPartitionFrom(*m, topic, p, true); err != nil {
 					res.fail(kerr.UnknownServerError.Code, "recovering %s-%d: %v", topic, p, err)
 				}
@@ -626,8 +653,8 @@ func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Respon
 	if len(failed) > 0 {
 		c.log.Warn("deleting a mirror: its FAILED topics were stopped, writable now", "mirror", m.Name, "topics", failed)
 	}
-	// The sync's record goes first: the sync writes it under c.mu, held
-	// here, and a crash before DeleteMirror leaves a mirror whose
+	// The sync's record goes first: the sync writes it under the
+	// mirror's lock, held here, and a crash before DeleteMirror leaves a mirror whose
 	// bindings count as created here, never a record a later mirror of
 	// the same name would take for its own.
 	if err := c.store.DeleteMirrorSync(m.Name); err != nil {
@@ -638,6 +665,9 @@ func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Respon
 	if err := c.store.DeleteMirror(m.Name); err != nil {
 		return fail(kerr.UnknownServerError.Code, "%v", err)
 	}
+	mc := c.ctl(m.Name) // a mirror created again under this name starts with none
+	clear(mc.retries)
+	clear(mc.aligning)
 	return resp
 }
 
@@ -719,12 +749,19 @@ func (c *Controller) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopic
 
 var errLoop = errors.New("mirror loop")
 
-// loopCheck refuses to mirror a topic the source is itself actively
-// mirroring from this cluster (SPEC.md section 4, LOG_ALIGNMENT (1)).
-func (c *Controller) loopCheck(m state.Mirror, topic string) error {
+// sourceMirrors is what the source mirrors (its ListClusterMirrors), for
+// the loop check; err is a source client that could not be made.
+type sourceMirrors struct {
+	mirrors []mirrorapi.ListClusterMirrorsResponseMirror
+	err     error
+}
+
+// readSourceMirrors asks the source what it mirrors. It runs before the
+// mirror's lock is taken (a source that stalls holds up no transition).
+func (c *Controller) readSourceMirrors(m state.Mirror) sourceMirrors {
 	cl, err := c.sourceClient(m)
 	if err != nil {
-		return err
+		return sourceMirrors{err: err}
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 	defer cancel()
@@ -732,13 +769,22 @@ func (c *Controller) loopCheck(m state.Mirror, topic string) error {
 	req.IncludeTopicNames = true
 	kresp, err := cl.Request(ctx, req)
 	if err != nil {
-		return nil // a source without mirrors (not kmirror, or older): no loop possible
+		return sourceMirrors{} // a source without mirrors (not kmirror, or older): no loop possible
 	}
 	lresp, ok := kresp.(*mirrorapi.ListClusterMirrorsResponse)
 	if !ok {
-		return nil
+		return sourceMirrors{}
 	}
-	for _, sm := range lresp.Mirrors {
+	return sourceMirrors{mirrors: lresp.Mirrors}
+}
+
+// loopCheck refuses to mirror a topic the source is itself actively
+// mirroring from this cluster (SPEC.md section 4, LOG_ALIGNMENT (1)).
+func (c *Controller) loopCheck(src sourceMirrors, topic string) error {
+	if src.err != nil {
+		return src.err
+	}
+	for _, sm := range src.mirrors {
 		if sm.SourceClusterID != nil && *sm.SourceClusterID == c.b.ClusterID() && slices.Contains(sm.TopicNames, topic) {
 			return fmt.Errorf("%w: the source mirrors %s from this cluster (its mirror %s); stop that first",
 				errLoop, topic, sm.MirrorName)

@@ -159,7 +159,7 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 
 // startConfigs reads the source configs of the topics a Start is about to
 // create. A failure is logged, not fatal: the next sync cycle copies them.
-// No lock is needed (Handle calls it before taking c.mu).
+// No lock is needed (Handle calls it before taking the mirror's lock).
 func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirrorTopicsRequestTopic) map[string]map[string]string {
 	adm, err := c.source(m)
 	if err != nil {

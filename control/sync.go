@@ -138,7 +138,6 @@ func (c *Controller) syncLoop() {
 
 // SyncOnce runs one metadata sync cycle for every mirror.
 func (c *Controller) SyncOnce() {
-	c.mu.Lock()
 	mirrors, err := c.store.Mirrors()
 	type job struct {
 		m   state.Mirror
@@ -153,7 +152,6 @@ func (c *Controller) SyncOnce() {
 		}
 		jobs = append(jobs, job{m, cl})
 	}
-	c.mu.Unlock()
 	if err != nil {
 		c.log.Warn("metadata sync: reading mirrors", "err", err)
 		return
@@ -220,8 +218,7 @@ func (c *Controller) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
 	msg := "the source cluster id changed from " + m.SourceClusterID + " to " + meta.clusterID +
 		": the bootstrap servers reach another cluster; mirroring stopped"
 	c.syncResult(m.Name, SyncClusterID, errors.New(msg))
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMirror(m.Name)()
 	states, err := c.store.MirrorPartitionStates(m.Name)
 	if err != nil {
 		return false
@@ -282,7 +279,7 @@ type stopReport struct {
 // and the stop goes on: the report says so, with the last source offsets
 // the fetcher saw. A topic the source holds under another topic id
 // (deleted and recreated there) is not synced: its offsets are another
-// topic's. REQUIRES: c.mu held; topics are mirror topics of m.
+// topic's. REQUIRES: m's lock held; topics are mirror topics of m.
 func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stopReport {
 	reps := make(map[string]*stopReport, len(topics))
 	ids := map[string][16]byte{}
@@ -323,7 +320,7 @@ func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stop
 }
 
 // finalSyncFrom runs steps 2-4 of finalSync within ctx and notes in reps
-// what failed. REQUIRES: c.mu held.
+// what failed. REQUIRES: the mirror's lock held.
 func (c *Controller) finalSyncFrom(ctx context.Context, m state.Mirror, topics []string, ids map[string][16]byte,
 	reps map[string]*stopReport) {
 	problems := map[string][]string{}
@@ -464,7 +461,7 @@ func finalSyncName(s int8) string {
 }
 
 // resumeUnstopped restarts the fetchers of a topic's partitions that a
-// failed stop left MIRRORING. REQUIRES: c.mu held.
+// failed stop left MIRRORING. REQUIRES: the mirror's lock held.
 func (c *Controller) resumeUnstopped(m state.Mirror, topic string) {
 	info, ok := c.b.Topic(topic)
 	if !ok || info.Mirror != m.Name {

@@ -167,7 +167,8 @@ func (c *Controller) applyTopicConfigs(topic string, set map[string]string) erro
 }
 
 // sourceView is what one sync cycle learned of the source's topics,
-// gathered before c.mu is taken so no source round trip runs under it.
+// gathered before the mirror's lock is taken so no source round trip runs
+// under it.
 type sourceView struct {
 	topics  map[string]sourceTopic
 	deleted map[string]bool              // mirrored topics the source no longer has
@@ -229,7 +230,8 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 	if v.topics == nil {
 		return metaErr, nil
 	}
-	// Configs of newly discovered topics are read before c.mu too.
+	// Configs of newly discovered topics, and what the source mirrors (the
+	// loop check of their start), are read before the lock too.
 	rules, err := mirrorTopicRules(m)
 	if err != nil {
 		return errors.Join(metaErr, err), cfgErr
@@ -244,6 +246,7 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 	if v.configs == nil {
 		v.configs = map[string]map[string]string{}
 	}
+	var loops sourceMirrors
 	if len(discovered) > 0 {
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 		newConfigs, err := sourceTopicConfigs(ctx, kadm.NewClient(cl), m, discovered)
@@ -252,10 +255,10 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 		for t, set := range newConfigs {
 			v.configs[t] = set
 		}
+		loops = c.readSourceMirrors(m)
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMirror(m.Name)()
 	// The mirror as stored now: an RPC may have changed it since the
 	// cycle's snapshot.
 	cur, err := c.store.GetMirror(m.Name)
@@ -297,7 +300,7 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 		}
 		d := v.topics[t]
 		code, msg := c.startTopic(&cur, mirrorapi.StartMirrorTopicsRequestTopic{TopicID: d.ID, TopicName: t,
-			NumPartitions: d.Partitions}, v.configs[t])
+			NumPartitions: d.Partitions}, v.configs[t], loops)
 		if code != 0 {
 			// A same-name topic with another id here, a loop, another
 			// mirror's topic: reported each cycle, never forced.
@@ -316,7 +319,7 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 }
 
 // growTopic mirrors a source topic's new partitions: the local topic grows
-// and the new partitions start mirroring from offset 0. REQUIRES: c.mu.
+// and the new partitions start mirroring from offset 0. REQUIRES: m's lock held.
 func (c *Controller) growTopic(m state.Mirror, topic string, have, want int32) error {
 	if want <= have {
 		return nil
@@ -334,7 +337,7 @@ func (c *Controller) growTopic(m state.Mirror, topic string, have, want int32) e
 }
 
 // failTopic moves every partition of a topic to FAILED, non-retryable.
-// REQUIRES: c.mu held.
+// REQUIRES: m's lock held.
 func (c *Controller) failTopic(m state.Mirror, topic string, partitions int32, msg string) {
 	for p := int32(0); p < partitions; p++ {
 		c.failNonRetryable(c.partitionState(m.Name, topic, p), msg)
@@ -343,7 +346,7 @@ func (c *Controller) failTopic(m state.Mirror, topic string, partitions int32, m
 
 // failNonRetryable removes a partition's fetcher and persists FAILED with
 // no retry: only an operator's recover or start resumes it. Partitions
-// already stopped or failed that way are left alone. REQUIRES: c.mu held.
+// already stopped or failed that way are left alone. REQUIRES: m's lock held.
 func (c *Controller) failNonRetryable(ps state.MirrorPartitionState, msg string) {
 	if ps.State == state.StateStopped || ps.State == state.StateFailed && ps.RetryAttempt < 0 {
 		return

@@ -1,0 +1,60 @@
+package control
+
+import "sync"
+
+// Locking. Each mirror has its own lock (mirrorCtl.mu), held by every
+// transition of that mirror's partitions and every change to its stored
+// record: its RPCs (Create, Start, Stop, Pause, Resume, Recover, Delete,
+// its configs), its metadata sync's local changes and its failure
+// handling. So the persisted states of a mirror and its fetchers never
+// disagree, while the operations of two mirrors never wait on each other.
+// List and Describe take no lock at all: they read the store and the
+// fetchers' statuses, each safe on its own, so a failback peer's
+// DescribeClusterMirrors is answered whatever a mirror is waiting on.
+//
+// Source I/O runs before the lock where what it reads does not depend on
+// the transition (a Start's topic lookups and loop check, a Create's
+// cluster id, a sync cycle's reads). A Stop's final sync, a Start's
+// last-mirror-epoch lookup and its dry run read the source between steps
+// of the mirror's own transition (the fetchers removed, then the source
+// read, then the stop proper; a read of the source, then the cut), so
+// they hold that mirror's lock, bounded by the source timeouts: a Resume
+// or a retry of the same mirror must not restart a fetcher in between.
+// Nothing of another mirror waits on them.
+//
+// Lock order: mirrorCtl.mu, then topicsMu, then the short locks (locksMu,
+// srcMu, localMu, syncRec.mu); never two mirrors' locks at once.
+
+// mirrorCtl is one mirror's lock and the in-memory bookkeeping of its
+// partitions, guarded by mu.
+type mirrorCtl struct {
+	mu sync.Mutex
+	// retries are the failed partitions' retry schedules (failures.go).
+	retries map[partitionKey]*retrySchedule
+	// aligning are the partitions started with fetch.StartAlign whose
+	// LOG_ALIGNMENT or ULE_RECOVERY is persisted until the source first
+	// accepts their fetch position (alignment.go).
+	aligning map[partitionKey]struct{}
+}
+
+// ctl returns the named mirror's lock and bookkeeping, made on first use.
+// An entry outlives a deleted mirror: a caller may hold it while the
+// mirror is deleted and recreated, and two entries for one name would let
+// two transitions of that mirror run at once. Each is a few words.
+func (c *Controller) ctl(mirror string) *mirrorCtl {
+	c.locksMu.Lock()
+	defer c.locksMu.Unlock()
+	mc := c.locks[mirror]
+	if mc == nil {
+		mc = &mirrorCtl{retries: map[partitionKey]*retrySchedule{}, aligning: map[partitionKey]struct{}{}}
+		c.locks[mirror] = mc
+	}
+	return mc
+}
+
+// lockMirror takes the named mirror's lock and returns its unlock.
+func (c *Controller) lockMirror(mirror string) (unlock func()) {
+	mc := c.ctl(mirror)
+	mc.mu.Lock()
+	return mc.mu.Unlock
+}
