@@ -62,6 +62,10 @@ type Controller struct {
 	sources map[string]*kgo.Client // per mirror, for the slow calls
 
 	syncRec syncRecord // the metadata sync's stats and failing kinds
+	// evMu guards the mirrors' event queues (mirrorCtl.events,
+	// events.go) and evClosed, set by Close.
+	evMu     sync.Mutex
+	evClosed bool
 	// removedConfigs are the removed Kafka topic configs already logged.
 	removedConfigs removedConfigLog
 
@@ -92,8 +96,9 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 		cfg.RetryMaxAttempts = 20
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Controller{cfg: cfg, b: b, store: b.Store(), fm: fetch.NewManager(fetch.Config{Logger: cfg.Logger}),
-		log: cfg.Logger, sources: map[string]*kgo.Client{}, locks: map[string]*mirrorCtl{}, ctx: ctx, cancel: cancel}
+	c := &Controller{cfg: cfg, b: b, store: b.Store(), log: cfg.Logger, sources: map[string]*kgo.Client{},
+		locks: map[string]*mirrorCtl{}, ctx: ctx, cancel: cancel}
+	c.fm = fetch.NewManager(fetch.Config{Logger: cfg.Logger, Events: c.onFetchEvent})
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
 		return nil, err
@@ -101,8 +106,7 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 	for _, m := range mirrors {
 		c.resumeMirror(m)
 	}
-	c.wg.Add(3)
-	go c.watchFailures()
+	c.wg.Add(2)
 	go c.syncLoop()
 	go c.checkpointLoop()
 	return c, nil
@@ -137,6 +141,7 @@ func (c *Controller) Fetchers() *fetch.Manager { return c.fm }
 
 // Close stops the fetchers and the source clients.
 func (c *Controller) Close() {
+	c.closeEvents()
 	c.cancel()
 	c.wg.Wait()
 	c.fm.Close()
@@ -180,8 +185,8 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	case state.StateEpochFencing, state.StateMirroring:
 		c.resumeFailed(m, ps.Topic, ps.Partition, c.startPartition(m, ps.Topic, ps.Partition))
 	case state.StateFailed:
-		// Retried by watchFailures after the backoff its attempt count
-		// gives, counting on from the persisted attempt.
+		// Retried after the backoff its attempt count gives, counting
+		// on from the persisted attempt.
 		if ps.RetryAttempt > 0 {
 			c.scheduleRetry(ps, ps.RetryAttempt)
 		}
@@ -249,7 +254,7 @@ func (c *Controller) readPartitionState(mirror, topic string, p int32) (state.Mi
 // node stopped, is in LOG_ALIGNMENT (or ULE_RECOVERY) and is started with
 // fetch.StartAlign: the alignment proper, cutting a divergent tail, is the
 // fetcher's OffsetForLeaderEpoch at start, and the state stays persisted
-// until the source accepts the fetch position (finishAlignments), so a
+// until the source accepts the fetch position (finishAlignment), so a
 // crash in between aligns again at the next start instead of resuming
 // unaligned. Every other (re)start (a node restart, a retry, a resume)
 // is MIRRORING and resumes with fetch.StartResume, which never cuts the

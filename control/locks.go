@@ -23,7 +23,7 @@ import "sync"
 // Nothing of another mirror waits on them.
 //
 // Lock order: mirrorCtl.mu, then topicsMu, then the short locks (locksMu,
-// srcMu, localMu, syncRec.mu); never two mirrors' locks at once.
+// evMu, srcMu, localMu, syncRec.mu); never two mirrors' locks at once.
 
 // mirrorCtl is one mirror's lock and the in-memory bookkeeping of its
 // partitions, guarded by mu.
@@ -35,6 +35,12 @@ type mirrorCtl struct {
 	// LOG_ALIGNMENT or ULE_RECOVERY is persisted until the source first
 	// accepts their fetch position (alignment.go).
 	aligning map[partitionKey]struct{}
+	// events are the mirror's fetch events and due retries, in order,
+	// and draining is set while drain handles them (events.go); both are
+	// guarded by Controller.evMu, not mu: a fetcher queues without
+	// waiting on a transition.
+	events   []queued
+	draining bool
 }
 
 // ctl returns the named mirror's lock and bookkeeping, made on first use.

@@ -588,7 +588,7 @@ func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Respo
 				// A recover never cuts the copy: it resumes from the log
 				// end and runs the fetcher's checks again (the source topic
 				// is the one copied, the source still holds what we hold).
-				delete(c.ctl(m.Name).retries, partitionKey{m.Name, topic, p})
+				c.forgetRetry(partitionKey{m.Name, topic, p})
 				if err := c.startPartitionFrom(*m, topic, p, true); err != nil {
 					res.fail(kerr.UnknownServerError.Code, "recovering %s-%d: %v", topic, p, err)
 				}
@@ -666,7 +666,9 @@ func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Respon
 		return fail(kerr.UnknownServerError.Code, "%v", err)
 	}
 	mc := c.ctl(m.Name) // a mirror created again under this name starts with none
-	clear(mc.retries)
+	for key := range mc.retries {
+		c.forgetRetry(key)
+	}
 	clear(mc.aligning)
 	return resp
 }
