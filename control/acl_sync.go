@@ -78,7 +78,7 @@ func frozenACLs(m state.Mirror) func(state.ACL) bool {
 // stored then: a stop that ran meanwhile has frozen its topic's bindings,
 // and a delete of the mirror (which drops its record under its lock)
 // cannot interleave with the record's writes.
-func (c *Controller) syncACLs(m state.Mirror, src *kadm.Client) (syncacls.Result, error) {
+func (c *Plane) syncACLs(m state.Mirror, src *kadm.Client) (syncacls.Result, error) {
 	if _, err := aclRules(m); err != nil || failedOver(m) {
 		return syncacls.Result{}, err
 	}

@@ -29,7 +29,7 @@ func fetchingState(s state.PartitionState) bool {
 // finishAlignment persists MIRRORING for an aligning partition whose
 // fetcher the source has accepted (fetch.EventFetching).
 // REQUIRES: the mirror's lock held.
-func (c *Controller) finishAlignment(key partitionKey) {
+func (c *Plane) finishAlignment(key partitionKey) {
 	aligning := c.ctl(key.mirror).aligning
 	if _, ok := aligning[key]; !ok {
 		return

@@ -27,13 +27,13 @@ type queued struct {
 }
 
 // onFetchEvent is the fetchers' Events callback: it queues, never blocks.
-func (c *Controller) onFetchEvent(ev fetch.Event) {
+func (c *Plane) onFetchEvent(ev fetch.Event) {
 	c.queue(queued{ev: ev, key: partitionKey{ev.Mirror, ev.Topic, ev.Partition}})
 }
 
 // queue hands q to its mirror's drain, started if none runs. After
 // Close, nothing is queued.
-func (c *Controller) queue(q queued) {
+func (c *Plane) queue(q queued) {
 	mc := c.ctl(q.key.mirror)
 	c.evMu.Lock()
 	defer c.evMu.Unlock()
@@ -49,7 +49,7 @@ func (c *Controller) queue(q queued) {
 }
 
 // drain handles a mirror's queued events in order until none is left.
-func (c *Controller) drain(mc *mirrorCtl) {
+func (c *Plane) drain(mc *mirrorCtl) {
 	defer c.wg.Done()
 	for {
 		c.evMu.Lock()
@@ -75,20 +75,20 @@ const persistRetry = time.Second
 // its transition could not be persisted, and no other event would come
 // (the fetcher reports each occasion once). It is checked against the
 // fetcher's status then, as any event.
-func (c *Controller) requeue(key partitionKey, kind fetch.EventKind) {
+func (c *Plane) requeue(key partitionKey, kind fetch.EventKind) {
 	time.AfterFunc(persistRetry, func() {
 		c.queue(queued{ev: fetch.Event{Mirror: key.mirror, Topic: key.topic, Partition: key.partition, Kind: kind}, key: key})
 	})
 }
 
 // closeEvents stops the queueing; Close then waits for the drains.
-func (c *Controller) closeEvents() {
+func (c *Plane) closeEvents() {
 	c.evMu.Lock()
 	c.evClosed = true
 	c.evMu.Unlock()
 }
 
-func (c *Controller) handle(q queued) {
+func (c *Plane) handle(q queued) {
 	defer c.lockMirror(q.key.mirror)()
 	if q.retry != nil {
 		c.retryDue(q.key, q.retry, q.seq)

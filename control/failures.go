@@ -51,7 +51,7 @@ type retrySchedule struct {
 }
 
 // recordFailure persists a fresh fetcher failure. REQUIRES: the mirror's lock held.
-func (c *Controller) recordFailure(m state.Mirror, ps state.MirrorPartitionState, st fetch.Status) {
+func (c *Plane) recordFailure(m state.Mirror, ps state.MirrorPartitionState, st fetch.Status) {
 	key := partitionKey{ps.Mirror, ps.Topic, ps.Partition}
 	msg := "fetcher stopped"
 	if st.Err != nil {
@@ -95,7 +95,7 @@ func withFailure(ps state.MirrorPartitionState, msg string) state.MirrorPartitio
 // scheduleRetry sets the next attempt after a failure counted as attempt
 // and, if attempts are left, arms its timer, which queues the attempt
 // for the mirror's drain (events.go, retryDue). REQUIRES: the mirror's lock held.
-func (c *Controller) scheduleRetry(ps state.MirrorPartitionState, attempt int32) {
+func (c *Plane) scheduleRetry(ps state.MirrorPartitionState, attempt int32) {
 	key, retries := partitionKey{ps.Mirror, ps.Topic, ps.Partition}, c.ctl(ps.Mirror).retries
 	r := retries[key]
 	if r == nil {
@@ -127,7 +127,7 @@ func stopRetry(r *retrySchedule) {
 
 // forgetRetry drops a partition's retry schedule (recovered, failed for
 // good). REQUIRES: the mirror's lock held.
-func (c *Controller) forgetRetry(key partitionKey) {
+func (c *Plane) forgetRetry(key partitionKey) {
 	retries := c.ctl(key.mirror).retries
 	if r := retries[key]; r != nil {
 		stopRetry(r)
@@ -139,7 +139,7 @@ func (c *Controller) forgetRetry(key partitionKey) {
 // passed, unless timer seq of r is no longer its schedule (recovered,
 // failed again, the mirror deleted) or the partition left FAILED
 // meanwhile. REQUIRES: the mirror's lock held.
-func (c *Controller) retryDue(key partitionKey, r *retrySchedule, seq uint64) {
+func (c *Plane) retryDue(key partitionKey, r *retrySchedule, seq uint64) {
 	if c.ctl(key.mirror).retries[key] != r || r.timer == nil || r.seq != seq {
 		return
 	}
@@ -161,7 +161,7 @@ func (c *Controller) retryDue(key partitionKey, r *retrySchedule, seq uint64) {
 
 // uncleanRecovery runs ULE_RECOVERY: the operator allowed the copy to
 // follow a source that lost records. REQUIRES: the mirror's lock held.
-func (c *Controller) uncleanRecovery(m state.Mirror, ps state.MirrorPartitionState, e *fetch.SourceTruncatedError) {
+func (c *Plane) uncleanRecovery(m state.Mirror, ps state.MirrorPartitionState, e *fetch.SourceTruncatedError) {
 	c.log.Warn("source lost records this copy holds; "+uncleanElectionConfig+"=true: truncating the copy to the source",
 		"mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition, "local_end", e.LocalEnd, "source_end", e.SourceEnd)
 	if err := c.setState(ps, state.StateULERecovery, e.Error()); err != nil {

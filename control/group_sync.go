@@ -17,7 +17,7 @@ import (
 // node, and its consumers' commits here must not be overwritten by the
 // source's.
 type groupDest struct {
-	c      *Controller
+	c      *Plane
 	mirror string
 	// final is set for the last sync of a stop (stop.go): only the topics
 	// it holds take offsets, and the mirror's lock is held by the caller
@@ -87,7 +87,7 @@ func groupFilter(m state.Mirror) (syncgroups.Filter, error) {
 // syncGroups runs the group offset part of one cycle for m and, when it
 // succeeds, records when (LastGroupSync). A mirror that has failed over
 // is not synced any more.
-func (c *Controller) syncGroups(m state.Mirror, src *kadm.Client) error {
+func (c *Plane) syncGroups(m state.Mirror, src *kadm.Client) error {
 	f, err := groupFilter(m)
 	if err != nil || failedOver(m) {
 		return err
@@ -116,7 +116,7 @@ func (c *Controller) syncGroups(m state.Mirror, src *kadm.Client) error {
 // operator judging a failover needs that age, not "never" after every
 // restart. A stop's final sync (which syncs only the stopped topics)
 // reports itself in the stop's answer and is not counted here.
-func (c *Controller) LastGroupSync(mirror string) time.Time {
+func (c *Plane) LastGroupSync(mirror string) time.Time {
 	at, err := c.store.LastGroupSync(mirror)
 	if err != nil {
 		c.log.Warn("reading the last group offset sync", "mirror", mirror, "err", err)

@@ -37,7 +37,7 @@ type mirrorCtl struct {
 	aligning map[partitionKey]struct{}
 	// events are the mirror's fetch events and due retries, in order,
 	// and draining is set while drain handles them (events.go); both are
-	// guarded by Controller.evMu, not mu: a fetcher queues without
+	// guarded by Plane.evMu, not mu: a fetcher queues without
 	// waiting on a transition.
 	events   []queued
 	draining bool
@@ -47,7 +47,7 @@ type mirrorCtl struct {
 // An entry outlives a deleted mirror: a caller may hold it while the
 // mirror is deleted and recreated, and two entries for one name would let
 // two transitions of that mirror run at once. Each is a few words.
-func (c *Controller) ctl(mirror string) *mirrorCtl {
+func (c *Plane) ctl(mirror string) *mirrorCtl {
 	c.locksMu.Lock()
 	defer c.locksMu.Unlock()
 	mc := c.locks[mirror]
@@ -59,7 +59,7 @@ func (c *Controller) ctl(mirror string) *mirrorCtl {
 }
 
 // lockMirror takes the named mirror's lock and returns its unlock.
-func (c *Controller) lockMirror(mirror string) (unlock func()) {
+func (c *Plane) lockMirror(mirror string) (unlock func()) {
 	mc := c.ctl(mirror)
 	mc.mu.Lock()
 	return mc.mu.Unlock

@@ -13,7 +13,7 @@ import (
 // (Incremental)AlterConfigs on a mirror reach these through the broker.
 
 // MirrorConfigs implements broker.MirrorAdmin.
-func (c *Controller) MirrorConfigs(name string) (map[string]string, bool) {
+func (c *Plane) MirrorConfigs(name string) (map[string]string, bool) {
 	defer c.lockMirror(name)()
 	m, err := c.store.GetMirror(name)
 	if err != nil {
@@ -23,7 +23,7 @@ func (c *Controller) MirrorConfigs(name string) (map[string]string, bool) {
 }
 
 // ValidateMirrorConfig implements broker.MirrorAdmin.
-func (c *Controller) ValidateMirrorConfig(name, value string) error {
+func (c *Plane) ValidateMirrorConfig(name, value string) error {
 	mc, ok := mirrorConfigs[name]
 	if !ok {
 		return fmt.Errorf("%w %q", broker.ErrUnknownMirrorConfig, name)
@@ -38,7 +38,7 @@ func (c *Controller) ValidateMirrorConfig(name, value string) error {
 
 // MirrorConfigIsList implements broker.MirrorAdmin: the filters and the
 // bootstrap servers are comma lists.
-func (c *Controller) MirrorConfigIsList(name string) bool {
+func (c *Plane) MirrorConfigIsList(name string) bool {
 	return name == "bootstrap.servers" || strings.HasSuffix(name, ".include") || strings.HasSuffix(name, ".exclude")
 }
 
@@ -46,7 +46,7 @@ func (c *Controller) MirrorConfigIsList(name string) bool {
 // validated as a whole, stored, and the mirror's source client and
 // fetchers are recreated with them (SPEC.md section 3); mirroring
 // partitions resume from their log ends.
-func (c *Controller) SetMirrorConfigs(name string, configs map[string]string) error {
+func (c *Plane) SetMirrorConfigs(name string, configs map[string]string) error {
 	defer c.lockMirror(name)()
 	m, err := c.store.GetMirror(name)
 	if err != nil {
@@ -82,5 +82,5 @@ func (c *Controller) SetMirrorConfigs(name string, configs map[string]string) er
 	return nil
 }
 
-// Controller serves the broker's mirror RPCs and CLUSTER_MIRROR configs.
-var _ broker.MirrorAdmin = (*Controller)(nil)
+// Plane serves the broker's mirror RPCs and CLUSTER_MIRROR configs.
+var _ broker.MirrorAdmin = (*Plane)(nil)

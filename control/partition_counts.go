@@ -15,7 +15,7 @@ type PartitionStates struct {
 // store (a scan per mirror: for a metrics scrape, not a hot path),
 // PAUSED, STOPPED and the others without a fetcher included. A mirror
 // whose states cannot be read is left out.
-func (c *Controller) PartitionStateCounts() []PartitionStates {
+func (c *Plane) PartitionStateCounts() []PartitionStates {
 	return c.stateCounts(nil)
 }
 
@@ -23,7 +23,7 @@ func (c *Controller) PartitionStateCounts() []PartitionStates {
 // fetchers hold (aligning, mirroring, FAILED with the failure kept):
 // kmirror_mirror_partitions. Their state is the one this package
 // persisted; the fetchers have no state of their own to report.
-func (c *Controller) FetcherStateCounts() []PartitionStates {
+func (c *Plane) FetcherStateCounts() []PartitionStates {
 	held := map[partitionKey]bool{}
 	for _, st := range c.fm.Statuses() {
 		held[partitionKey{st.Mirror, st.Topic, st.Partition}] = true
@@ -32,7 +32,7 @@ func (c *Controller) FetcherStateCounts() []PartitionStates {
 }
 
 // stateCounts counts the partitions in held, or all with held nil.
-func (c *Controller) stateCounts(held map[partitionKey]bool) []PartitionStates {
+func (c *Plane) stateCounts(held map[partitionKey]bool) []PartitionStates {
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
 		return nil

@@ -35,7 +35,7 @@ func (d quotaDest) RecordSynced(put []state.ClientQuota) error {
 // mirror's lock and localMu, against
 // the mirror as stored then; a mirror that has failed over is left alone:
 // its quotas are the operator's from then on.
-func (c *Controller) syncQuotas(m state.Mirror, src *kadm.Client) (syncquotas.Result, error) {
+func (c *Plane) syncQuotas(m state.Mirror, src *kadm.Client) (syncquotas.Result, error) {
 	if strings.EqualFold(m.Configs[quotaSyncConfig], "false") || failedOver(m) {
 		return syncquotas.Result{}, nil
 	}

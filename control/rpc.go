@@ -28,7 +28,7 @@ import (
 // never disagree. List and Describe only read and take no lock. A Start
 // reads the source (topics, ids, configs, the loop check) and a Create
 // the source's cluster id before they take the lock.
-func (c *Controller) Handle(req kmsg.Request) (kmsg.Response, error) {
+func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *mirrorapi.ListClusterMirrorsRequest:
 		return c.list(r), nil
@@ -63,7 +63,7 @@ func strp(s string) *string { return &s }
 
 var mirrorNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
-func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Response {
+func (c *Plane) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.CreateClusterMirrorResponse)
 	fail := func(code int16, format string, args ...any) kmsg.Response {
 		resp.ErrorCode, resp.ErrorMessage = code, strp(fmt.Sprintf(format, args...))
@@ -126,7 +126,7 @@ func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Respon
 	return resp
 }
 
-func (c *Controller) dropSource(name string) {
+func (c *Plane) dropSource(name string) {
 	c.srcMu.Lock()
 	defer c.srcMu.Unlock()
 	if cl := c.sources[name]; cl != nil {
@@ -155,7 +155,7 @@ func (t *topicsResult) fail(code int16, format string, args ...any) {
 	t.code, t.msg = code, strp(fmt.Sprintf(format, args...))
 }
 
-func (c *Controller) mirrorFor(name string, res *topicsResult) (state.Mirror, bool) {
+func (c *Plane) mirrorFor(name string, res *topicsResult) (state.Mirror, bool) {
 	m, err := c.store.GetMirror(name)
 	if err != nil {
 		res.fail(mirrorapi.ErrUnknownClusterMirror, "no cluster mirror %s", name)
@@ -178,7 +178,7 @@ type startLookup struct {
 // ids and partition counts come from there when the caller left them out,
 // and the source's topic configs. No lock is held: the source may be slow.
 // A mirror that is missing here is answered by start, under its lock.
-func (c *Controller) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLookup {
+func (c *Plane) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLookup {
 	if len(r.IncludePatterns) == 0 && len(r.Topics) == 0 {
 		return startLookup{}
 	}
@@ -197,7 +197,7 @@ func (c *Controller) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLo
 	return l
 }
 
-func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLookup) kmsg.Response {
+func (c *Plane) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLookup) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.StartMirrorTopicsResponse)
 	var res topicsResult
 	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
@@ -287,7 +287,7 @@ const (
 // why the start is refused (code != 0). It changes nothing. loops is what
 // the source mirrors, read before the lock (readSourceMirrors).
 // REQUIRES: m's lock held.
-func (c *Controller) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
+func (c *Plane) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
 	loops sourceMirrors) (sc startCase, info broker.TopicInfo, code int16, msg string) {
 	if t.NumPartitions <= 0 {
 		return 0, info, kerr.UnknownTopicOrPartition.Code, "the source has no topic " + t.TopicName
@@ -319,7 +319,7 @@ func (c *Controller) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsReq
 
 // startTopic associates one topic with the mirror, gives it the source's
 // topic configs and starts its partitions. REQUIRES: m's lock held.
-func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string,
+func (c *Plane) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string,
 	loops sourceMirrors) (int16, string) {
 	code, msg, sc, info := c.claimTopic(m, t, loops)
 	if code != 0 {
@@ -363,7 +363,7 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 // for m (created, or made read-only), one step under topicsMu: two
 // mirrors starting one topic at once cannot both see it free.
 // REQUIRES: m's lock held.
-func (c *Controller) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
+func (c *Plane) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
 	loops sourceMirrors) (code int16, msg string, sc startCase, info broker.TopicInfo) {
 	c.topicsMu.Lock()
 	defer c.topicsMu.Unlock()
@@ -384,7 +384,7 @@ func (c *Controller) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 	return 0, "", sc, info
 }
 
-func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
+func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.StopMirrorTopicsResponse)
 	var res topicsResult
 	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
@@ -450,7 +450,7 @@ func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 }
 
 // stopTopic fails a topic over. REQUIRES: m's lock held.
-func (c *Controller) stopTopic(m *state.Mirror, name string) (int16, string) {
+func (c *Plane) stopTopic(m *state.Mirror, name string) (int16, string) {
 	desired, ok := m.Topics[name]
 	info, exists := c.b.Topic(name)
 	switch {
@@ -473,7 +473,7 @@ func (c *Controller) stopTopic(m *state.Mirror, name string) (int16, string) {
 
 // topicsOp runs op on each named topic of a mirror (pause, resume,
 // recover) and stores the mirror's desired states afterwards.
-func (c *Controller) topicsOp(name string, topics []mirrorapi.MirrorTopicsRequestTopic,
+func (c *Plane) topicsOp(name string, topics []mirrorapi.MirrorTopicsRequestTopic,
 	op func(m *state.Mirror, topic string, partitions int32, res *topicsResult)) topicsResult {
 	var res topicsResult
 	m, ok := c.mirrorFor(name, &res)
@@ -494,7 +494,7 @@ func (c *Controller) topicsOp(name string, topics []mirrorapi.MirrorTopicsReques
 	return res
 }
 
-func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
+func (c *Plane) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.PauseMirrorTopicsResponse)
 	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
 		switch m.Topics[topic] {
@@ -542,7 +542,7 @@ func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response 
 	return resp
 }
 
-func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.Response {
+func (c *Plane) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.ResumeMirrorTopicsResponse)
 	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
 		switch m.Topics[topic] {
@@ -580,7 +580,7 @@ func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.R
 	return resp
 }
 
-func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Response {
+func (c *Plane) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.RecoverMirrorTopicsResponse)
 	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
 		for p := int32(0); p < partitions; p++ {
@@ -612,7 +612,7 @@ func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Respo
 // persisted states, not the desired state, which still says MIRRORING
 // for a failed topic; a partition in any other state (MIRRORING, PAUSED,
 // aligning) refuses the delete, named in the message.
-func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
+func (c *Plane) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.DeleteClusterMirrorResponse)
 	fail := func(code int16, format string, args ...any) kmsg.Response {
 		resp.ErrorCode, resp.ErrorMessage = code, strp(fmt.Sprintf(format, args...))
@@ -673,7 +673,7 @@ func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Respon
 	return resp
 }
 
-func (c *Controller) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response {
+func (c *Plane) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.ListClusterMirrorsResponse)
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
@@ -704,7 +704,7 @@ func (c *Controller) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response 
 // lastMirrorEpochs answers a failback's lookups: for the mirrors of this
 // node whose source is clusterID, the last mirror epoch of each partition
 // asked for (-1 when unknown); the highest across mirrors wins.
-func (c *Controller) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
+func (c *Plane) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
 	lookups []mirrorapi.DescribeClusterMirrorsLookup) []mirrorapi.DescribeClusterMirrorsLookupResult {
 	var out []mirrorapi.DescribeClusterMirrorsLookupResult
 	for _, lk := range lookups {
@@ -731,7 +731,7 @@ func (c *Controller) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
 }
 
 // selectTopics resolves the local topics a Stop names, by name or pattern.
-func (c *Controller) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopicsRequestTopic, patterns []string) ([]string, error) {
+func (c *Plane) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopicsRequestTopic, patterns []string) ([]string, error) {
 	res, err := pattern.CompileAll(patterns)
 	if err != nil {
 		return nil, err
@@ -760,7 +760,7 @@ type sourceMirrors struct {
 
 // readSourceMirrors asks the source what it mirrors. It runs before the
 // mirror's lock is taken (a source that stalls holds up no transition).
-func (c *Controller) readSourceMirrors(m state.Mirror) sourceMirrors {
+func (c *Plane) readSourceMirrors(m state.Mirror) sourceMirrors {
 	cl, err := c.sourceClient(m)
 	if err != nil {
 		return sourceMirrors{err: err}
@@ -782,7 +782,7 @@ func (c *Controller) readSourceMirrors(m state.Mirror) sourceMirrors {
 
 // loopCheck refuses to mirror a topic the source is itself actively
 // mirroring from this cluster (SPEC.md section 4, LOG_ALIGNMENT (1)).
-func (c *Controller) loopCheck(src sourceMirrors, topic string) error {
+func (c *Plane) loopCheck(src sourceMirrors, topic string) error {
 	if src.err != nil {
 		return src.err
 	}

@@ -89,7 +89,7 @@ func missingNamed(details map[string]sourceTopic, named []mirrorapi.StartMirrorT
 // sourceTopics resolves the topics a Start names or matches at the source,
 // filling topic ids and partition counts the caller left out. Internal
 // topics (__*) match a pattern only when named explicitly.
-func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
+func (c *Plane) sourceTopics(m state.Mirror, include, exclude []string,
 	named []mirrorapi.StartMirrorTopicsRequestTopic) ([]mirrorapi.StartMirrorTopicsRequestTopic, error) {
 	inc, err := pattern.CompileAll(include)
 	if err != nil {
@@ -160,7 +160,7 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 // startConfigs reads the source configs of the topics a Start is about to
 // create. A failure is logged, not fatal: the next sync cycle copies them.
 // No lock is needed (Handle calls it before taking the mirror's lock).
-func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirrorTopicsRequestTopic) map[string]map[string]string {
+func (c *Plane) startConfigs(m state.Mirror, topics []mirrorapi.StartMirrorTopicsRequestTopic) map[string]map[string]string {
 	adm, err := c.source(m)
 	if err != nil {
 		return nil
@@ -184,7 +184,7 @@ func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirror
 // can act on: kgo often reports a refused SASL login or TLS handshake as
 // a closed connection, so the source is probed the fetchers' way, which
 // names the step and the source's own error.
-func (c *Controller) explainSource(m state.Mirror, err error) error {
+func (c *Plane) explainSource(m state.Mirror, err error) error {
 	fc, ferr := fetchConfig(m.Name, m.Configs)
 	if ferr != nil {
 		return ferr

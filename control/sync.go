@@ -81,7 +81,7 @@ func (r *syncRecord) stat(mirror string) *SyncStat {
 }
 
 // syncResult records one part of a cycle.
-func (c *Controller) syncResult(mirror, kind string, err error) {
+func (c *Plane) syncResult(mirror, kind string, err error) {
 	r := &c.syncRec
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -101,7 +101,7 @@ func (c *Controller) syncResult(mirror, kind string, err error) {
 }
 
 // SyncStats returns each mirror's sync record, by mirror name.
-func (c *Controller) SyncStats() []SyncStat {
+func (c *Plane) SyncStats() []SyncStat {
 	r := &c.syncRec
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -119,7 +119,7 @@ func (c *Controller) SyncStats() []SyncStat {
 }
 
 // syncLoop runs SyncOnce every interval.
-func (c *Controller) syncLoop() {
+func (c *Plane) syncLoop() {
 	defer c.wg.Done()
 	if c.cfg.RefreshInterval < 0 {
 		return // mirror.metadata.refresh.interval.ms=0: off
@@ -137,7 +137,7 @@ func (c *Controller) syncLoop() {
 }
 
 // SyncOnce runs one metadata sync cycle for every mirror.
-func (c *Controller) SyncOnce() {
+func (c *Plane) SyncOnce() {
 	mirrors, err := c.store.Mirrors()
 	type job struct {
 		m   state.Mirror
@@ -165,7 +165,7 @@ func (c *Controller) SyncOnce() {
 }
 
 // syncMirror runs one cycle for one mirror.
-func (c *Controller) syncMirror(m state.Mirror, cl *kgo.Client) {
+func (c *Plane) syncMirror(m state.Mirror, cl *kgo.Client) {
 	src := kadm.NewClient(cl)
 	began := time.Now()
 	defer func() {
@@ -203,7 +203,7 @@ func (c *Controller) syncMirror(m state.Mirror, cl *kgo.Client) {
 // bootstrap servers now reach another cluster) stops every partition of
 // the mirror in FAILED, non-retryable, until an operator recovers it. It
 // reports whether the sync may go on.
-func (c *Controller) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
+func (c *Plane) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 	meta, err := describeCluster(ctx, src)
 	cancel()
@@ -244,7 +244,7 @@ func (c *Controller) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
 // nothing a later --describe and a manual offset reset could not.
 const maxFinalSync = 10 * time.Second
 
-func (c *Controller) finalSyncTimeout() time.Duration { return min(c.cfg.SourceTimeout, maxFinalSync) }
+func (c *Plane) finalSyncTimeout() time.Duration { return min(c.cfg.SourceTimeout, maxFinalSync) }
 
 // stopReport is what a stop answers for one topic: how its final sync
 // went and where the copy of each partition ended (the kmirror additions
@@ -280,7 +280,7 @@ type stopReport struct {
 // the fetcher saw. A topic the source holds under another topic id
 // (deleted and recreated there) is not synced: its offsets are another
 // topic's. REQUIRES: m's lock held; topics are mirror topics of m.
-func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stopReport {
+func (c *Plane) finalSync(m state.Mirror, topics []string) map[string]*stopReport {
 	reps := make(map[string]*stopReport, len(topics))
 	ids := map[string][16]byte{}
 	for _, t := range topics {
@@ -321,7 +321,7 @@ func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stop
 
 // finalSyncFrom runs steps 2-4 of finalSync within ctx and notes in reps
 // what failed. REQUIRES: the mirror's lock held.
-func (c *Controller) finalSyncFrom(ctx context.Context, m state.Mirror, topics []string, ids map[string][16]byte,
+func (c *Plane) finalSyncFrom(ctx context.Context, m state.Mirror, topics []string, ids map[string][16]byte,
 	reps map[string]*stopReport) {
 	problems := map[string][]string{}
 	note := func(t, format string, args ...any) { problems[t] = append(problems[t], fmt.Sprintf(format, args...)) }
@@ -428,7 +428,7 @@ func (c *Controller) finalSyncFrom(ctx context.Context, m state.Mirror, topics [
 
 // logStop logs how a topic's stop went, loudly when it left records
 // behind at the source.
-func (c *Controller) logStop(m state.Mirror, topic string, code int16, rep *stopReport) {
+func (c *Plane) logStop(m state.Mirror, topic string, code int16, rep *stopReport) {
 	if code != 0 {
 		return
 	}
@@ -462,7 +462,7 @@ func finalSyncName(s int8) string {
 
 // resumeUnstopped restarts the fetchers of a topic's partitions that a
 // failed stop left MIRRORING. REQUIRES: the mirror's lock held.
-func (c *Controller) resumeUnstopped(m state.Mirror, topic string) {
+func (c *Plane) resumeUnstopped(m state.Mirror, topic string) {
 	info, ok := c.b.Topic(topic)
 	if !ok || info.Mirror != m.Name {
 		return

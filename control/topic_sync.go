@@ -146,7 +146,7 @@ func sourceTopicConfigs(ctx context.Context, adm *kadm.Client, m state.Mirror, t
 // applyTopicConfigs sets a mirrored topic's source configs here. Configs
 // Apache Kafka removed are skipped (removed_configs.go); configs this node
 // does not know or refuses are reported, the others applied.
-func (c *Controller) applyTopicConfigs(topic string, set map[string]string) error {
+func (c *Plane) applyTopicConfigs(topic string, set map[string]string) error {
 	if info, ok := c.b.Topic(topic); ok {
 		set = withoutRemovedConfigs(set, c.log, &c.removedConfigs, info.Mirror, topic)
 	}
@@ -179,7 +179,7 @@ type sourceView struct {
 // missing from the list by name (a listing can race a creation), and reads
 // the mirrored topics' configs. metaErr is the listing's failure (nothing
 // can be decided without it); cfgErr the configs'.
-func (c *Controller) readSourceTopics(m state.Mirror, cl *kgo.Client) (v sourceView, metaErr, cfgErr error) {
+func (c *Plane) readSourceTopics(m state.Mirror, cl *kgo.Client) (v sourceView, metaErr, cfgErr error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 	defer cancel()
 	adm := kadm.NewClient(cl)
@@ -225,7 +225,7 @@ func (c *Controller) readSourceTopics(m state.Mirror, cl *kgo.Client) (v sourceV
 // syncTopics runs the topic part of one cycle for mirror m; it returns
 // the metadata errors and the config errors apart (they are counted under
 // different kinds).
-func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr error) {
+func (c *Plane) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr error) {
 	v, metaErr, cfgErr := c.readSourceTopics(m, cl)
 	if v.topics == nil {
 		return metaErr, nil
@@ -320,7 +320,7 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 
 // growTopic mirrors a source topic's new partitions: the local topic grows
 // and the new partitions start mirroring from offset 0. REQUIRES: m's lock held.
-func (c *Controller) growTopic(m state.Mirror, topic string, have, want int32) error {
+func (c *Plane) growTopic(m state.Mirror, topic string, have, want int32) error {
 	if want <= have {
 		return nil
 	}
@@ -338,7 +338,7 @@ func (c *Controller) growTopic(m state.Mirror, topic string, have, want int32) e
 
 // failTopic moves every partition of a topic to FAILED, non-retryable.
 // REQUIRES: m's lock held.
-func (c *Controller) failTopic(m state.Mirror, topic string, partitions int32, msg string) {
+func (c *Plane) failTopic(m state.Mirror, topic string, partitions int32, msg string) {
 	for p := int32(0); p < partitions; p++ {
 		c.failNonRetryable(c.partitionState(m.Name, topic, p), msg)
 	}
@@ -347,7 +347,7 @@ func (c *Controller) failTopic(m state.Mirror, topic string, partitions int32, m
 // failNonRetryable removes a partition's fetcher and persists FAILED with
 // no retry: only an operator's recover or start resumes it. Partitions
 // already stopped or failed that way are left alone. REQUIRES: m's lock held.
-func (c *Controller) failNonRetryable(ps state.MirrorPartitionState, msg string) {
+func (c *Plane) failNonRetryable(ps state.MirrorPartitionState, msg string) {
 	if ps.State == state.StateStopped || ps.State == state.StateFailed && ps.RetryAttempt < 0 {
 		return
 	}

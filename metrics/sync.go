@@ -8,7 +8,7 @@ import (
 )
 
 // SyncStater is what SyncCollector reads: the control plane's metadata
-// sync records and partition states (control.Controller implements it).
+// sync records and partition states (control.Plane implements it).
 type SyncStater interface {
 	SyncStats() []control.SyncStat
 	PartitionStateCounts() []control.PartitionStates

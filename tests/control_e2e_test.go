@@ -46,7 +46,7 @@ type ctlNode struct {
 	ccfg control.Config
 
 	b   *broker.Broker
-	ctl *control.Controller
+	ctl *control.Plane
 	// cl sends the mirror RPCs, kadm requests and raw reads (Fetch v11):
 	// it is rebuilt at every restart, which changes the node's port.
 	cl  *kgo.Client

@@ -26,7 +26,7 @@ import (
 type demoNode struct {
 	name string
 	b    *broker.Broker
-	ctl  *control.Controller
+	ctl  *control.Plane
 	cl   *kgo.Client
 }
 

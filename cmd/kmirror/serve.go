@@ -141,7 +141,7 @@ func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.L
 
 // metricsHandler serves the node's metrics; partitionLabels is
 // metrics.mirror.partition.labels.
-func metricsHandler(b *broker.Broker, ctl *control.Controller, partitionLabels bool) http.Handler {
+func metricsHandler(b *broker.Broker, ctl *control.Plane, partitionLabels bool) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(b), metrics.NewFetchCollector(ctl.Fetchers(), partitionLabels), metrics.NewSyncCollector(ctl), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -20,7 +20,7 @@ import (
 	"github.com/kmirror/kmirror/internal/clientauth"
 )
 
-// Config configures a Controller. Zero values mean the defaults named.
+// Config configures a Plane. Zero values mean the defaults named.
 type Config struct {
 	Logger *slog.Logger
 	// RetryInitial, RetryMax and RetryMaxAttempts are
@@ -38,8 +38,10 @@ type Config struct {
 	RefreshInterval time.Duration
 }
 
-// Controller is the node's mirror control plane.
-type Controller struct {
+// Plane is the node's mirror control plane: its mirrors, their
+// partitions' states and fetchers, and the mirror RPCs. (Not "the
+// controller": in a cluster that is the metadata quorum's leader.)
+type Plane struct {
 	cfg   Config
 	b     *broker.Broker
 	store *state.Store
@@ -77,7 +79,7 @@ type Controller struct {
 // New loads every mirror and resumes its partitions from their persisted
 // states: MIRRORING and the alignment states restart the fetcher, PAUSING
 // settles in PAUSED, STOPPING finishes the stop.
-func New(b *broker.Broker, cfg Config) (*Controller, error) {
+func New(b *broker.Broker, cfg Config) (*Plane, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -96,7 +98,7 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 		cfg.RetryMaxAttempts = 20
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Controller{cfg: cfg, b: b, store: b.Store(), log: cfg.Logger, sources: map[string]*kgo.Client{},
+	c := &Plane{cfg: cfg, b: b, store: b.Store(), log: cfg.Logger, sources: map[string]*kgo.Client{},
 		locks: map[string]*mirrorCtl{}, ctx: ctx, cancel: cancel}
 	c.fm = fetch.NewManager(fetch.Config{Logger: cfg.Logger, Events: c.onFetchEvent})
 	mirrors, err := c.store.Mirrors()
@@ -114,7 +116,7 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 
 // resumeMirror registers a mirror with the fetchers and resumes its
 // partitions from their persisted states.
-func (c *Controller) resumeMirror(m state.Mirror) {
+func (c *Plane) resumeMirror(m state.Mirror) {
 	defer c.lockMirror(m.Name)()
 	if err := c.addFetchers(m); err != nil {
 		// One mirror whose settings no longer work (a PEM file
@@ -137,10 +139,10 @@ func (c *Controller) resumeMirror(m state.Mirror) {
 }
 
 // Fetchers exposes the fetch manager (for metrics).
-func (c *Controller) Fetchers() *fetch.Manager { return c.fm }
+func (c *Plane) Fetchers() *fetch.Manager { return c.fm }
 
 // Close stops the fetchers and the source clients.
-func (c *Controller) Close() {
+func (c *Plane) Close() {
 	c.closeEvents()
 	c.cancel()
 	c.wg.Wait()
@@ -157,7 +159,7 @@ func (c *Controller) Close() {
 // store whose scan of them failed: a partition whose record cannot be
 // read goes to FAILED (startPartitionFrom), the others resume.
 // REQUIRES: m's lock held.
-func (c *Controller) resumeEach(m state.Mirror) {
+func (c *Plane) resumeEach(m state.Mirror) {
 	for _, topic := range sortedTopics(m.Topics) {
 		info, ok := c.b.Topic(topic)
 		if !ok {
@@ -176,7 +178,7 @@ func (c *Controller) resumeEach(m state.Mirror) {
 }
 
 // resume continues a partition after a restart. REQUIRES: m's lock held.
-func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
+func (c *Plane) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	switch ps.State {
 	case state.StateLogAlignment, state.StateULERecovery:
 		if m.Topics[ps.Topic] != state.StatePaused { // paused mid-alignment: the resume aligns
@@ -205,14 +207,14 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 // stored: a start that failed before its fetcher ran is retried by the
 // next restart or start, and one whose record cannot be read is FAILED
 // (startPartitionFrom). REQUIRES: m's lock held.
-func (c *Controller) resumeFailed(m state.Mirror, topic string, p int32, err error) {
+func (c *Plane) resumeFailed(m state.Mirror, topic string, p int32, err error) {
 	if err != nil {
 		c.log.Error("resuming a mirror partition after a restart", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
 	}
 }
 
 // setState persists a partition's state. REQUIRES: ps.Mirror's lock held.
-func (c *Controller) setState(ps state.MirrorPartitionState, to state.PartitionState, errMsg string) error {
+func (c *Plane) setState(ps state.MirrorPartitionState, to state.PartitionState, errMsg string) error {
 	if ps.State != to && ps.State != state.StateFailed {
 		ps.Previous = ps.State
 	}
@@ -227,7 +229,7 @@ func (c *Controller) setState(ps state.MirrorPartitionState, to state.PartitionS
 // or the record cannot be read. Paths that would act on UNKNOWN as "never
 // mirrored" (a start aligns such a partition, and may cut it) read with
 // readPartitionState instead.
-func (c *Controller) partitionState(mirror, topic string, p int32) state.MirrorPartitionState {
+func (c *Plane) partitionState(mirror, topic string, p int32) state.MirrorPartitionState {
 	ps, _ := c.readPartitionState(mirror, topic, p)
 	return ps
 }
@@ -235,7 +237,7 @@ func (c *Controller) partitionState(mirror, topic string, p int32) state.MirrorP
 // readPartitionState is partitionState that also returns the error of a
 // record that exists but cannot be read (corrupt, or the store failing);
 // ps is then UNKNOWN. No record at all is UNKNOWN without an error.
-func (c *Controller) readPartitionState(mirror, topic string, p int32) (state.MirrorPartitionState, error) {
+func (c *Plane) readPartitionState(mirror, topic string, p int32) (state.MirrorPartitionState, error) {
 	ps, err := c.store.MirrorPartitionState(mirror, topic, p)
 	if err != nil {
 		unknown := state.MirrorPartitionState{Mirror: mirror, Topic: topic, Partition: p, State: state.StateUnknown,
@@ -260,14 +262,14 @@ func (c *Controller) readPartitionState(mirror, topic string, p int32) (state.Mi
 // is MIRRORING and resumes with fetch.StartResume, which never cuts the
 // local log.
 // REQUIRES: m's lock held.
-func (c *Controller) startPartition(m state.Mirror, topic string, p int32) error {
+func (c *Plane) startPartition(m state.Mirror, topic string, p int32) error {
 	return c.startPartitionFrom(m, topic, p, false)
 }
 
 // startPartitionFrom is startPartition; resumeOnly (recover) starts a
 // FAILED partition with StartResume whatever state it failed in.
 // REQUIRES: m's lock held.
-func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, resumeOnly bool) error {
+func (c *Plane) startPartitionFrom(m state.Mirror, topic string, p int32, resumeOnly bool) error {
 	ps, err := c.readPartitionState(m.Name, topic, p)
 	if err != nil && !resumeOnly {
 		// Not "never mirrored": aligning it could cut a copy that
@@ -338,7 +340,7 @@ func alignsOnRetry(prev state.PartitionState) bool {
 // stopPartition runs the failover of one partition (see the package doc).
 // It is idempotent: after a crash it is run again from STOPPING.
 // REQUIRES: m's lock held.
-func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error {
+func (c *Plane) stopPartition(m state.Mirror, topic string, p int32) error {
 	ps := c.partitionState(m.Name, topic, p)
 	if ps.State == state.StateStopped {
 		return nil
@@ -387,7 +389,7 @@ func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error 
 
 // releaseIfStopped makes a topic writable once all its partitions are
 // STOPPED. REQUIRES: m's lock held.
-func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
+func (c *Plane) releaseIfStopped(m state.Mirror, topic string) {
 	info, ok := c.b.Topic(topic)
 	if !ok || info.Mirror != m.Name {
 		return
@@ -405,7 +407,7 @@ func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
 }
 
 // source returns the mirror's client for the source (slow calls).
-func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
+func (c *Plane) source(m state.Mirror) (*kadm.Client, error) {
 	cl, err := c.sourceClient(m)
 	if err != nil {
 		return nil, err
@@ -414,7 +416,7 @@ func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
 }
 
 // addFetchers registers a mirror with the fetch manager. REQUIRES: m's lock held.
-func (c *Controller) addFetchers(m state.Mirror) error {
+func (c *Plane) addFetchers(m state.Mirror) error {
 	fc, err := fetchConfig(m.Name, m.Configs)
 	if err != nil {
 		return err
@@ -424,7 +426,7 @@ func (c *Controller) addFetchers(m state.Mirror) error {
 
 // sourceClient is source's kgo client; it may send the mirror RPCs to a
 // source that is itself a kmirror node (the loop check).
-func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
+func (c *Plane) sourceClient(m state.Mirror) (*kgo.Client, error) {
 	c.srcMu.Lock()
 	defer c.srcMu.Unlock()
 	cl := c.sources[m.Name]
