@@ -2,7 +2,9 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -195,4 +197,50 @@ func (c *Plane) explainSource(m state.Mirror, err error) error {
 		return perr
 	}
 	return err
+}
+
+var errLoop = errors.New("mirror loop")
+
+// sourceMirrors is what the source mirrors (its ListClusterMirrors), for
+// the loop check; err is a source client that could not be made.
+type sourceMirrors struct {
+	mirrors []mirrorapi.ListClusterMirrorsResponseMirror
+	err     error
+}
+
+// readSourceMirrors asks the source what it mirrors. It runs before the
+// mirror's lock is taken (a source that stalls holds up no transition).
+func (c *Plane) readSourceMirrors(m state.Mirror) sourceMirrors {
+	cl, err := c.sourceClient(m)
+	if err != nil {
+		return sourceMirrors{err: err}
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+	defer cancel()
+	req := mirrorapi.NewPtrListClusterMirrorsRequest()
+	req.IncludeTopicNames = true
+	kresp, err := cl.Request(ctx, req)
+	if err != nil {
+		return sourceMirrors{} // a source without mirrors (not kmirror, or older): no loop possible
+	}
+	lresp, ok := kresp.(*mirrorapi.ListClusterMirrorsResponse)
+	if !ok {
+		return sourceMirrors{}
+	}
+	return sourceMirrors{mirrors: lresp.Mirrors}
+}
+
+// loopCheck refuses to mirror a topic the source is itself actively
+// mirroring from this cluster (SPEC.md section 4, LOG_ALIGNMENT (1)).
+func (c *Plane) loopCheck(src sourceMirrors, topic string) error {
+	if src.err != nil {
+		return src.err
+	}
+	for _, sm := range src.mirrors {
+		if sm.SourceClusterID != nil && *sm.SourceClusterID == c.b.ClusterID() && slices.Contains(sm.TopicNames, topic) {
+			return fmt.Errorf("%w: the source mirrors %s from this cluster (its mirror %s); stop that first",
+				errLoop, topic, sm.MirrorName)
+		}
+	}
+	return nil
 }
