@@ -19,9 +19,9 @@ import (
 type groupDest struct {
 	c      *Plane
 	mirror string
-	// final is set for the last sync of a stop (stop.go): only the topics
-	// it holds take offsets, and the mirror's lock is held by the caller
-	// already.
+	// final is set for the last sync of a stop (sync.go): only the topics
+	// it holds take offsets, and Commit takes no lock: they are being
+	// stopped, so no other path changes them (locks.go).
 	final map[string]bool
 }
 
@@ -59,7 +59,7 @@ func (d groupDest) Commit(group string, offs []syncgroups.Offset) error {
 		}
 		var kept []syncgroups.Offset
 		for _, o := range offs {
-			if desired, in := cur.Topics[o.Topic]; in && desired != state.StateStopped {
+			if desired, in := cur.Topics[o.Topic]; in && desired != state.StateStopped && !d.c.beingStopped(d.mirror, o.Topic) {
 				if info, ok := d.c.b.Topic(o.Topic); ok && info.Mirror == d.mirror {
 					kept = append(kept, o)
 				}

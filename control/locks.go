@@ -12,23 +12,35 @@ import "sync"
 // fetchers' statuses, each safe on its own, so a failback peer's
 // DescribeClusterMirrors is answered whatever a mirror is waiting on.
 //
-// Source I/O runs before the lock where what it reads does not depend on
-// the transition (a Start's topic lookups and loop check, a Create's
-// cluster id, a sync cycle's reads). A Stop's final sync, a Start's
-// last-mirror-epoch lookup and its dry run read the source between steps
-// of the mirror's own transition (the fetchers removed, then the source
-// read, then the stop proper; a read of the source, then the cut), so
-// they hold that mirror's lock, bounded by the source timeouts: a Resume
-// or a retry of the same mirror must not restart a fetcher in between.
-// Nothing of another mirror waits on them.
+// Source I/O runs outside the lock. Where what it reads does not depend
+// on the transition it runs before it (a Start's topic lookups and loop
+// check, a Create's cluster id, a sync cycle's reads). A Stop's final
+// sync reads the source between two steps of the stop (the fetchers
+// removed, then the source read, then the stop proper): the stop drops
+// the lock in between and marks its topics as being stopped
+// (mirrorCtl.stopping), so no other path restarts their fetchers or
+// changes them meanwhile (startPartitionFrom refuses, Pause answers
+// MIRROR_TOPIC_BEING_STOPPED, the sync skips them), and it holds the
+// mirror's stopMu throughout, which Delete and a config change take too:
+// they would pull the mirror or its source client from under the final
+// sync. A Start's last-mirror-epoch lookup and its dry run still read the
+// source under the lock, bounded by the source timeout: they are part of
+// the start of topics of that mirror alone.
 //
-// Lock order: mirrorCtl.mu, then topicsMu, then the short locks (locksMu,
-// evMu, srcMu, localMu, syncRec.mu); never two mirrors' locks at once.
+// Lock order: mirrorCtl.stopMu, then mirrorCtl.mu, then topicsMu, then the
+// short locks (locksMu, evMu, srcMu, localMu, syncRec.mu); never two
+// mirrors' locks at once.
 
 // mirrorCtl is one mirror's lock and the in-memory bookkeeping of its
 // partitions, guarded by mu.
 type mirrorCtl struct {
-	mu sync.Mutex
+	// stopMu is held by a Stop, a Delete and a config change of the
+	// mirror, across the Stop's final sync.
+	stopMu sync.Mutex
+	mu     sync.Mutex
+	// stopping are the topics a Stop is failing over: their final sync
+	// runs without mu.
+	stopping map[string]bool
 	// retries are the failed partitions' retry schedules (failures.go).
 	retries map[partitionKey]*retrySchedule
 	// aligning are the partitions started with fetch.StartAlign whose
@@ -52,11 +64,23 @@ func (c *Plane) ctl(mirror string) *mirrorCtl {
 	defer c.locksMu.Unlock()
 	mc := c.locks[mirror]
 	if mc == nil {
-		mc = &mirrorCtl{retries: map[partitionKey]*retrySchedule{}, aligning: map[partitionKey]struct{}{}}
+		mc = &mirrorCtl{retries: map[partitionKey]*retrySchedule{}, aligning: map[partitionKey]struct{}{},
+			stopping: map[string]bool{}}
 		c.locks[mirror] = mc
 	}
 	return mc
 }
+
+// lockStops takes the named mirror's stopMu and returns its unlock.
+func (c *Plane) lockStops(mirror string) (unlock func()) {
+	mc := c.ctl(mirror)
+	mc.stopMu.Lock()
+	return mc.stopMu.Unlock
+}
+
+// beingStopped reports whether a Stop is failing topic over.
+// REQUIRES: the mirror's lock held.
+func (c *Plane) beingStopped(mirror, topic string) bool { return c.ctl(mirror).stopping[topic] }
 
 // lockMirror takes the named mirror's lock and returns its unlock.
 func (c *Plane) lockMirror(mirror string) (unlock func()) {

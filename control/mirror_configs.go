@@ -47,6 +47,7 @@ func (c *Plane) MirrorConfigIsList(name string) bool {
 // fetchers are recreated with them (SPEC.md section 3); mirroring
 // partitions resume from their log ends.
 func (c *Plane) SetMirrorConfigs(name string, configs map[string]string) error {
+	defer c.lockStops(name)() // not in the middle of a stop's final sync (locks.go)
 	defer c.lockMirror(name)()
 	m, err := c.store.GetMirror(name)
 	if err != nil {

@@ -270,6 +270,11 @@ func (c *Plane) startPartition(m state.Mirror, topic string, p int32) error {
 // FAILED partition with StartResume whatever state it failed in.
 // REQUIRES: m's lock held.
 func (c *Plane) startPartitionFrom(m state.Mirror, topic string, p int32, resumeOnly bool) error {
+	if c.beingStopped(m.Name, topic) {
+		// Its fetcher was removed for the stop's final sync: a retry, a
+		// recover or a config change must not bring it back.
+		return fmt.Errorf("topic %s is being stopped", topic)
+	}
 	ps, err := c.readPartitionState(m.Name, topic, p)
 	if err != nil && !resumeOnly {
 		// Not "never mirrored": aligning it could cut a copy that

@@ -27,7 +27,8 @@ import (
 // one at a time per mirror, so that its persisted states and fetchers
 // never disagree. List and Describe only read and take no lock. A Start
 // reads the source (topics, ids, configs, the loop check) and a Create
-// the source's cluster id before they take the lock.
+// the source's cluster id before they take the lock; a Stop drops it
+// while its final sync reads the source (stop).
 func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *mirrorapi.ListClusterMirrorsRequest:
@@ -41,8 +42,8 @@ func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 		defer c.lockMirror(r.MirrorName)()
 		return c.start(r, looked), nil
 	case *mirrorapi.StopMirrorTopicsRequest:
-		defer c.lockMirror(r.MirrorName)()
-		return c.stop(r), nil
+		defer c.lockStops(r.MirrorName)()
+		return c.stop(r), nil // takes the mirror's lock, and drops it for the final sync
 	case *mirrorapi.PauseMirrorTopicsRequest:
 		defer c.lockMirror(r.MirrorName)()
 		return c.pause(r), nil
@@ -53,6 +54,7 @@ func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 		defer c.lockMirror(r.MirrorName)()
 		return c.recover(r), nil
 	case *mirrorapi.DeleteClusterMirrorRequest:
+		defer c.lockStops(r.MirrorName)()
 		defer c.lockMirror(r.MirrorName)()
 		return c.delete(r), nil
 	}
@@ -384,17 +386,47 @@ func (c *Plane) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequest
 	return 0, "", sc, info
 }
 
+// stop runs a Stop in three steps: under the mirror's lock the final
+// sync's first step (the fetchers removed, the topics marked as being
+// stopped); without it the final sync's source reads; under it again the
+// stop proper, against the mirror as stored then. REQUIRES: the mirror's
+// stopMu held, its lock not.
 func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.StopMirrorTopicsResponse)
 	var res topicsResult
 	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
+	unlock := c.lockMirror(r.MirrorName)
 	m, ok := c.mirrorFor(r.MirrorName, &res)
 	if !ok {
+		unlock()
 		return resp
 	}
 	names, err := c.selectTopics(m, r.Topics, r.Patterns)
 	if err != nil {
+		unlock()
 		res.fail(kerr.InvalidRequest.Code, "%v", err)
+		return resp
+	}
+	// The topics this stop fails over get a final sync first (sync.go);
+	// the others (unknown, another mirror's, stopped already) none.
+	var stopping []string
+	for _, name := range names {
+		if info, ok := c.b.Topic(name); ok && info.Mirror == m.Name {
+			if _, in := m.Topics[name]; in {
+				stopping = append(stopping, name)
+			}
+		}
+	}
+	reps, ids := c.finalSyncBegin(m, stopping)
+	unlock()
+	c.finalSyncEnd(m, stopping, ids, reps)
+	defer c.lockMirror(r.MirrorName)()
+	for _, t := range stopping {
+		delete(c.ctl(m.Name).stopping, t)
+	}
+	// The mirror as stored now: a Pause or a sync of its other topics
+	// may have changed it meanwhile (a Delete could not: stopMu).
+	if m, ok = c.mirrorFor(r.MirrorName, &res); !ok {
 		return resp
 	}
 	// SPEC.md section 2: a stopped pattern leaves the include set, or, if
@@ -411,17 +443,6 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		q := regexp.QuoteMeta(t.TopicName)
 		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == q })
 	}
-	// The topics this stop fails over get a final sync first (sync.go);
-	// the others (unknown, another mirror's, stopped already) none.
-	var stopping []string
-	for _, name := range names {
-		if info, ok := c.b.Topic(name); ok && info.Mirror == m.Name {
-			if _, in := m.Topics[name]; in {
-				stopping = append(stopping, name)
-			}
-		}
-	}
-	reps := c.finalSync(m, stopping)
 	for _, name := range names {
 		code, msg := c.stopTopic(&m, name)
 		res.add(name, code, "%s", msg)
@@ -497,6 +518,10 @@ func (c *Plane) topicsOp(name string, topics []mirrorapi.MirrorTopicsRequestTopi
 func (c *Plane) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.PauseMirrorTopicsResponse)
 	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
+		if c.beingStopped(m.Name, topic) {
+			res.add(topic, mirrorapi.ErrMirrorTopicBeingStopped, "topic %s is being stopped", topic)
+			return
+		}
 		switch m.Topics[topic] {
 		case state.StateStopped:
 			res.add(topic, mirrorapi.ErrMirrorTopicBeingStopped, "topic %s is stopped", topic)

@@ -79,23 +79,26 @@ func TestSlowSourceDoesNotBlockDescribe(t *testing.T) {
 	}
 }
 
-// A Stop of one mirror whose final sync waits on a stalled source holds
-// only that mirror's lock: the other mirror's Pause and Describe are
-// answered meanwhile (issue 19 item 6). Before, the final sync ran under
-// the node-wide mutex every mirror RPC took, and the other mirror's Pause
-// waited for it (up to the final sync's 10 s bound).
+// A Stop whose final sync waits on a stalled source holds no lock while it
+// waits: the other mirror's Pause and Describe are answered meanwhile, and
+// so are the same mirror's, for its other topics (issue 19 item 6); a
+// Pause of the topic being stopped is refused as such, and the stop does
+// not undo the other topic's pause when it stores the mirror. Before,
+// the final sync ran under the node-wide mutex every mirror RPC took, and
+// every other Pause waited for it (up to the final sync's 10 s bound).
 func TestStalledStopDoesNotBlockOtherMirror(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srcA := nodetest.Source(t, kfake.SeedTopics(1, "a"))
+	srcA := nodetest.Source(t, kfake.SeedTopics(1, "a", "a2"))
 	srcB := nodetest.Source(t, kfake.SeedTopics(1, "b"))
 	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	for _, mt := range []struct {
-		mirror, topic string
-		src           *kfake.Cluster
-	}{{"ma", "a", srcA}, {"mb", "b", srcB}} {
+		mirror string
+		topics []string
+		src    *kfake.Cluster
+	}{{"ma", []string{"a", "a2"}, srcA}, {"mb", []string{"b"}, srcB}} {
 		boot := mt.src.ListenAddrs()[0]
 		create := mirrorapi.NewPtrCreateClusterMirrorRequest()
 		create.MirrorName = mt.mirror
@@ -104,14 +107,19 @@ func TestStalledStopDoesNotBlockOtherMirror(t *testing.T) {
 			t.Fatalf("create %s: %v %+v", mt.mirror, err, resp)
 		}
 		start := mirrorapi.NewPtrStartMirrorTopicsRequest()
-		start.MirrorName, start.Topics = mt.mirror, []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: mt.topic}}
+		start.MirrorName = mt.mirror
+		for _, topic := range mt.topics {
+			start.Topics = append(start.Topics, mirrorapi.StartMirrorTopicsRequestTopic{TopicName: topic})
+		}
 		if _, err := n.cl.Request(ctx, start); err != nil {
 			t.Fatal(err)
 		}
-		testutil.CheckFor(t, 20*time.Second, testutil.True(mt.mirror+" mirroring", func() bool {
-			ps, err := n.ctl.store.MirrorPartitionState(mt.mirror, mt.topic, 0)
-			return err == nil && ps.State == state.StateMirroring
-		}))
+		for _, topic := range mt.topics {
+			testutil.CheckFor(t, 20*time.Second, testutil.True(mt.mirror+"/"+topic+" mirroring", func() bool {
+				ps, err := n.ctl.store.MirrorPartitionState(mt.mirror, topic, 0)
+				return err == nil && ps.State == state.StateMirroring
+			}))
+		}
 	}
 
 	// The final sync reads the source's end offsets (ListOffsets), which
@@ -129,13 +137,19 @@ func TestStalledStopDoesNotBlockOtherMirror(t *testing.T) {
 		})
 		return nil, nil, false
 	})
-	defer close(release)
-	stopped := make(chan error, 1)
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	stopped := make(chan *mirrorapi.StopMirrorTopicsResponse, 1)
 	go func() {
 		req := mirrorapi.NewPtrStopMirrorTopicsRequest()
 		req.MirrorName, req.Topics = "ma", []mirrorapi.MirrorTopicsRequestTopic{{TopicName: "a"}}
-		_, err := n.cl.Request(ctx, req)
-		stopped <- err
+		resp, err := n.cl.Request(ctx, req)
+		if err != nil {
+			t.Error(err)
+			stopped <- nil
+			return
+		}
+		stopped <- resp.(*mirrorapi.StopMirrorTopicsResponse)
 	}()
 	select {
 	case <-stalled:
@@ -152,21 +166,57 @@ func TestStalledStopDoesNotBlockOtherMirror(t *testing.T) {
 	// did not wait for the stop.
 	octx, ocancel := context.WithTimeout(ctx, 3*time.Second)
 	defer ocancel()
-	describe := mirrorapi.NewPtrDescribeClusterMirrorsRequest()
-	describe.MirrorNames = []string{"mb"}
-	pause := mirrorapi.NewPtrPauseMirrorTopicsRequest()
-	pause.MirrorName, pause.Topics = "mb", []mirrorapi.MirrorTopicsRequestTopic{{TopicName: "b"}}
-	for _, req := range []kmsg.Request{describe, pause} {
-		if _, err := other.Request(octx, req); err != nil {
-			t.Fatalf("%T of mirror mb while mirror ma's stop waits on a stalled source: %v", req, err)
+	pause := func(mirror, topic string) int16 {
+		t.Helper()
+		req := mirrorapi.NewPtrPauseMirrorTopicsRequest()
+		req.MirrorName, req.Topics = mirror, []mirrorapi.MirrorTopicsRequestTopic{{TopicName: topic}}
+		resp, err := other.Request(octx, req)
+		if err != nil {
+			t.Fatalf("pause of %s/%s while mirror ma's stop waits on a stalled source: %v", mirror, topic, err)
+		}
+		pr := resp.(*mirrorapi.PauseMirrorTopicsResponse)
+		if pr.ErrorCode != 0 || len(pr.Topics) != 1 {
+			t.Fatalf("pause of %s/%s: %+v", mirror, topic, pr)
+		}
+		return pr.Topics[0].ErrorCode
+	}
+	for _, mirror := range []string{"mb", "ma"} {
+		describe := mirrorapi.NewPtrDescribeClusterMirrorsRequest()
+		describe.MirrorNames = []string{mirror}
+		if _, err := other.Request(octx, describe); err != nil {
+			t.Fatalf("describe of %s while mirror ma's stop waits on a stalled source: %v", mirror, err)
 		}
 	}
-	if ps, err := n.ctl.store.MirrorPartitionState("mb", "b", 0); err != nil || ps.State != state.StatePaused {
-		t.Fatalf("mirror mb after its pause: %v %v, want PAUSED", ps.State, err)
+	if code := pause("mb", "b"); code != 0 {
+		t.Fatalf("pause of mb/b: code %d", code)
+	}
+	if code := pause("ma", "a2"); code != 0 {
+		t.Fatalf("pause of ma/a2 (not being stopped): code %d", code)
+	}
+	if code := pause("ma", "a"); code != mirrorapi.ErrMirrorTopicBeingStopped {
+		t.Fatalf("pause of ma/a (being stopped): code %d, want MIRROR_TOPIC_BEING_STOPPED", code)
+	}
+	for _, mp := range [][2]string{{"mb", "b"}, {"ma", "a2"}} {
+		if ps, err := n.ctl.store.MirrorPartitionState(mp[0], mp[1], 0); err != nil || ps.State != state.StatePaused {
+			t.Fatalf("%s/%s after its pause: %v %v, want PAUSED", mp[0], mp[1], ps.State, err)
+		}
 	}
 	select {
-	case err := <-stopped:
-		t.Fatalf("the stop ended (%v) before the source answered: the test stalled nothing", err)
+	case resp := <-stopped:
+		t.Fatalf("the stop ended (%+v) before the source answered: the test stalled nothing", resp)
 	default:
+	}
+
+	releaseOnce.Do(func() { close(release) })
+	resp := <-stopped
+	if resp == nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("the stop once the source answers: %+v", resp)
+	}
+	m, err := n.ctl.store.GetMirror("ma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Topics["a"] != state.StateStopped || m.Topics["a2"] != state.StatePaused {
+		t.Fatalf("mirror ma after the stop: topics %v, want a STOPPED and a2 PAUSED (the pause kept)", m.Topics)
 	}
 }

@@ -255,11 +255,12 @@ type stopReport struct {
 	parts  []mirrorapi.StopMirrorTopicsResponsePartition
 }
 
-// finalSync is the first half of a stop of topics (Cluster Linking's
-// "promote"): it makes their copies final and then, if the source
-// answers within finalSyncTimeout, brings their group offsets and topic
-// configs in step one last time; the caller then runs the stop proper
-// (stopTopic: markers, STOPPED, writable). The order matters:
+// The final sync is the first half of a stop of topics (Cluster Linking's
+// "promote"): finalSyncBegin makes their copies final and then
+// finalSyncEnd, if the source answers within finalSyncTimeout, brings
+// their group offsets and topic configs in step one last time; the caller
+// then runs the stop proper (stopTopic: markers, STOPPED, writable). The
+// order matters:
 //
 //  1. each partition's last source offset the fetcher saw is taken, and
 //     its fetcher is removed: from then on the local log end is final;
@@ -279,11 +280,23 @@ type stopReport struct {
 // and the stop goes on: the report says so, with the last source offsets
 // the fetcher saw. A topic the source holds under another topic id
 // (deleted and recreated there) is not synced: its offsets are another
-// topic's. REQUIRES: m's lock held; topics are mirror topics of m.
-func (c *Plane) finalSync(m state.Mirror, topics []string) map[string]*stopReport {
+// topic's.
+//
+// Steps 2-4 read the source, so finalSyncEnd runs without the mirror's
+// lock (locks.go): the topics are marked as being stopped meanwhile
+// (mirrorCtl.stopping), which keeps every other path from restarting
+// their fetchers or changing them.
+
+// finalSyncBegin is step 1, and marks the topics as being stopped; the
+// stop clears the marks (doneStopping). It returns the reports and the
+// topics' ids for finalSyncEnd.
+// REQUIRES: m's lock held; topics are mirror topics of m.
+func (c *Plane) finalSyncBegin(m state.Mirror, topics []string) (map[string]*stopReport, map[string][16]byte) {
 	reps := make(map[string]*stopReport, len(topics))
 	ids := map[string][16]byte{}
+	stopping := c.ctl(m.Name).stopping
 	for _, t := range topics {
+		stopping[t] = true
 		info, _ := c.b.Topic(t)
 		ids[t] = info.ID
 		rep := &stopReport{status: mirrorapi.FinalSyncDone}
@@ -304,6 +317,12 @@ func (c *Plane) finalSync(m state.Mirror, topics []string) map[string]*stopRepor
 		}
 		reps[t] = rep
 	}
+	return reps, ids
+}
+
+// finalSyncEnd is steps 2-4, within finalSyncTimeout. It takes no lock:
+// the topics are marked as being stopped (finalSyncBegin).
+func (c *Plane) finalSyncEnd(m state.Mirror, topics []string, ids map[string][16]byte, reps map[string]*stopReport) {
 	if len(topics) > 0 {
 		ctx, cancel := context.WithTimeout(c.ctx, c.finalSyncTimeout())
 		c.finalSyncFrom(ctx, m, topics, ids, reps)
@@ -316,11 +335,9 @@ func (c *Plane) finalSync(m state.Mirror, topics []string) map[string]*stopRepor
 			}
 		}
 	}
-	return reps
 }
 
-// finalSyncFrom runs steps 2-4 of finalSync within ctx and notes in reps
-// what failed. REQUIRES: the mirror's lock held.
+// finalSyncFrom runs steps 2-4 within ctx and notes in reps what failed.
 func (c *Plane) finalSyncFrom(ctx context.Context, m state.Mirror, topics []string, ids map[string][16]byte,
 	reps map[string]*stopReport) {
 	problems := map[string][]string{}

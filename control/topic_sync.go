@@ -271,8 +271,8 @@ func (c *Plane) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr erro
 			continue
 		}
 		info, ok := c.b.Topic(t)
-		if !ok || info.Mirror != cur.Name {
-			continue
+		if !ok || info.Mirror != cur.Name || c.beingStopped(cur.Name, t) {
+			continue // a stop's final sync is the last sync it gets
 		}
 		switch {
 		case rules.excluded(t):
