@@ -73,11 +73,12 @@ func frozenACLs(m state.Mirror) func(state.ACL) bool {
 }
 
 // syncACLs runs the ACL part of one cycle for m. The source is read
-// without c.mu; the bindings change under it, against the mirror as
+// without a lock; the bindings change under the mirror's lock (and
+// localMu: the node's ACLs are every mirror's), against the mirror as
 // stored then: a stop that ran meanwhile has frozen its topic's bindings,
-// and a delete of the mirror (which drops its record under c.mu) cannot
-// interleave with the record's writes.
-func (c *Controller) syncACLs(m state.Mirror, src *kadm.Client) (syncacls.Result, error) {
+// and a delete of the mirror (which drops its record under its lock)
+// cannot interleave with the record's writes.
+func (c *Plane) syncACLs(m state.Mirror, src *kadm.Client) (syncacls.Result, error) {
 	if _, err := aclRules(m); err != nil || failedOver(m) {
 		return syncacls.Result{}, err
 	}
@@ -87,8 +88,9 @@ func (c *Controller) syncACLs(m state.Mirror, src *kadm.Client) (syncacls.Result
 	if err != nil || !ok {
 		return syncacls.Result{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMirror(m.Name)()
+	c.localMu.Lock()
+	defer c.localMu.Unlock()
 	cur, err := c.store.GetMirror(m.Name)
 	if err != nil || failedOver(cur) {
 		return syncacls.Result{}, nil // deleted or failed over meanwhile

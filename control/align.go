@@ -18,8 +18,8 @@ import (
 // us, or cannot say) the local data is not a prefix of the source's and
 // the partition is mirrored from scratch. The fetcher's
 // OffsetForLeaderEpoch at start then cuts whatever still diverges.
-// REQUIRES: c.mu held; the topic is owned by m.
-func (c *Controller) alignTopic(m state.Mirror, info broker.TopicInfo, partitions int32) error {
+// REQUIRES: m's lock held; the topic is owned by m.
+func (c *Plane) alignTopic(m state.Mirror, info broker.TopicInfo, partitions int32) error {
 	lme := c.sourceLastMirrorEpochs(m, info.ID, partitions)
 	for p := int32(0); p < partitions; p++ {
 		local, err := c.b.MirrorPartition(info.Name, p)
@@ -67,7 +67,7 @@ func lastMirrorEpochCut(l partition.View, epoch int32, known bool) (to int64, sc
 
 // sourceLastMirrorEpochs asks the source which epoch of each partition it last
 // mirrored from this cluster; partitions it does not know are absent.
-func (c *Controller) sourceLastMirrorEpochs(m state.Mirror, id [16]byte, partitions int32) map[int32]int32 {
+func (c *Plane) sourceLastMirrorEpochs(m state.Mirror, id [16]byte, partitions int32) map[int32]int32 {
 	out := map[int32]int32{}
 	cl, err := c.sourceClient(m)
 	if err != nil {

@@ -31,14 +31,15 @@ import (
 // Not foreseen: what changes between the dry run and the start (records
 // written to the topic meanwhile, a source that moves on).
 
-// previewTopic is startTopic's dry run. REQUIRES: c.mu held.
-func (c *Controller) previewTopic(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic) mirrorapi.MirrorTopicsResponseTopic {
+// previewTopic is startTopic's dry run. REQUIRES: m's lock held.
+func (c *Plane) previewTopic(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
+	loops sourceMirrors) mirrorapi.MirrorTopicsResponseTopic {
 	rt := mirrorapi.MirrorTopicsResponseTopic{Name: t.TopicName}
 	fail := func(code int16, msg string) mirrorapi.MirrorTopicsResponseTopic {
 		rt.ErrorCode, rt.ErrorMessage, rt.Preview = code, strp(msg), nil
 		return rt
 	}
-	sc, info, code, msg := c.startCheck(m, t)
+	sc, info, code, msg := c.startCheck(m, t, loops)
 	if code != 0 {
 		return fail(code, msg)
 	}
@@ -61,8 +62,8 @@ func (c *Controller) previewTopic(m state.Mirror, t mirrorapi.StartMirrorTopicsR
 
 // previewPartition is what starting one partition would do: the cuts of
 // LOG_ALIGNMENT in the order a real start makes them (see above), then
-// where the copy begins. REQUIRES: c.mu held.
-func (c *Controller) previewPartition(m state.Mirror, sc startCase, topic string, p int32,
+// where the copy begins. REQUIRES: m's lock held.
+func (c *Plane) previewPartition(m state.Mirror, sc startCase, topic string, p int32,
 	lme map[int32]int32) (mirrorapi.StartPreviewPartition, error) {
 	pp := mirrorapi.StartPreviewPartition{PartitionIndex: p, LocalEnd: -1, TruncateFrom: -1, Cause: mirrorapi.AlignNone}
 	if sc == startCreate {

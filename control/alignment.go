@@ -26,29 +26,25 @@ func fetchingState(s state.PartitionState) bool {
 	return s == state.StateMirroring || aligningState(s)
 }
 
-// finishAlignments persists MIRRORING for the aligning partitions whose
-// fetchers the source has accepted, and forgets those that no longer
-// fetch (stopped, paused, failed: their own paths persist their state).
-// REQUIRES: c.mu held.
-func (c *Controller) finishAlignments() {
-	for key := range c.aligning {
-		st, err := c.fm.Status(key.mirror, key.topic, key.partition)
-		if err != nil || st.State == fetch.StateFailed {
-			delete(c.aligning, key)
-			continue
-		}
-		if st.State != fetch.StateFetching || st.Aligning {
-			continue
-		}
-		delete(c.aligning, key)
-		ps := c.partitionState(key.mirror, key.topic, key.partition)
-		if !aligningState(ps.State) {
-			continue
-		}
-		if err := c.setState(ps, state.StateMirroring, ""); err != nil {
-			c.aligning[key] = struct{}{} // try again at the next tick
-			c.log.Warn("persisting MIRRORING after the alignment", "mirror", key.mirror, "topic", key.topic,
-				"partition", key.partition, "err", err)
-		}
+// finishAlignment persists MIRRORING for an aligning partition whose
+// fetcher the source has accepted (fetch.EventFetching).
+// REQUIRES: the mirror's lock held.
+func (c *Plane) finishAlignment(key partitionKey) {
+	aligning := c.ctl(key.mirror).aligning
+	if _, ok := aligning[key]; !ok {
+		return
+	}
+	delete(aligning, key)
+	ps := c.partitionState(key.mirror, key.topic, key.partition)
+	if !aligningState(ps.State) {
+		return
+	}
+	if err := c.setState(ps, state.StateMirroring, ""); err != nil {
+		// Asked again in a while (the store may recover); a node that
+		// stops meanwhile aligns again at its next start.
+		aligning[key] = struct{}{}
+		c.requeue(key, fetch.EventFetching)
+		c.log.Warn("persisting MIRRORING after the alignment", "mirror", key.mirror, "topic", key.topic,
+			"partition", key.partition, "err", err)
 	}
 }

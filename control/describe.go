@@ -36,7 +36,7 @@ import (
 // otherwise: a "wait until lag is 0" runbook never ended on a paused or
 // idle partition, and a failover left no record of where the copy was.
 
-func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.Response {
+func (c *Plane) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.DescribeClusterMirrorsResponse)
 	mirrors, _ := c.store.Mirrors()
 	now := time.Now()
@@ -88,7 +88,7 @@ func (c *Controller) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.R
 
 // describePartition is one partition's row (see the table above), as of
 // now.
-func (c *Controller) describePartition(ps state.MirrorPartitionState, now time.Time) mirrorapi.DescribeClusterMirrorsResponsePartition {
+func (c *Plane) describePartition(ps state.MirrorPartitionState, now time.Time) mirrorapi.DescribeClusterMirrorsResponsePartition {
 	dp := mirrorapi.NewDescribeClusterMirrorsResponsePartition()
 	dp.PartitionIndex, dp.StateValue, dp.RetryAttempt = ps.Partition, ps.State.String(), ps.RetryAttempt
 	if ps.ErrorMessage != "" {
@@ -130,7 +130,7 @@ func (c *Controller) describePartition(ps state.MirrorPartitionState, now time.T
 // yet, and an operator failing over on it would act too early. STOPPING
 // and STOPPED: the log end when mirroring stopped, -1 if unknown; the
 // topic's own writes since are not the copy's.
-func (c *Controller) destinationOffset(ps state.MirrorPartitionState, logEnd int64) int64 {
+func (c *Plane) destinationOffset(ps state.MirrorPartitionState, logEnd int64) int64 {
 	if ps.State == state.StateStopping || ps.State == state.StateStopped {
 		return ps.LastMirrorOffset
 	}

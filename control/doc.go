@@ -20,6 +20,11 @@
 //	          source lost records + mirror.unclean.leader.election.enable:
 //	          ULE_RECOVERY -> MIRRORING
 //
+// The fetchers keep no state of the partition's own: they report what
+// happens to it as events (the source accepted the fetch position, the
+// partition failed; events.go), and this package alone moves it through
+// the states above and retries it.
+//
 // Only LOG_ALIGNMENT and ULE_RECOVERY may cut a local log (fetch.StartAlign);
 // every other (re)start is fetch.StartResume, which never does.
 //

@@ -12,7 +12,7 @@ import (
 )
 
 // Failed partitions (SPEC.md section 4, FAILED). A fetcher that gives up
-// on a partition leaves it in fetch.StateFailed; watchFailures persists
+// on a partition reports fetch.EventFailed (events.go); handle persists
 // FAILED and then, by what the failure was:
 //
 //   - not retriable (fetch.ErrNotRetriable: the source topic was
@@ -25,10 +25,11 @@ import (
 //     end, then MIRRORING;
 //   - anything else: retried after a jittered exponential backoff
 //     (mirror.failed.retry.initial.backoff.ms doubling up to
-//     .max.backoff.ms), up to mirror.failed.retry.max.attempts. FAILED is
-//     persisted, and shown, between attempts; the attempt count goes on
-//     rising across attempts and is cleared only once the partition
-//     fetches successfully again.
+//     .max.backoff.ms), up to mirror.failed.retry.max.attempts, by a
+//     timer per partition (scheduleRetry). FAILED is persisted, and
+//     shown, between attempts; the attempt count goes on rising across
+//     attempts and is cleared only once the partition fetches again
+//     (fetch.EventFetching).
 
 // uncleanElectionConfig is the KIP's unclean-election switch, a mirror
 // config (default false).
@@ -42,71 +43,15 @@ type partitionKey struct {
 
 // retrySchedule is a failed partition's retry bookkeeping.
 type retrySchedule struct {
-	attempt int32     // attempts so far: the failure being waited out is attempt's
-	at      time.Time // when the next attempt is due
-	started time.Time // when the last attempt started (zero: none yet)
+	attempt int32       // attempts so far: the failure being waited out is attempt's
+	at      time.Time   // when the next attempt is due
+	started bool        // the attempt has started (a fetcher runs it)
+	timer   *time.Timer // queues the attempt at at; nil when none is due
+	seq     uint64      // counts the timers armed: a firing of an older one is ignored
 }
 
-// failureTick is how often watchFailures looks at the fetchers.
-const failureTick = 250 * time.Millisecond
-
-// watchFailures runs checkFailures every failureTick.
-func (c *Controller) watchFailures() {
-	defer c.wg.Done()
-	t := time.NewTicker(failureTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-		}
-		c.checkFailures(time.Now())
-	}
-}
-
-// checkFailures records new fetcher failures, runs the retries that are
-// due and forgets the schedules of partitions that fetch again.
-func (c *Controller) checkFailures(now time.Time) {
-	statuses := c.fm.Statuses()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.finishAlignments()
-	for _, st := range statuses {
-		key := partitionKey{st.Mirror, st.Topic, st.Partition}
-		if st.State == fetch.StateFetching {
-			if r := c.retries[key]; r != nil && !r.started.IsZero() && st.LastFetch.After(r.started) {
-				delete(c.retries, key) // fetching again: the count starts over at the next failure
-			}
-			continue
-		}
-		if st.State != fetch.StateFailed {
-			continue
-		}
-		// The snapshot above was taken without c.mu: a Recover, Start,
-		// Pause or Stop may have restarted or removed the fetcher since.
-		// Acting on the stale status would persist FAILED over a
-		// partition that mirrors again.
-		cur, err := c.fm.Status(st.Mirror, st.Topic, st.Partition)
-		if err != nil || cur.State != fetch.StateFailed {
-			continue
-		}
-		m, err := c.store.GetMirror(st.Mirror)
-		if err != nil {
-			continue
-		}
-		ps := c.partitionState(st.Mirror, st.Topic, st.Partition)
-		switch ps.State {
-		case state.StateMirroring, state.StateLogAlignment, state.StateEpochFencing, state.StateULERecovery:
-			c.recordFailure(m, ps, cur, now)
-		case state.StateFailed:
-			c.retryIfDue(m, ps, now)
-		}
-	}
-}
-
-// recordFailure persists a fresh fetcher failure. REQUIRES: c.mu held.
-func (c *Controller) recordFailure(m state.Mirror, ps state.MirrorPartitionState, st fetch.Status, now time.Time) {
+// recordFailure persists a fresh fetcher failure. REQUIRES: the mirror's lock held.
+func (c *Plane) recordFailure(m state.Mirror, ps state.MirrorPartitionState, st fetch.Status) {
 	key := partitionKey{ps.Mirror, ps.Topic, ps.Partition}
 	msg := "fetcher stopped"
 	if st.Err != nil {
@@ -118,12 +63,12 @@ func (c *Controller) recordFailure(m state.Mirror, ps state.MirrorPartitionState
 		c.uncleanRecovery(m, ps, truncated)
 		return
 	case errors.Is(st.Err, fetch.ErrNotRetriable):
-		delete(c.retries, key)
+		c.forgetRetry(key)
 		c.failNonRetryable(ps, msg)
 		return
 	}
 	attempt := int32(1)
-	if r := c.retries[key]; r != nil {
+	if r := c.ctl(ps.Mirror).retries[key]; r != nil {
 		attempt = r.attempt + 1
 	}
 	prev := ps.State
@@ -133,11 +78,12 @@ func (c *Controller) recordFailure(m state.Mirror, ps state.MirrorPartitionState
 	ps.Previous, ps.RetryAttempt = prev, attempt
 	if err := c.store.PutMirrorPartitionState(withFailure(ps, msg)); err != nil {
 		c.log.Warn("marking a partition failed", "mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition, "err", err)
+		c.requeue(key, fetch.EventFailed) // the store may recover
 		return
 	}
 	c.scheduleRetry(ps, attempt)
 	c.log.Warn("mirror partition failed", "mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition,
-		"attempt", attempt, "max_attempts", c.cfg.RetryMaxAttempts, "retry_in", time.Until(c.retries[key].at).Round(time.Millisecond),
+		"attempt", attempt, "max_attempts", c.cfg.RetryMaxAttempts, "retry_in", time.Until(c.ctl(ps.Mirror).retries[key].at).Round(time.Millisecond),
 		"err", msg)
 }
 
@@ -146,34 +92,67 @@ func withFailure(ps state.MirrorPartitionState, msg string) state.MirrorPartitio
 	return ps
 }
 
-// scheduleRetry sets the next attempt after a failure counted as attempt,
-// if attempts are left. REQUIRES: c.mu held.
-func (c *Controller) scheduleRetry(ps state.MirrorPartitionState, attempt int32) {
-	key := partitionKey{ps.Mirror, ps.Topic, ps.Partition}
-	r := c.retries[key]
+// scheduleRetry sets the next attempt after a failure counted as attempt
+// and, if attempts are left, arms its timer, which queues the attempt
+// for the mirror's drain (events.go, retryDue). REQUIRES: the mirror's lock held.
+func (c *Plane) scheduleRetry(ps state.MirrorPartitionState, attempt int32) {
+	key, retries := partitionKey{ps.Mirror, ps.Topic, ps.Partition}, c.ctl(ps.Mirror).retries
+	r := retries[key]
 	if r == nil {
 		r = &retrySchedule{}
-		c.retries[key] = r
+		retries[key] = r
 	}
-	r.attempt, r.at = attempt, time.Now().Add(backoff(c.cfg, attempt))
+	stopRetry(r)
+	d := backoff(c.cfg, attempt)
+	r.attempt, r.at, r.started = attempt, time.Now().Add(d), false
+	if retriesLeft(c.cfg, attempt) {
+		r.seq++
+		seq := r.seq
+		r.timer = time.AfterFunc(d, func() { c.queue(queued{retry: r, seq: seq, key: key}) })
+	}
 }
 
-// retryIfDue restarts a FAILED, retriable partition whose backoff has
-// passed. REQUIRES: c.mu held.
-func (c *Controller) retryIfDue(m state.Mirror, ps state.MirrorPartitionState, now time.Time) {
-	key := partitionKey{ps.Mirror, ps.Topic, ps.Partition}
-	r := c.retries[key]
-	if ps.RetryAttempt <= 0 || c.cfg.RetryMaxAttempts < 0 || ps.RetryAttempt >= c.cfg.RetryMaxAttempts {
-		return // not retried: an operator recovers it
+// retriesLeft reports whether a partition whose failure was attempt is
+// retried again (not: an operator recovers it).
+func retriesLeft(cfg Config, attempt int32) bool {
+	return attempt > 0 && cfg.RetryMaxAttempts >= 0 && attempt < cfg.RetryMaxAttempts
+}
+
+func stopRetry(r *retrySchedule) {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
 	}
-	if r == nil {
-		c.scheduleRetry(ps, ps.RetryAttempt)
+}
+
+// forgetRetry drops a partition's retry schedule (recovered, failed for
+// good). REQUIRES: the mirror's lock held.
+func (c *Plane) forgetRetry(key partitionKey) {
+	retries := c.ctl(key.mirror).retries
+	if r := retries[key]; r != nil {
+		stopRetry(r)
+		delete(retries, key)
+	}
+}
+
+// retryDue restarts a FAILED, retriable partition whose backoff has
+// passed, unless timer seq of r is no longer its schedule (recovered,
+// failed again, the mirror deleted) or the partition left FAILED
+// meanwhile. REQUIRES: the mirror's lock held.
+func (c *Plane) retryDue(key partitionKey, r *retrySchedule, seq uint64) {
+	if c.ctl(key.mirror).retries[key] != r || r.timer == nil || r.seq != seq {
 		return
 	}
-	if now.Before(r.at) {
+	r.timer = nil
+	m, err := c.store.GetMirror(key.mirror)
+	if err != nil {
 		return
 	}
-	r.started = now
+	ps := c.partitionState(key.mirror, key.topic, key.partition)
+	if ps.State != state.StateFailed || !retriesLeft(c.cfg, ps.RetryAttempt) {
+		return
+	}
+	r.started = true
 	if err := c.startPartition(m, ps.Topic, ps.Partition); err != nil {
 		c.log.Warn("retrying a failed partition", "mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition,
 			"attempt", r.attempt+1, "err", err)
@@ -181,8 +160,8 @@ func (c *Controller) retryIfDue(m state.Mirror, ps state.MirrorPartitionState, n
 }
 
 // uncleanRecovery runs ULE_RECOVERY: the operator allowed the copy to
-// follow a source that lost records. REQUIRES: c.mu held.
-func (c *Controller) uncleanRecovery(m state.Mirror, ps state.MirrorPartitionState, e *fetch.SourceTruncatedError) {
+// follow a source that lost records. REQUIRES: the mirror's lock held.
+func (c *Plane) uncleanRecovery(m state.Mirror, ps state.MirrorPartitionState, e *fetch.SourceTruncatedError) {
 	c.log.Warn("source lost records this copy holds; "+uncleanElectionConfig+"=true: truncating the copy to the source",
 		"mirror", ps.Mirror, "topic", ps.Topic, "partition", ps.Partition, "local_end", e.LocalEnd, "source_end", e.SourceEnd)
 	if err := c.setState(ps, state.StateULERecovery, e.Error()); err != nil {

@@ -17,10 +17,11 @@ import (
 // node, and its consumers' commits here must not be overwritten by the
 // source's.
 type groupDest struct {
-	c      *Controller
+	c      *Plane
 	mirror string
-	// final is set for the last sync of a stop (stop.go): only the topics
-	// it holds take offsets, and c.mu is held by the caller already.
+	// final is set for the last sync of a stop (sync.go): only the topics
+	// it holds take offsets, and Commit takes no lock: they are being
+	// stopped, so no other path changes them (locks.go).
 	final map[string]bool
 }
 
@@ -43,21 +44,21 @@ func (d groupDest) Bounds(topic string, partition int32) (int64, int64, bool) {
 	return p.LogStartOffset(), p.HighWatermark(), true
 }
 
-// Commit commits offs for group. In the periodic sync it takes c.mu and
+// Commit commits offs for group. In the periodic sync it takes the
+// mirror's lock and
 // drops the offsets of topics stopped since Bounds answered for them: the
 // source was read without the lock, and a stop in between has made the
 // topic this node's.
 func (d groupDest) Commit(group string, offs []syncgroups.Offset) error {
 	if d.final == nil {
-		d.c.mu.Lock()
-		defer d.c.mu.Unlock()
+		defer d.c.lockMirror(d.mirror)()
 		cur, err := d.c.store.GetMirror(d.mirror)
 		if err != nil {
 			return nil // deleted meanwhile: nothing of it is synced any more
 		}
 		var kept []syncgroups.Offset
 		for _, o := range offs {
-			if desired, in := cur.Topics[o.Topic]; in && desired != state.StateStopped {
+			if desired, in := cur.Topics[o.Topic]; in && desired != state.StateStopped && !d.c.beingStopped(d.mirror, o.Topic) {
 				if info, ok := d.c.b.Topic(o.Topic); ok && info.Mirror == d.mirror {
 					kept = append(kept, o)
 				}
@@ -85,7 +86,7 @@ func groupFilter(m state.Mirror) (syncgroups.Filter, error) {
 // syncGroups runs the group offset part of one cycle for m and, when it
 // succeeds, records when (LastGroupSync). A mirror that has failed over
 // is not synced any more.
-func (c *Controller) syncGroups(m state.Mirror, src *kadm.Client) error {
+func (c *Plane) syncGroups(m state.Mirror, src *kadm.Client) error {
 	f, err := groupFilter(m)
 	if err != nil || failedOver(m) {
 		return err
@@ -114,7 +115,7 @@ func (c *Controller) syncGroups(m state.Mirror, src *kadm.Client) error {
 // operator judging a failover needs that age, not "never" after every
 // restart. A stop's final sync (which syncs only the stopped topics)
 // reports itself in the stop's answer and is not counted here.
-func (c *Controller) LastGroupSync(mirror string) time.Time {
+func (c *Plane) LastGroupSync(mirror string) time.Time {
 	at, err := c.store.LastGroupSync(mirror)
 	if err != nil {
 		c.log.Warn("reading the last group offset sync", "mirror", mirror, "err", err)

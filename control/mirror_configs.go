@@ -13,9 +13,8 @@ import (
 // (Incremental)AlterConfigs on a mirror reach these through the broker.
 
 // MirrorConfigs implements broker.MirrorAdmin.
-func (c *Controller) MirrorConfigs(name string) (map[string]string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Plane) MirrorConfigs(name string) (map[string]string, bool) {
+	defer c.lockMirror(name)()
 	m, err := c.store.GetMirror(name)
 	if err != nil {
 		return nil, false
@@ -24,7 +23,7 @@ func (c *Controller) MirrorConfigs(name string) (map[string]string, bool) {
 }
 
 // ValidateMirrorConfig implements broker.MirrorAdmin.
-func (c *Controller) ValidateMirrorConfig(name, value string) error {
+func (c *Plane) ValidateMirrorConfig(name, value string) error {
 	mc, ok := mirrorConfigs[name]
 	if !ok {
 		return fmt.Errorf("%w %q", broker.ErrUnknownMirrorConfig, name)
@@ -36,7 +35,7 @@ func (c *Controller) ValidateMirrorConfig(name, value string) error {
 }
 
 // MirrorConfigDef implements broker.MirrorAdmin.
-func (c *Controller) MirrorConfigDef(name string) (settings.Def, bool) {
+func (c *Plane) MirrorConfigDef(name string) (settings.Def, bool) {
 	mc, ok := mirrorConfigs[name]
 	return mc.Def, ok
 }
@@ -45,9 +44,9 @@ func (c *Controller) MirrorConfigDef(name string) (settings.Def, bool) {
 // validated as a whole, stored, and the mirror's source client and
 // fetchers are recreated with them (SPEC.md section 3); mirroring
 // partitions resume from their log ends.
-func (c *Controller) SetMirrorConfigs(name string, configs map[string]string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Plane) SetMirrorConfigs(name string, configs map[string]string) error {
+	defer c.lockStops(name)() // not in the middle of a stop's final sync (locks.go)
+	defer c.lockMirror(name)()
 	m, err := c.store.GetMirror(name)
 	if err != nil {
 		return fmt.Errorf("no cluster mirror %s", name)
@@ -82,5 +81,5 @@ func (c *Controller) SetMirrorConfigs(name string, configs map[string]string) er
 	return nil
 }
 
-// Controller serves the broker's mirror RPCs and CLUSTER_MIRROR configs.
-var _ broker.MirrorAdmin = (*Controller)(nil)
+// Plane serves the broker's mirror RPCs and CLUSTER_MIRROR configs.
+var _ broker.MirrorAdmin = (*Plane)(nil)

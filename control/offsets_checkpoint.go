@@ -42,7 +42,7 @@ type checkpointed struct {
 // once more with everything rewritten. Close cancels c.ctx and waits for
 // this goroutine before it stops the fetchers, so the last pass still
 // reads live values.
-func (c *Controller) checkpointLoop() {
+func (c *Plane) checkpointLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(offsetCheckpointInterval)
 	defer t.Stop()
@@ -60,11 +60,11 @@ func (c *Controller) checkpointLoop() {
 
 // checkpointOffsets writes the source offsets the fetchers read since the
 // last pass; with all set, every known one. last is updated. It does not
-// take c.mu: the store keeps the newest reading of each partition
+// take a lock: the store keeps the newest reading of each partition
 // whatever the order of writes (state.PutMirrorSourceOffsets and
 // PutMirrorPartitionState), and writes none for a partition whose state
 // is gone.
-func (c *Controller) checkpointOffsets(last map[partitionKey]checkpointed, all bool) {
+func (c *Plane) checkpointOffsets(last map[partitionKey]checkpointed, all bool) {
 	byMirror := map[string][]state.MirrorSourceOffset{}
 	seen := map[partitionKey]bool{}
 	for _, st := range c.fm.Statuses() {
@@ -98,8 +98,8 @@ func (c *Controller) checkpointOffsets(last map[partitionKey]checkpointed, all b
 // stopFetcher removes a partition's fetcher, persisting first the source
 // offset it last read: once the fetcher is gone, Describe has only the
 // store. The caller persists the partition's next state right after,
-// which fsyncs this write too. REQUIRES: c.mu held.
-func (c *Controller) stopFetcher(mirror, topic string, p int32) {
+// which fsyncs this write too. REQUIRES: the mirror's lock held.
+func (c *Plane) stopFetcher(mirror, topic string, p int32) {
 	if st, err := c.fm.Status(mirror, topic, p); err == nil && st.SourceHighWatermark >= 0 && !st.SourceUpdated.IsZero() {
 		if err := c.store.PutMirrorSourceOffsets(mirror, []state.MirrorSourceOffset{sourceOffset(st)}); err != nil {
 			c.log.Warn("persisting the last source offset", "mirror", mirror, "topic", topic, "partition", p, "err", err)

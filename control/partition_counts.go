@@ -4,9 +4,7 @@ import "github.com/kmirror/kmirror/state"
 
 // PartitionStates is one mirror's partitions counted by KIP-1279 state
 // (LOG_ALIGNMENT ... FAILED), as persisted: what --describe's STATE column
-// shows, for a metric (issue 18 item 5). Unlike the fetchers' states
-// (fetch.State), it counts the partitions without a fetcher too: PAUSED,
-// STOPPED, and FAILED ones waiting for their retry.
+// shows, for a metric (issue 18 item 5).
 type PartitionStates struct {
 	Mirror string
 	// Counts is indexed by state; StateUnknown is not counted.
@@ -14,9 +12,27 @@ type PartitionStates struct {
 }
 
 // PartitionStateCounts reads every mirror's partition states from the
-// store (a scan per mirror: for a metrics scrape, not a hot path). A
-// mirror whose states cannot be read is left out.
-func (c *Controller) PartitionStateCounts() []PartitionStates {
+// store (a scan per mirror: for a metrics scrape, not a hot path),
+// PAUSED, STOPPED and the others without a fetcher included. A mirror
+// whose states cannot be read is left out.
+func (c *Plane) PartitionStateCounts() []PartitionStates {
+	return c.stateCounts(nil)
+}
+
+// FetcherStateCounts is PartitionStateCounts for the partitions the
+// fetchers hold (aligning, mirroring, FAILED with the failure kept):
+// kmirror_mirror_partitions. Their state is the one this package
+// persisted; the fetchers have no state of their own to report.
+func (c *Plane) FetcherStateCounts() []PartitionStates {
+	held := map[partitionKey]bool{}
+	for _, st := range c.fm.Statuses() {
+		held[partitionKey{st.Mirror, st.Topic, st.Partition}] = true
+	}
+	return c.stateCounts(held)
+}
+
+// stateCounts counts the partitions in held, or all with held nil.
+func (c *Plane) stateCounts(held map[partitionKey]bool) []PartitionStates {
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
 		return nil
@@ -29,6 +45,9 @@ func (c *Controller) PartitionStateCounts() []PartitionStates {
 		}
 		ps := PartitionStates{Mirror: m.Name}
 		for _, s := range states {
+			if held != nil && !held[partitionKey{s.Mirror, s.Topic, s.Partition}] {
+				continue
+			}
 			if s.State >= 0 && int(s.State) < len(ps.Counts) {
 				ps.Counts[s.State]++
 			}

@@ -31,10 +31,11 @@ func (d quotaDest) RecordSynced(put []state.ClientQuota) error {
 }
 
 // syncQuotas runs the client-quota part of one cycle for m. As for ACLs,
-// the source is read without c.mu and the quotas change under it, against
+// the source is read without a lock and the quotas change under the
+// mirror's lock and localMu, against
 // the mirror as stored then; a mirror that has failed over is left alone:
 // its quotas are the operator's from then on.
-func (c *Controller) syncQuotas(m state.Mirror, src *kadm.Client) (syncquotas.Result, error) {
+func (c *Plane) syncQuotas(m state.Mirror, src *kadm.Client) (syncquotas.Result, error) {
 	if strings.EqualFold(m.Configs[quotaSyncConfig], "false") || failedOver(m) {
 		return syncquotas.Result{}, nil
 	}
@@ -44,8 +45,9 @@ func (c *Controller) syncQuotas(m state.Mirror, src *kadm.Client) (syncquotas.Re
 	if err != nil {
 		return syncquotas.Result{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMirror(m.Name)()
+	c.localMu.Lock()
+	defer c.localMu.Unlock()
 	cur, err := c.store.GetMirror(m.Name)
 	if err != nil || failedOver(cur) || strings.EqualFold(cur.Configs[quotaSyncConfig], "false") {
 		return syncquotas.Result{}, nil // deleted, failed over or turned off meanwhile

@@ -16,11 +16,11 @@ import (
 	"github.com/kmirror/kmirror/state"
 )
 
-// testNode is a broker with its controller, reopenable on the same dirs.
+// testNode is a broker with its control plane, reopenable on the same dirs.
 type testNode struct {
 	cfg broker.Config
 	b   *broker.Broker
-	ctl *Controller
+	ctl *Plane
 	cl  *kgo.Client
 }
 
@@ -29,7 +29,7 @@ func openTestNode(t testing.TB, cfg broker.Config, before func(*broker.Broker)) 
 	return openTestNodeWith(t, cfg, before, Config{})
 }
 
-// openTestNodeWith is openTestNode with a controller config.
+// openTestNodeWith is openTestNode with a control plane config.
 func openTestNodeWith(t testing.TB, cfg broker.Config, before func(*broker.Broker), ctlCfg Config) *testNode {
 	t.Helper()
 	b, err := broker.New(cfg)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -23,39 +24,39 @@ import (
 // Handle answers a mirror RPC (the broker's handlers for keys 94-107 call
 // it). It blocks on the state store and the source: broker workers only.
 //
-// The RPCs that change mirrors run under c.mu, one at a time, so that
-// persisted states and fetchers never disagree. List and Describe only
-// read (the store and the fetchers' statuses, each safe on its own) and
-// take no lock: a failback peer's DescribeClusterMirrors, or an
-// operator's --describe, never waits behind a Start or Stop that waits on
-// a slow source. A Start reads the source (topics, ids, configs) before it
-// takes c.mu, for the same reason.
-func (c *Controller) Handle(req kmsg.Request) (kmsg.Response, error) {
+// The RPCs that change a mirror run under that mirror's lock (locks.go),
+// one at a time per mirror, so that its persisted states and fetchers
+// never disagree. List and Describe only read and take no lock. A Start
+// reads the source (topics, ids, configs, the loop check) and a Create
+// the source's cluster id before they take the lock; a Stop drops it
+// while its final sync reads the source (stop).
+func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *mirrorapi.ListClusterMirrorsRequest:
 		return c.list(r), nil
 	case *mirrorapi.DescribeClusterMirrorsRequest:
 		return c.describe(r), nil
-	case *mirrorapi.StartMirrorTopicsRequest:
-		looked := c.startLookups(r)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.start(r, looked), nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch r := req.(type) {
 	case *mirrorapi.CreateClusterMirrorRequest:
 		return c.create(r), nil
+	case *mirrorapi.StartMirrorTopicsRequest:
+		looked := c.startLookups(r)
+		defer c.lockMirror(r.MirrorName)()
+		return c.start(r, looked), nil
 	case *mirrorapi.StopMirrorTopicsRequest:
-		return c.stop(r), nil
+		defer c.lockStops(r.MirrorName)()
+		return c.stop(r), nil // takes the mirror's lock, and drops it for the final sync
 	case *mirrorapi.PauseMirrorTopicsRequest:
+		defer c.lockMirror(r.MirrorName)()
 		return c.pause(r), nil
 	case *mirrorapi.ResumeMirrorTopicsRequest:
+		defer c.lockMirror(r.MirrorName)()
 		return c.resumeTopics(r), nil
 	case *mirrorapi.RecoverMirrorTopicsRequest:
+		defer c.lockMirror(r.MirrorName)()
 		return c.recover(r), nil
 	case *mirrorapi.DeleteClusterMirrorRequest:
+		defer c.lockStops(r.MirrorName)()
+		defer c.lockMirror(r.MirrorName)()
 		return c.delete(r), nil
 	}
 	return nil, fmt.Errorf("control: not a mirror request: %T", req)
@@ -65,7 +66,7 @@ func strp(s string) *string { return &s }
 
 var mirrorNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
-func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Response {
+func (c *Plane) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.CreateClusterMirrorResponse)
 	fail := func(code int16, format string, args ...any) kmsg.Response {
 		resp.ErrorCode, resp.ErrorMessage = code, strp(fmt.Sprintf(format, args...))
@@ -91,23 +92,28 @@ func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Respon
 		SourceClusterID: configs["mirror.source.cluster.id"]}
 	if m.SourceClusterID == "" {
 		// Captured at create, as the prototype's admin client fills it:
-		// the sync loop's cluster-id guard compares against it.
-		adm, err := c.source(m)
+		// the sync loop's cluster-id guard compares against it. Asked
+		// before the mirror's lock, on a client of its own: a create that
+		// loses a race for the name leaves no client behind.
+		cl, err := newSourceClient(m)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 			var meta kadmMeta
-			meta, err = describeCluster(ctx, adm)
+			meta, err = describeCluster(ctx, kadm.NewClient(cl))
 			cancel()
+			cl.Close()
 			m.SourceClusterID = meta.clusterID
 		}
 		if err != nil {
-			c.dropSource(m.Name)
 			return fail(kerr.InvalidConfig.Code, "bootstrap.servers: %v: %v", errSourceUnreachable, c.explainSource(m, err))
 		}
 	}
 	if m.SourceClusterID == c.b.ClusterID() {
-		c.dropSource(m.Name)
 		return fail(kerr.InvalidConfig.Code, "the source is this cluster (%s): a mirror of itself is a loop", m.SourceClusterID)
+	}
+	defer c.lockMirror(m.Name)()
+	if _, err := c.store.GetMirror(r.MirrorName); err == nil {
+		return fail(mirrorapi.ErrClusterMirrorAlreadyExists, "cluster mirror %s already exists", r.MirrorName)
 	}
 	if err := c.store.PutMirror(m); err != nil {
 		code := kerr.UnknownServerError.Code
@@ -123,7 +129,7 @@ func (c *Controller) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Respon
 	return resp
 }
 
-func (c *Controller) dropSource(name string) {
+func (c *Plane) dropSource(name string) {
 	c.srcMu.Lock()
 	defer c.srcMu.Unlock()
 	if cl := c.sources[name]; cl != nil {
@@ -152,7 +158,7 @@ func (t *topicsResult) fail(code int16, format string, args ...any) {
 	t.code, t.msg = code, strp(fmt.Sprintf(format, args...))
 }
 
-func (c *Controller) mirrorFor(name string, res *topicsResult) (state.Mirror, bool) {
+func (c *Plane) mirrorFor(name string, res *topicsResult) (state.Mirror, bool) {
 	m, err := c.store.GetMirror(name)
 	if err != nil {
 		res.fail(mirrorapi.ErrUnknownClusterMirror, "no cluster mirror %s", name)
@@ -161,19 +167,21 @@ func (c *Controller) mirrorFor(name string, res *topicsResult) (state.Mirror, bo
 	return m, true
 }
 
-// startLookup is what a Start reads from the source before it takes c.mu.
+// startLookup is what a Start reads from the source before it takes the
+// mirror's lock.
 type startLookup struct {
 	looked  bool // the request names topics or patterns: they were resolved
 	topics  []mirrorapi.StartMirrorTopicsRequestTopic
 	configs map[string]map[string]string
+	loops   sourceMirrors
 	err     error
 }
 
 // startLookups resolves a Start's names and patterns against the source:
 // ids and partition counts come from there when the caller left them out,
 // and the source's topic configs. No lock is held: the source may be slow.
-// A mirror that is missing here is answered by start, under c.mu.
-func (c *Controller) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLookup {
+// A mirror that is missing here is answered by start, under its lock.
+func (c *Plane) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLookup {
 	if len(r.IncludePatterns) == 0 && len(r.Topics) == 0 {
 		return startLookup{}
 	}
@@ -185,14 +193,14 @@ func (c *Controller) startLookups(r *mirrorapi.StartMirrorTopicsRequest) startLo
 	if err != nil {
 		return startLookup{looked: true, err: err}
 	}
-	l := startLookup{looked: true, topics: found}
+	l := startLookup{looked: true, topics: found, loops: c.readSourceMirrors(m)}
 	if !r.ValidateOnly { // a dry run applies no configs
 		l.configs = c.startConfigs(m, found)
 	}
 	return l
 }
 
-func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLookup) kmsg.Response {
+func (c *Plane) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLookup) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.StartMirrorTopicsResponse)
 	var res topicsResult
 	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
@@ -241,13 +249,13 @@ func (c *Controller) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLo
 			continue
 		}
 		if r.ValidateOnly {
-			res.topics = append(res.topics, c.previewTopic(m, t))
+			res.topics = append(res.topics, c.previewTopic(m, t, looked.loops))
 			continue
 		}
 		if named[t.TopicName] {
 			m.Include = mergePatterns(m.Include, []string{regexp.QuoteMeta(t.TopicName)})
 		}
-		code, msg := c.startTopic(&m, t, configs[t.TopicName])
+		code, msg := c.startTopic(&m, t, configs[t.TopicName], looked.loops)
 		res.add(t.TopicName, code, "%s", msg)
 	}
 	if r.ValidateOnly {
@@ -279,13 +287,15 @@ const (
 
 // startCheck is the validation of startTopic, shared with its dry run
 // (align_preview.go): what starting t means here, and the local topic, or
-// why the start is refused (code != 0). It changes nothing.
-// REQUIRES: c.mu held.
-func (c *Controller) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic) (sc startCase, info broker.TopicInfo, code int16, msg string) {
+// why the start is refused (code != 0). It changes nothing. loops is what
+// the source mirrors, read before the lock (readSourceMirrors).
+// REQUIRES: m's lock held.
+func (c *Plane) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
+	loops sourceMirrors) (sc startCase, info broker.TopicInfo, code int16, msg string) {
 	if t.NumPartitions <= 0 {
 		return 0, info, kerr.UnknownTopicOrPartition.Code, "the source has no topic " + t.TopicName
 	}
-	if err := c.loopCheck(m, t.TopicName); err != nil {
+	if err := c.loopCheck(loops, t.TopicName); err != nil {
 		return 0, info, kerr.InvalidRequest.Code, err.Error()
 	}
 	info, exists := c.b.Topic(t.TopicName)
@@ -311,23 +321,17 @@ func (c *Controller) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsReq
 }
 
 // startTopic associates one topic with the mirror, gives it the source's
-// topic configs and starts its partitions. REQUIRES: c.mu held.
-func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string) (int16, string) {
-	sc, info, code, msg := c.startCheck(*m, t)
+// topic configs and starts its partitions. REQUIRES: m's lock held.
+func (c *Plane) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic, configs map[string]string,
+	loops sourceMirrors) (int16, string) {
+	code, msg, sc, info := c.claimTopic(m, t, loops)
 	if code != 0 {
 		return code, msg
 	}
 	switch sc {
 	case startRunning:
 		return 0, ""
-	case startCreate:
-		if err := c.b.CreateMirrorTopic(t.TopicName, t.TopicID, t.NumPartitions, m.Name); err != nil {
-			return kerr.UnknownServerError.Code, err.Error()
-		}
 	case startAlign:
-		if err := c.b.SetTopicMirror(t.TopicName, m.Name); err != nil {
-			return kerr.UnknownServerError.Code, err.Error()
-		}
 		if err := c.alignTopic(*m, info, t.NumPartitions); err != nil {
 			return kerr.UnknownServerError.Code, fmt.Sprintf("aligning %s: %v", t.TopicName, err)
 		}
@@ -358,17 +362,72 @@ func (c *Controller) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRe
 	return 0, ""
 }
 
-func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
+// claimTopic is startCheck and, if the start goes on, the topic taken
+// for m (created, or made read-only), one step under topicsMu: two
+// mirrors starting one topic at once cannot both see it free.
+// REQUIRES: m's lock held.
+func (c *Plane) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
+	loops sourceMirrors) (code int16, msg string, sc startCase, info broker.TopicInfo) {
+	c.topicsMu.Lock()
+	defer c.topicsMu.Unlock()
+	sc, info, code, msg = c.startCheck(*m, t, loops)
+	if code != 0 {
+		return code, msg, sc, info
+	}
+	var err error
+	switch sc {
+	case startCreate:
+		err = c.b.CreateMirrorTopic(t.TopicName, t.TopicID, t.NumPartitions, m.Name)
+	case startAlign:
+		err = c.b.SetTopicMirror(t.TopicName, m.Name)
+	}
+	if err != nil {
+		return kerr.UnknownServerError.Code, err.Error(), sc, info
+	}
+	return 0, "", sc, info
+}
+
+// stop runs a Stop in three steps: under the mirror's lock the final
+// sync's first step (the fetchers removed, the topics marked as being
+// stopped); without it the final sync's source reads; under it again the
+// stop proper, against the mirror as stored then. REQUIRES: the mirror's
+// stopMu held, its lock not.
+func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.StopMirrorTopicsResponse)
 	var res topicsResult
 	defer func() { resp.ErrorCode, resp.ErrorMessage, resp.Topics = res.code, res.msg, res.topics }()
+	unlock := c.lockMirror(r.MirrorName)
 	m, ok := c.mirrorFor(r.MirrorName, &res)
 	if !ok {
+		unlock()
 		return resp
 	}
 	names, err := c.selectTopics(m, r.Topics, r.Patterns)
 	if err != nil {
+		unlock()
 		res.fail(kerr.InvalidRequest.Code, "%v", err)
+		return resp
+	}
+	// The topics this stop fails over get a final sync first (sync.go);
+	// the others (unknown, another mirror's, stopped already) none.
+	var stopping []string
+	for _, name := range names {
+		if info, ok := c.b.Topic(name); ok && info.Mirror == m.Name {
+			if _, in := m.Topics[name]; in {
+				stopping = append(stopping, name)
+			}
+		}
+	}
+	reps, ids := c.finalSyncBegin(m, stopping)
+	unlock()
+	c.finalSyncEnd(m, stopping, ids, reps)
+	defer c.lockMirror(r.MirrorName)()
+	for _, t := range stopping {
+		delete(c.ctl(m.Name).stopping, t)
+	}
+	// The mirror as stored now: a Pause or a sync of its other topics
+	// may have changed it meanwhile (a Delete could not: stopMu).
+	if m, ok = c.mirrorFor(r.MirrorName, &res); !ok {
 		return resp
 	}
 	// SPEC.md section 2: a stopped pattern leaves the include set, or, if
@@ -385,17 +444,6 @@ func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		q := regexp.QuoteMeta(t.TopicName)
 		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == q })
 	}
-	// The topics this stop fails over get a final sync first (sync.go);
-	// the others (unknown, another mirror's, stopped already) none.
-	var stopping []string
-	for _, name := range names {
-		if info, ok := c.b.Topic(name); ok && info.Mirror == m.Name {
-			if _, in := m.Topics[name]; in {
-				stopping = append(stopping, name)
-			}
-		}
-	}
-	reps := c.finalSync(m, stopping)
 	for _, name := range names {
 		code, msg := c.stopTopic(&m, name)
 		res.add(name, code, "%s", msg)
@@ -423,8 +471,8 @@ func (c *Controller) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	return resp
 }
 
-// stopTopic fails a topic over. REQUIRES: c.mu held.
-func (c *Controller) stopTopic(m *state.Mirror, name string) (int16, string) {
+// stopTopic fails a topic over. REQUIRES: m's lock held.
+func (c *Plane) stopTopic(m *state.Mirror, name string) (int16, string) {
 	desired, ok := m.Topics[name]
 	info, exists := c.b.Topic(name)
 	switch {
@@ -447,7 +495,7 @@ func (c *Controller) stopTopic(m *state.Mirror, name string) (int16, string) {
 
 // topicsOp runs op on each named topic of a mirror (pause, resume,
 // recover) and stores the mirror's desired states afterwards.
-func (c *Controller) topicsOp(name string, topics []mirrorapi.MirrorTopicsRequestTopic,
+func (c *Plane) topicsOp(name string, topics []mirrorapi.MirrorTopicsRequestTopic,
 	op func(m *state.Mirror, topic string, partitions int32, res *topicsResult)) topicsResult {
 	var res topicsResult
 	m, ok := c.mirrorFor(name, &res)
@@ -468,9 +516,13 @@ func (c *Controller) topicsOp(name string, topics []mirrorapi.MirrorTopicsReques
 	return res
 }
 
-func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
+func (c *Plane) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.PauseMirrorTopicsResponse)
 	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
+		if c.beingStopped(m.Name, topic) {
+			res.add(topic, mirrorapi.ErrMirrorTopicBeingStopped, "topic %s is being stopped", topic)
+			return
+		}
 		switch m.Topics[topic] {
 		case state.StateStopped:
 			res.add(topic, mirrorapi.ErrMirrorTopicBeingStopped, "topic %s is stopped", topic)
@@ -516,7 +568,7 @@ func (c *Controller) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response 
 	return resp
 }
 
-func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.Response {
+func (c *Plane) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.ResumeMirrorTopicsResponse)
 	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
 		switch m.Topics[topic] {
@@ -554,7 +606,7 @@ func (c *Controller) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.R
 	return resp
 }
 
-func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Response {
+func (c *Plane) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.RecoverMirrorTopicsResponse)
 	res := c.topicsOp(r.MirrorName, r.Topics, func(m *state.Mirror, topic string, partitions int32, res *topicsResult) {
 		for p := int32(0); p < partitions; p++ {
@@ -562,7 +614,7 @@ func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Respo
 				// A recover never cuts the copy: it resumes from the log
 				// end and runs the fetcher's checks again (the source topic
 				// is the one copied, the source still holds what we hold).
-				delete(c.retries, partitionKey{m.Name, topic, p})
+				c.forgetRetry(partitionKey{m.Name, topic, p})
 				if err := c.startPartitionFrom(*m, topic, p, true); err != nil {
 					res.fail(kerr.UnknownServerError.Code, "recovering %s-%d: %v", topic, p, err)
 				}
@@ -586,7 +638,7 @@ func (c *Controller) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Respo
 // persisted states, not the desired state, which still says MIRRORING
 // for a failed topic; a partition in any other state (MIRRORING, PAUSED,
 // aligning) refuses the delete, named in the message.
-func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
+func (c *Plane) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.DeleteClusterMirrorResponse)
 	fail := func(code int16, format string, args ...any) kmsg.Response {
 		resp.ErrorCode, resp.ErrorMessage = code, strp(fmt.Sprintf(format, args...))
@@ -627,8 +679,8 @@ func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Respon
 	if len(failed) > 0 {
 		c.log.Warn("deleting a mirror: its FAILED topics were stopped, writable now", "mirror", m.Name, "topics", failed)
 	}
-	// The sync's record goes first: the sync writes it under c.mu, held
-	// here, and a crash before DeleteMirror leaves a mirror whose
+	// The sync's record goes first: the sync writes it under the
+	// mirror's lock, held here, and a crash before DeleteMirror leaves a mirror whose
 	// bindings count as created here, never a record a later mirror of
 	// the same name would take for its own.
 	if err := c.store.DeleteMirrorSync(m.Name); err != nil {
@@ -639,10 +691,15 @@ func (c *Controller) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Respon
 	if err := c.store.DeleteMirror(m.Name); err != nil {
 		return fail(kerr.UnknownServerError.Code, "%v", err)
 	}
+	mc := c.ctl(m.Name) // a mirror created again under this name starts with none
+	for key := range mc.retries {
+		c.forgetRetry(key)
+	}
+	clear(mc.aligning)
 	return resp
 }
 
-func (c *Controller) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response {
+func (c *Plane) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.ListClusterMirrorsResponse)
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
@@ -673,7 +730,7 @@ func (c *Controller) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response 
 // lastMirrorEpochs answers a failback's lookups: for the mirrors of this
 // node whose source is clusterID, the last mirror epoch of each partition
 // asked for (-1 when unknown); the highest across mirrors wins.
-func (c *Controller) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
+func (c *Plane) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
 	lookups []mirrorapi.DescribeClusterMirrorsLookup) []mirrorapi.DescribeClusterMirrorsLookupResult {
 	var out []mirrorapi.DescribeClusterMirrorsLookupResult
 	for _, lk := range lookups {
@@ -700,7 +757,7 @@ func (c *Controller) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
 }
 
 // selectTopics resolves the local topics a Stop names, by name or pattern.
-func (c *Controller) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopicsRequestTopic, patterns []string) ([]string, error) {
+func (c *Plane) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopicsRequestTopic, patterns []string) ([]string, error) {
 	res, err := pattern.CompileAll(patterns)
 	if err != nil {
 		return nil, err
@@ -716,34 +773,4 @@ func (c *Controller) selectTopics(m state.Mirror, topics []mirrorapi.MirrorTopic
 	}
 	sort.Strings(names)
 	return names, nil
-}
-
-var errLoop = errors.New("mirror loop")
-
-// loopCheck refuses to mirror a topic the source is itself actively
-// mirroring from this cluster (SPEC.md section 4, LOG_ALIGNMENT (1)).
-func (c *Controller) loopCheck(m state.Mirror, topic string) error {
-	cl, err := c.sourceClient(m)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
-	defer cancel()
-	req := mirrorapi.NewPtrListClusterMirrorsRequest()
-	req.IncludeTopicNames = true
-	kresp, err := cl.Request(ctx, req)
-	if err != nil {
-		return nil // a source without mirrors (not kmirror, or older): no loop possible
-	}
-	lresp, ok := kresp.(*mirrorapi.ListClusterMirrorsResponse)
-	if !ok {
-		return nil
-	}
-	for _, sm := range lresp.Mirrors {
-		if sm.SourceClusterID != nil && *sm.SourceClusterID == c.b.ClusterID() && slices.Contains(sm.TopicNames, topic) {
-			return fmt.Errorf("%w: the source mirrors %s from this cluster (its mirror %s); stop that first",
-				errLoop, topic, sm.MirrorName)
-		}
-	}
-	return nil
 }

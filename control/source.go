@@ -2,7 +2,9 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -89,7 +91,7 @@ func missingNamed(details map[string]sourceTopic, named []mirrorapi.StartMirrorT
 // sourceTopics resolves the topics a Start names or matches at the source,
 // filling topic ids and partition counts the caller left out. Internal
 // topics (__*) match a pattern only when named explicitly.
-func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
+func (c *Plane) sourceTopics(m state.Mirror, include, exclude []string,
 	named []mirrorapi.StartMirrorTopicsRequestTopic) ([]mirrorapi.StartMirrorTopicsRequestTopic, error) {
 	inc, err := pattern.CompileAll(include)
 	if err != nil {
@@ -159,8 +161,8 @@ func (c *Controller) sourceTopics(m state.Mirror, include, exclude []string,
 
 // startConfigs reads the source configs of the topics a Start is about to
 // create. A failure is logged, not fatal: the next sync cycle copies them.
-// No lock is needed (Handle calls it before taking c.mu).
-func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirrorTopicsRequestTopic) map[string]map[string]string {
+// No lock is needed (Handle calls it before taking the mirror's lock).
+func (c *Plane) startConfigs(m state.Mirror, topics []mirrorapi.StartMirrorTopicsRequestTopic) map[string]map[string]string {
 	adm, err := c.source(m)
 	if err != nil {
 		return nil
@@ -184,7 +186,7 @@ func (c *Controller) startConfigs(m state.Mirror, topics []mirrorapi.StartMirror
 // can act on: kgo often reports a refused SASL login or TLS handshake as
 // a closed connection, so the source is probed the fetchers' way, which
 // names the step and the source's own error.
-func (c *Controller) explainSource(m state.Mirror, err error) error {
+func (c *Plane) explainSource(m state.Mirror, err error) error {
 	fc, ferr := fetchConfig(m.Name, m.Configs)
 	if ferr != nil {
 		return ferr
@@ -195,4 +197,50 @@ func (c *Controller) explainSource(m state.Mirror, err error) error {
 		return perr
 	}
 	return err
+}
+
+var errLoop = errors.New("mirror loop")
+
+// sourceMirrors is what the source mirrors (its ListClusterMirrors), for
+// the loop check; err is a source client that could not be made.
+type sourceMirrors struct {
+	mirrors []mirrorapi.ListClusterMirrorsResponseMirror
+	err     error
+}
+
+// readSourceMirrors asks the source what it mirrors. It runs before the
+// mirror's lock is taken (a source that stalls holds up no transition).
+func (c *Plane) readSourceMirrors(m state.Mirror) sourceMirrors {
+	cl, err := c.sourceClient(m)
+	if err != nil {
+		return sourceMirrors{err: err}
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+	defer cancel()
+	req := mirrorapi.NewPtrListClusterMirrorsRequest()
+	req.IncludeTopicNames = true
+	kresp, err := cl.Request(ctx, req)
+	if err != nil {
+		return sourceMirrors{} // a source without mirrors (not kmirror, or older): no loop possible
+	}
+	lresp, ok := kresp.(*mirrorapi.ListClusterMirrorsResponse)
+	if !ok {
+		return sourceMirrors{}
+	}
+	return sourceMirrors{mirrors: lresp.Mirrors}
+}
+
+// loopCheck refuses to mirror a topic the source is itself actively
+// mirroring from this cluster (SPEC.md section 4, LOG_ALIGNMENT (1)).
+func (c *Plane) loopCheck(src sourceMirrors, topic string) error {
+	if src.err != nil {
+		return src.err
+	}
+	for _, sm := range src.mirrors {
+		if sm.SourceClusterID != nil && *sm.SourceClusterID == c.b.ClusterID() && slices.Contains(sm.TopicNames, topic) {
+			return fmt.Errorf("%w: the source mirrors %s from this cluster (its mirror %s); stop that first",
+				errLoop, topic, sm.MirrorName)
+		}
+	}
+	return nil
 }

@@ -81,7 +81,7 @@ func (r *syncRecord) stat(mirror string) *SyncStat {
 }
 
 // syncResult records one part of a cycle.
-func (c *Controller) syncResult(mirror, kind string, err error) {
+func (c *Plane) syncResult(mirror, kind string, err error) {
 	r := &c.syncRec
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -101,7 +101,7 @@ func (c *Controller) syncResult(mirror, kind string, err error) {
 }
 
 // SyncStats returns each mirror's sync record, by mirror name.
-func (c *Controller) SyncStats() []SyncStat {
+func (c *Plane) SyncStats() []SyncStat {
 	r := &c.syncRec
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -119,7 +119,7 @@ func (c *Controller) SyncStats() []SyncStat {
 }
 
 // syncLoop runs SyncOnce every interval.
-func (c *Controller) syncLoop() {
+func (c *Plane) syncLoop() {
 	defer c.wg.Done()
 	if c.cfg.RefreshInterval < 0 {
 		return // mirror.metadata.refresh.interval.ms=0: off
@@ -137,8 +137,7 @@ func (c *Controller) syncLoop() {
 }
 
 // SyncOnce runs one metadata sync cycle for every mirror.
-func (c *Controller) SyncOnce() {
-	c.mu.Lock()
+func (c *Plane) SyncOnce() {
 	mirrors, err := c.store.Mirrors()
 	type job struct {
 		m   state.Mirror
@@ -153,7 +152,6 @@ func (c *Controller) SyncOnce() {
 		}
 		jobs = append(jobs, job{m, cl})
 	}
-	c.mu.Unlock()
 	if err != nil {
 		c.log.Warn("metadata sync: reading mirrors", "err", err)
 		return
@@ -167,7 +165,7 @@ func (c *Controller) SyncOnce() {
 }
 
 // syncMirror runs one cycle for one mirror.
-func (c *Controller) syncMirror(m state.Mirror, cl *kgo.Client) {
+func (c *Plane) syncMirror(m state.Mirror, cl *kgo.Client) {
 	src := kadm.NewClient(cl)
 	began := time.Now()
 	defer func() {
@@ -205,7 +203,7 @@ func (c *Controller) syncMirror(m state.Mirror, cl *kgo.Client) {
 // bootstrap servers now reach another cluster) stops every partition of
 // the mirror in FAILED, non-retryable, until an operator recovers it. It
 // reports whether the sync may go on.
-func (c *Controller) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
+func (c *Plane) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 	meta, err := describeCluster(ctx, src)
 	cancel()
@@ -220,8 +218,7 @@ func (c *Controller) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
 	msg := "the source cluster id changed from " + m.SourceClusterID + " to " + meta.clusterID +
 		": the bootstrap servers reach another cluster; mirroring stopped"
 	c.syncResult(m.Name, SyncClusterID, errors.New(msg))
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMirror(m.Name)()
 	states, err := c.store.MirrorPartitionStates(m.Name)
 	if err != nil {
 		return false
@@ -247,7 +244,7 @@ func (c *Controller) clusterIDGuard(m state.Mirror, src *kadm.Client) bool {
 // nothing a later --describe and a manual offset reset could not.
 const maxFinalSync = 10 * time.Second
 
-func (c *Controller) finalSyncTimeout() time.Duration { return min(c.cfg.SourceTimeout, maxFinalSync) }
+func (c *Plane) finalSyncTimeout() time.Duration { return min(c.cfg.SourceTimeout, maxFinalSync) }
 
 // stopReport is what a stop answers for one topic: how its final sync
 // went and where the copy of each partition ended (the kmirror additions
@@ -258,11 +255,12 @@ type stopReport struct {
 	parts  []mirrorapi.StopMirrorTopicsResponsePartition
 }
 
-// finalSync is the first half of a stop of topics (Cluster Linking's
-// "promote"): it makes their copies final and then, if the source
-// answers within finalSyncTimeout, brings their group offsets and topic
-// configs in step one last time; the caller then runs the stop proper
-// (stopTopic: markers, STOPPED, writable). The order matters:
+// The final sync is the first half of a stop of topics (Cluster Linking's
+// "promote"): finalSyncBegin makes their copies final and then
+// finalSyncEnd, if the source answers within finalSyncTimeout, brings
+// their group offsets and topic configs in step one last time; the caller
+// then runs the stop proper (stopTopic: markers, STOPPED, writable). The
+// order matters:
 //
 //  1. each partition's last source offset the fetcher saw is taken, and
 //     its fetcher is removed: from then on the local log end is final;
@@ -282,11 +280,23 @@ type stopReport struct {
 // and the stop goes on: the report says so, with the last source offsets
 // the fetcher saw. A topic the source holds under another topic id
 // (deleted and recreated there) is not synced: its offsets are another
-// topic's. REQUIRES: c.mu held; topics are mirror topics of m.
-func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stopReport {
+// topic's.
+//
+// Steps 2-4 read the source, so finalSyncEnd runs without the mirror's
+// lock (locks.go): the topics are marked as being stopped meanwhile
+// (mirrorCtl.stopping), which keeps every other path from restarting
+// their fetchers or changing them.
+
+// finalSyncBegin is step 1, and marks the topics as being stopped; the
+// stop clears the marks (doneStopping). It returns the reports and the
+// topics' ids for finalSyncEnd.
+// REQUIRES: m's lock held; topics are mirror topics of m.
+func (c *Plane) finalSyncBegin(m state.Mirror, topics []string) (map[string]*stopReport, map[string][16]byte) {
 	reps := make(map[string]*stopReport, len(topics))
 	ids := map[string][16]byte{}
+	stopping := c.ctl(m.Name).stopping
 	for _, t := range topics {
+		stopping[t] = true
 		info, _ := c.b.Topic(t)
 		ids[t] = info.ID
 		rep := &stopReport{status: mirrorapi.FinalSyncDone}
@@ -307,6 +317,12 @@ func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stop
 		}
 		reps[t] = rep
 	}
+	return reps, ids
+}
+
+// finalSyncEnd is steps 2-4, within finalSyncTimeout. It takes no lock:
+// the topics are marked as being stopped (finalSyncBegin).
+func (c *Plane) finalSyncEnd(m state.Mirror, topics []string, ids map[string][16]byte, reps map[string]*stopReport) {
 	if len(topics) > 0 {
 		ctx, cancel := context.WithTimeout(c.ctx, c.finalSyncTimeout())
 		c.finalSyncFrom(ctx, m, topics, ids, reps)
@@ -319,12 +335,10 @@ func (c *Controller) finalSync(m state.Mirror, topics []string) map[string]*stop
 			}
 		}
 	}
-	return reps
 }
 
-// finalSyncFrom runs steps 2-4 of finalSync within ctx and notes in reps
-// what failed. REQUIRES: c.mu held.
-func (c *Controller) finalSyncFrom(ctx context.Context, m state.Mirror, topics []string, ids map[string][16]byte,
+// finalSyncFrom runs steps 2-4 within ctx and notes in reps what failed.
+func (c *Plane) finalSyncFrom(ctx context.Context, m state.Mirror, topics []string, ids map[string][16]byte,
 	reps map[string]*stopReport) {
 	problems := map[string][]string{}
 	note := func(t, format string, args ...any) { problems[t] = append(problems[t], fmt.Sprintf(format, args...)) }
@@ -431,7 +445,7 @@ func (c *Controller) finalSyncFrom(ctx context.Context, m state.Mirror, topics [
 
 // logStop logs how a topic's stop went, loudly when it left records
 // behind at the source.
-func (c *Controller) logStop(m state.Mirror, topic string, code int16, rep *stopReport) {
+func (c *Plane) logStop(m state.Mirror, topic string, code int16, rep *stopReport) {
 	if code != 0 {
 		return
 	}
@@ -464,8 +478,8 @@ func finalSyncName(s int8) string {
 }
 
 // resumeUnstopped restarts the fetchers of a topic's partitions that a
-// failed stop left MIRRORING. REQUIRES: c.mu held.
-func (c *Controller) resumeUnstopped(m state.Mirror, topic string) {
+// failed stop left MIRRORING. REQUIRES: the mirror's lock held.
+func (c *Plane) resumeUnstopped(m state.Mirror, topic string) {
 	info, ok := c.b.Topic(topic)
 	if !ok || info.Mirror != m.Name {
 		return

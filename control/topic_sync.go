@@ -147,7 +147,7 @@ func sourceTopicConfigs(ctx context.Context, adm *kadm.Client, m state.Mirror, t
 // applyTopicConfigs sets a mirrored topic's source configs here. Configs
 // Apache Kafka removed are skipped (removed_configs.go); configs this node
 // does not know or refuses are reported, the others applied.
-func (c *Controller) applyTopicConfigs(topic string, set map[string]string) error {
+func (c *Plane) applyTopicConfigs(topic string, set map[string]string) error {
 	if info, ok := c.b.Topic(topic); ok {
 		set = withoutRemovedConfigs(set, c.log, &c.removedConfigs, info.Mirror, topic)
 	}
@@ -168,7 +168,8 @@ func (c *Controller) applyTopicConfigs(topic string, set map[string]string) erro
 }
 
 // sourceView is what one sync cycle learned of the source's topics,
-// gathered before c.mu is taken so no source round trip runs under it.
+// gathered before the mirror's lock is taken so no source round trip runs
+// under it.
 type sourceView struct {
 	topics  map[string]sourceTopic
 	deleted map[string]bool              // mirrored topics the source no longer has
@@ -179,7 +180,7 @@ type sourceView struct {
 // missing from the list by name (a listing can race a creation), and reads
 // the mirrored topics' configs. metaErr is the listing's failure (nothing
 // can be decided without it); cfgErr the configs'.
-func (c *Controller) readSourceTopics(m state.Mirror, cl *kgo.Client) (v sourceView, metaErr, cfgErr error) {
+func (c *Plane) readSourceTopics(m state.Mirror, cl *kgo.Client) (v sourceView, metaErr, cfgErr error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 	defer cancel()
 	adm := kadm.NewClient(cl)
@@ -225,12 +226,13 @@ func (c *Controller) readSourceTopics(m state.Mirror, cl *kgo.Client) (v sourceV
 // syncTopics runs the topic part of one cycle for mirror m; it returns
 // the metadata errors and the config errors apart (they are counted under
 // different kinds).
-func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr error) {
+func (c *Plane) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr error) {
 	v, metaErr, cfgErr := c.readSourceTopics(m, cl)
 	if v.topics == nil {
 		return metaErr, nil
 	}
-	// Configs of newly discovered topics are read before c.mu too.
+	// Configs of newly discovered topics, and what the source mirrors (the
+	// loop check of their start), are read before the lock too.
 	rules, err := mirrorTopicRules(m)
 	if err != nil {
 		return errors.Join(metaErr, err), cfgErr
@@ -245,6 +247,7 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 	if v.configs == nil {
 		v.configs = map[string]map[string]string{}
 	}
+	var loops sourceMirrors
 	if len(discovered) > 0 {
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
 		newConfigs, err := sourceTopicConfigs(ctx, kadm.NewClient(cl), m, discovered)
@@ -253,10 +256,10 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 		for t, set := range newConfigs {
 			v.configs[t] = set
 		}
+		loops = c.readSourceMirrors(m)
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMirror(m.Name)()
 	// The mirror as stored now: an RPC may have changed it since the
 	// cycle's snapshot.
 	cur, err := c.store.GetMirror(m.Name)
@@ -269,8 +272,8 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 			continue
 		}
 		info, ok := c.b.Topic(t)
-		if !ok || info.Mirror != cur.Name {
-			continue
+		if !ok || info.Mirror != cur.Name || c.beingStopped(cur.Name, t) {
+			continue // a stop's final sync is the last sync it gets
 		}
 		switch {
 		case rules.excluded(t):
@@ -298,7 +301,7 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 		}
 		d := v.topics[t]
 		code, msg := c.startTopic(&cur, mirrorapi.StartMirrorTopicsRequestTopic{TopicID: d.ID, TopicName: t,
-			NumPartitions: d.Partitions}, v.configs[t])
+			NumPartitions: d.Partitions}, v.configs[t], loops)
 		if code != 0 {
 			// A same-name topic with another id here, a loop, another
 			// mirror's topic: reported each cycle, never forced.
@@ -317,8 +320,8 @@ func (c *Controller) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr
 }
 
 // growTopic mirrors a source topic's new partitions: the local topic grows
-// and the new partitions start mirroring from offset 0. REQUIRES: c.mu.
-func (c *Controller) growTopic(m state.Mirror, topic string, have, want int32) error {
+// and the new partitions start mirroring from offset 0. REQUIRES: m's lock held.
+func (c *Plane) growTopic(m state.Mirror, topic string, have, want int32) error {
 	if want <= have {
 		return nil
 	}
@@ -335,8 +338,8 @@ func (c *Controller) growTopic(m state.Mirror, topic string, have, want int32) e
 }
 
 // failTopic moves every partition of a topic to FAILED, non-retryable.
-// REQUIRES: c.mu held.
-func (c *Controller) failTopic(m state.Mirror, topic string, partitions int32, msg string) {
+// REQUIRES: m's lock held.
+func (c *Plane) failTopic(m state.Mirror, topic string, partitions int32, msg string) {
 	for p := int32(0); p < partitions; p++ {
 		c.failNonRetryable(c.partitionState(m.Name, topic, p), msg)
 	}
@@ -344,8 +347,8 @@ func (c *Controller) failTopic(m state.Mirror, topic string, partitions int32, m
 
 // failNonRetryable removes a partition's fetcher and persists FAILED with
 // no retry: only an operator's recover or start resumes it. Partitions
-// already stopped or failed that way are left alone. REQUIRES: c.mu held.
-func (c *Controller) failNonRetryable(ps state.MirrorPartitionState, msg string) {
+// already stopped or failed that way are left alone. REQUIRES: m's lock held.
+func (c *Plane) failNonRetryable(ps state.MirrorPartitionState, msg string) {
 	if ps.State == state.StateStopped || ps.State == state.StateFailed && ps.RetryAttempt < 0 {
 		return
 	}

@@ -33,7 +33,7 @@ func newSyncFixture(t *testing.T, seedTopics ...string) *syncFixture {
 	return newSyncFixtureWith(t, Config{}, seedTopics...)
 }
 
-// newSyncFixtureWith is newSyncFixture with a controller config.
+// newSyncFixtureWith is newSyncFixture with a control plane config.
 func newSyncFixtureWith(t *testing.T, ctlCfg Config, seedTopics ...string) *syncFixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -42,5 +42,7 @@
 // response max bytes.
 //
 // The control plane (control/) starts and stops partitions with
-// StartPartition and StopPartition, and reads their Status.
+// StartPartition and StopPartition, learns what happened to them from
+// their events (events.go) and reads their Status; their KIP-1279 states
+// and the retries of failed partitions are its own.
 package fetch

@@ -20,6 +20,11 @@ import (
 type Config struct {
 	// Logger receives mirror events; nil discards them.
 	Logger *slog.Logger
+	// Events receives the partitions' events (events.go); nil drops
+	// them. It is called from the fetchers' goroutines, with no lock of
+	// this package held: it must not block, nor wait on a call into the
+	// Manager.
+	Events func(Event)
 }
 
 // MirrorConfig is one mirror's source and fetch settings (SPEC.md section
@@ -87,8 +92,9 @@ func (c MirrorConfig) withDefaults() MirrorConfig {
 
 // Manager runs every mirror's fetchers.
 type Manager struct {
-	log   *slog.Logger
-	stats Stats
+	log    *slog.Logger
+	events func(Event)
+	stats  Stats
 
 	mu      sync.Mutex
 	mirrors map[string]*mirror
@@ -115,7 +121,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{log: cfg.Logger, mirrors: map[string]*mirror{}}
+	return &Manager{log: cfg.Logger, events: cfg.Events, mirrors: map[string]*mirror{}}
 }
 
 // Stats returns the live counters.

@@ -16,7 +16,9 @@ import (
 	"github.com/kmirror/kmirror/internal/retry"
 )
 
-// State is a mirrored partition's fetch state.
+// State is what a partition's fetcher is doing, for Status: the
+// partition's lifecycle (the KIP-1279 states, FAILED and its retries) is
+// the control plane's, which learns of a failure from EventFailed.
 type State int8
 
 const (
@@ -26,8 +28,9 @@ const (
 	StateFetching
 	// StateBackoff: a retriable error; fetching resumes after a backoff.
 	StateBackoff
-	// StateFailed: stopped on an error that needs an operator (a corrupt
-	// batch, storage failure); StartPartition restarts it.
+	// StateFailed: stopped on an error a fetch retry cannot fix (a
+	// corrupt batch, storage failure), reported as EventFailed; the
+	// control plane restarts it with StartPartition.
 	StateFailed
 )
 
@@ -106,6 +109,7 @@ type partState struct {
 	started        time.Time
 	fetcher        *fetcher
 	stopped        bool
+	fetched        bool // EventFetching was sent
 	checkEpoch     bool // run OffsetForLeaderEpoch before fetching
 	// align is set by StartAlign until the source first accepts the
 	// fetch position: only then may the local log be cut to the
@@ -188,7 +192,11 @@ func (ps *partState) fail(err error, retriable bool) {
 	} else {
 		ps.state = StateFailed
 	}
+	stopped := ps.stopped
 	ps.mu.Unlock()
+	if !retriable && !stopped {
+		ps.event(EventFailed, err)
+	}
 	lvl := "mirrored partition stopped"
 	if retriable {
 		lvl = "mirrored partition backing off"
@@ -272,7 +280,12 @@ func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition, se
 	ps.mu.Lock()
 	ps.lastFetch, ps.align = time.Now(), false
 	ps.lag.observe(rp.HighWatermark, sent, leo)
+	first := !ps.fetched
+	ps.fetched = true
 	ps.mu.Unlock()
+	if first {
+		ps.event(EventFetching, nil)
+	}
 	return false
 }
 

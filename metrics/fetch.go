@@ -18,7 +18,6 @@ import (
 //	kmirror_mirror_fetch_duration_seconds           summary of source Fetch round trips
 //	kmirror_mirror_errors_total{error}              partition errors answered by sources, by Kafka error name
 //	kmirror_mirror_connection_errors_total          failed dials and broken source connections
-//	kmirror_mirror_partitions{mirror,state}         mirrored partitions by fetch state
 //	kmirror_mirror_lag_records{mirror,topic[,partition]}
 //	                                                source high watermark minus local log end
 //	kmirror_mirror_source_offset_age_seconds{mirror,topic[,partition]}
@@ -45,7 +44,7 @@ type FetchCollector struct {
 	m              *fetch.Manager
 	partitionLabel bool
 
-	bytes, batches, duration, errs, connErrs, parts, lag, age, stalled, lagSeconds, lagBytes *prometheus.Desc
+	bytes, batches, duration, errs, connErrs, lag, age, stalled, lagSeconds, lagBytes *prometheus.Desc
 }
 
 // NewFetchCollector returns a collector for m; partitionLabels adds a
@@ -62,7 +61,6 @@ func NewFetchCollector(m *fetch.Manager, partitionLabels bool) *FetchCollector {
 		duration: prometheus.NewDesc("kmirror_mirror_fetch_duration_seconds", "Source Fetch round trips.", nil, nil),
 		errs:     prometheus.NewDesc("kmirror_mirror_errors_total", "Partition errors answered by sources, by Kafka error.", []string{"error"}, nil),
 		connErrs: prometheus.NewDesc("kmirror_mirror_connection_errors_total", "Failed dials and broken source connections.", nil, nil),
-		parts:    prometheus.NewDesc("kmirror_mirror_partitions", "Mirrored partitions by fetch state.", []string{"mirror", "state"}, nil),
 		lag:      prometheus.NewDesc("kmirror_mirror_lag_records", "Source high watermark minus the local log end.", lagLabels, nil),
 		age: prometheus.NewDesc("kmirror_mirror_source_offset_age_seconds",
 			"Age of the source high watermark the lag is measured against (oldest partition; +Inf: never read).", lagLabels, nil),
@@ -77,7 +75,7 @@ func NewFetchCollector(m *fetch.Manager, partitionLabels bool) *FetchCollector {
 
 // Describe implements prometheus.Collector.
 func (c *FetchCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytes, c.batches, c.duration, c.errs, c.connErrs, c.parts, c.lag, c.age, c.stalled,
+	for _, d := range []*prometheus.Desc{c.bytes, c.batches, c.duration, c.errs, c.connErrs, c.lag, c.age, c.stalled,
 		c.lagSeconds, c.lagBytes} {
 		ch <- d
 	}
@@ -100,20 +98,14 @@ func (c *FetchCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.errs, prometheus.CounterValue, float64(n), name)
 		}
 	}
-	type mirrorState struct {
-		mirror string
-		state  fetch.State
-	}
 	type lagKey struct{ mirror, topic, partition string }
 	type lagValue struct {
 		lag, stalled, bytes int64
 		age, seconds        float64 // the maximum
 	}
-	states := map[mirrorState]int{}
 	lags := map[lagKey]*lagValue{}
 	now := time.Now()
 	for _, st := range c.m.Statuses() {
-		states[mirrorState{st.Mirror, st.State}]++
 		k := lagKey{st.Mirror, st.Topic, ""}
 		if c.partitionLabel {
 			k.partition = strconv.Itoa(int(st.Partition))
@@ -140,9 +132,6 @@ func (c *FetchCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		v.seconds = max(v.seconds, seconds)
 		v.bytes += st.LagBytes
-	}
-	for k, n := range states {
-		ch <- prometheus.MustNewConstMetric(c.parts, prometheus.GaugeValue, float64(n), k.mirror, k.state.String())
 	}
 	for k, v := range lags {
 		labels := []string{k.mirror, k.topic}

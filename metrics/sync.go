@@ -8,10 +8,11 @@ import (
 )
 
 // SyncStater is what SyncCollector reads: the control plane's metadata
-// sync records and partition states (control.Controller implements it).
+// sync records and partition states (control.Plane implements it).
 type SyncStater interface {
 	SyncStats() []control.SyncStat
 	PartitionStateCounts() []control.PartitionStates
+	FetcherStateCounts() []control.PartitionStates
 }
 
 // SyncCollector exposes each mirror's metadata sync (SPEC.md section 8's
@@ -24,13 +25,17 @@ type SyncStater interface {
 //	kmirror_mirror_sync_last_cycle_seconds{mirror}    duration of the last cycle
 //	kmirror_mirror_partition_states{mirror,state}     partitions by KIP-1279 state (MIRRORING,
 //	                                                  PAUSED, FAILED, ...), as persisted
+//	kmirror_mirror_partitions{mirror,state}           the partitions the fetchers hold (aligning,
+//	                                                  mirroring, or FAILED), by KIP-1279 state
 //
 // Every kind is exported from the first cycle on, at 0 until it fails, so
 // rate() and alerts see a series before the first error; likewise every
 // partition state of every mirror, at 0 when no partition is in it.
+// kmirror_mirror_partitions has a series for the states that hold
+// partitions only.
 type SyncCollector struct {
-	s                            SyncStater
-	cycles, errs, lastDu, states *prometheus.Desc
+	s                                   SyncStater
+	cycles, errs, lastDu, states, parts *prometheus.Desc
 }
 
 // NewSyncCollector returns a collector for s.
@@ -44,6 +49,8 @@ func NewSyncCollector(s SyncStater) *SyncCollector {
 			[]string{"mirror"}, nil),
 		states: prometheus.NewDesc("kmirror_mirror_partition_states", "Mirror partitions by KIP-1279 state, as persisted.",
 			[]string{"mirror", "state"}, nil),
+		parts: prometheus.NewDesc("kmirror_mirror_partitions", "Partitions the mirror fetchers hold, by KIP-1279 state.",
+			[]string{"mirror", "state"}, nil),
 	}
 }
 
@@ -53,6 +60,7 @@ func (c *SyncCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.errs
 	ch <- c.lastDu
 	ch <- c.states
+	ch <- c.parts
 }
 
 // Collect implements prometheus.Collector.
@@ -67,6 +75,13 @@ func (c *SyncCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, ps := range c.s.PartitionStateCounts() {
 		for s, n := range ps.Counts {
 			ch <- prometheus.MustNewConstMetric(c.states, prometheus.GaugeValue, float64(n), ps.Mirror, state.PartitionState(s).String())
+		}
+	}
+	for _, ps := range c.s.FetcherStateCounts() {
+		for s, n := range ps.Counts {
+			if n > 0 {
+				ch <- prometheus.MustNewConstMetric(c.parts, prometheus.GaugeValue, float64(n), ps.Mirror, state.PartitionState(s).String())
+			}
 		}
 	}
 }

@@ -13,12 +13,14 @@ import (
 )
 
 type fixedSyncStats struct {
-	sync   []control.SyncStat
-	states []control.PartitionStates
+	sync    []control.SyncStat
+	states  []control.PartitionStates
+	fetched []control.PartitionStates
 }
 
 func (f fixedSyncStats) SyncStats() []control.SyncStat                   { return f.sync }
 func (f fixedSyncStats) PartitionStateCounts() []control.PartitionStates { return f.states }
+func (f fixedSyncStats) FetcherStateCounts() []control.PartitionStates   { return f.fetched }
 
 // Each mirror's sync counters are exported with every kind present, the
 // failing one counted, and its partitions with every state present,
@@ -27,8 +29,13 @@ func TestSyncCollector(t *testing.T) {
 	t.Parallel()
 	states := control.PartitionStates{Mirror: "m"}
 	states.Counts[state.StateMirroring], states.Counts[state.StateFailed] = 5, 2
+	// The fetchers hold one, mirroring (moved here from
+	// TestFetchCollector, where the fetch state said "fetching").
+	fetched := control.PartitionStates{Mirror: "m"}
+	fetched.Counts[state.StateMirroring] = 1
 	stats := fixedSyncStats{sync: []control.SyncStat{{Mirror: "m", Cycles: 7, LastCycle: 1500 * time.Millisecond,
-		Errors: map[string]int64{control.SyncGroupOffsets: 2}}}, states: []control.PartitionStates{states}}
+		Errors: map[string]int64{control.SyncGroupOffsets: 2}}}, states: []control.PartitionStates{states},
+		fetched: []control.PartitionStates{fetched}}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewSyncCollector(stats))
 	want := `
@@ -57,6 +64,9 @@ kmirror_mirror_partition_states{mirror="m",state="PAUSING"} 0
 kmirror_mirror_partition_states{mirror="m",state="STOPPED"} 0
 kmirror_mirror_partition_states{mirror="m",state="STOPPING"} 0
 kmirror_mirror_partition_states{mirror="m",state="ULE_RECOVERY"} 0
+# HELP kmirror_mirror_partitions Partitions the mirror fetchers hold, by KIP-1279 state.
+# TYPE kmirror_mirror_partitions gauge
+kmirror_mirror_partitions{mirror="m",state="MIRRORING"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Fatal(err)

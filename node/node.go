@@ -36,7 +36,7 @@ import (
 // plane.
 type Node struct {
 	Broker  *broker.Broker
-	Mirrors *control.Controller
+	Mirrors *control.Plane
 	// metricsSrv serves /metrics on metrics.listener; nil when that is
 	// empty.
 	metricsSrv *http.Server

@@ -49,7 +49,7 @@ type ctlNode struct {
 	node *node.Node
 	// b and ctl are node's broker and control plane, for brevity.
 	b   *broker.Broker
-	ctl *control.Controller
+	ctl *control.Plane
 	// cl sends the mirror RPCs, kadm requests and raw reads (Fetch v11):
 	// it is rebuilt at every restart, which changes the node's port.
 	cl  *kgo.Client

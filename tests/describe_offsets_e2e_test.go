@@ -117,18 +117,28 @@ func TestDescribeOffsetsEveryState(t *testing.T) {
 	checkHeld("after pause, stop and failure")
 	n.checkOffsets(ctx, "f", "failed", 0, "FAILED", end("failed"))
 	// The partition-state counts behind kmirror_mirror_partition_states:
-	// every state of every mirror, the partitions without a fetcher too.
-	counts := map[string]map[string]int{}
-	for _, ps := range n.ctl.PartitionStateCounts() {
-		counts[ps.Mirror] = map[string]int{}
-		for st, c := range ps.Counts {
-			if c > 0 {
-				counts[ps.Mirror][state.PartitionState(st).String()] = c
+	// every state of every mirror, the partitions without a fetcher too;
+	// and behind kmirror_mirror_partitions, the partitions the fetchers
+	// hold, by the same KIP-1279 names.
+	countStates := func(all []control.PartitionStates) map[string]map[string]int {
+		counts := map[string]map[string]int{}
+		for _, ps := range all {
+			counts[ps.Mirror] = map[string]int{}
+			for st, c := range ps.Counts {
+				if c > 0 {
+					counts[ps.Mirror][state.PartitionState(st).String()] = c
+				}
 			}
 		}
+		return counts
 	}
-	if want := map[string]map[string]int{"m": {"MIRRORING": 2, "PAUSED": 1, "STOPPED": 1}, "f": {"FAILED": 1}}; !reflect.DeepEqual(counts, want) {
+	if counts, want := countStates(n.ctl.PartitionStateCounts()), map[string]map[string]int{"m": {"MIRRORING": 2, "PAUSED": 1,
+		"STOPPED": 1}, "f": {"FAILED": 1}}; !reflect.DeepEqual(counts, want) {
 		t.Fatalf("partition state counts %v, want %v", counts, want)
+	}
+	if counts, want := countStates(n.ctl.FetcherStateCounts()), map[string]map[string]int{"m": {"MIRRORING": 2},
+		"f": {"FAILED": 1}}; !reflect.DeepEqual(counts, want) {
+		t.Fatalf("fetcher partition state counts %v, want %v", counts, want)
 	}
 
 	// A restart: the held partitions read their offsets from the store;

@@ -52,6 +52,33 @@ type mirrorEnv struct {
 
 	srcCl, locCl   *kgo.Client // raw reads (Fetch pinned to v11, by name)
 	srcAdm, locAdm *kadm.Client
+
+	events *eventLog // what the manager reported
+}
+
+// eventLog records a manager's events in order.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []fetch.Event
+}
+
+func (l *eventLog) add(ev fetch.Event) {
+	l.mu.Lock()
+	l.evs = append(l.evs, ev)
+	l.mu.Unlock()
+}
+
+// eventsOf returns the events reported for topic-p so far, in order.
+func (e *mirrorEnv) eventsOf(topic string, p int32) []fetch.Event {
+	e.events.mu.Lock()
+	defer e.events.mu.Unlock()
+	var out []fetch.Event
+	for _, ev := range e.events.evs {
+		if ev.Topic == topic && ev.Partition == p {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // newMirrorEnv starts the source (one broker unless srcOpts say otherwise),
@@ -63,8 +90,9 @@ func newMirrorEnv(t *testing.T, ctx context.Context, cfg fetch.MirrorConfig, src
 	n := startNode(t)
 	// Warnings of the fetchers (errors, truncations, backoffs) go to the
 	// test log, shown when a test fails.
+	events := &eventLog{}
 	m := fetch.NewManager(fetch.Config{Logger: slog.New(slog.NewTextHandler(t.Output(),
-		&slog.HandlerOptions{Level: slog.LevelWarn}))})
+		&slog.HandlerOptions{Level: slog.LevelWarn})), Events: events.add})
 	t.Cleanup(m.Close) // before the node and the source close (cleanups run last first)
 
 	if cfg.Name == "" {
@@ -83,7 +111,7 @@ func newMirrorEnv(t *testing.T, ctx context.Context, cfg fetch.MirrorConfig, src
 	if err := m.AddMirror(cfg); err != nil {
 		t.Fatalf("AddMirror: %v", err)
 	}
-	env := &mirrorEnv{t: t, ctx: ctx, src: src, n: n, m: m, name: cfg.Name, mode: fetch.StartAlign}
+	env := &mirrorEnv{t: t, ctx: ctx, src: src, n: n, m: m, name: cfg.Name, mode: fetch.StartAlign, events: events}
 	env.srcCl = newClient(t, src.ListenAddrs()[0], kgo.SeedBrokers(src.ListenAddrs()...), kgo.MaxVersions(rawFetchVersions()))
 	env.locCl = newClient(t, n.addr(), kgo.MaxVersions(rawFetchVersions()))
 	env.srcAdm = kadm.NewClient(env.srcCl)

@@ -745,6 +745,16 @@ func TestMirrorE2ECorruptBatch(t *testing.T) {
 	}
 	env.waitLogEnd(topic, 1, ends[1])
 	checkFailed("after partition 1 mirrored more")
+	// What the control plane hears: partition 0 failed, naming the
+	// offset, and never fetched; partition 1 fetched, once (not per
+	// batch) and never failed.
+	if evs := env.eventsOf(topic, 0); len(evs) != 1 || evs[0].Kind != fetch.EventFailed ||
+		!strings.Contains(fmt.Sprint(evs[0].Err), fmt.Sprintf("offset %d", badAt)) {
+		t.Fatalf("events of partition 0: %+v, want one EventFailed naming offset %d", evs, badAt)
+	}
+	if evs := env.eventsOf(topic, 1); len(evs) != 1 || evs[0].Kind != fetch.EventFetching {
+		t.Fatalf("events of partition 1: %+v, want one EventFetching", evs)
+	}
 
 	env.startPartition(topic, 0)
 	env.waitCaughtUp(topic)

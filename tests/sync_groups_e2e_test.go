@@ -19,7 +19,7 @@ import (
 
 // Consumer group failover through the mirror's group offset sync (SPEC.md
 // section 6, sync/groups): real kgo group consumers commit at a kfake
-// source, a kmirror node copies the offsets (control.Controller.SyncOnce,
+// source, a kmirror node copies the offsets (control.Plane.SyncOnce,
 // called by hand instead of waiting for the refresh interval), the topic
 // fails over (StopMirrorTopics) and consumers of the same group resume on
 // the node. What the consumers read on both sides together must be every

@@ -21,7 +21,7 @@ import (
 	"github.com/kmirror/kmirror/internal/settings"
 )
 
-// Config configures a Controller. Zero values mean the defaults named.
+// Config configures a Plane. Zero values mean the defaults named.
 type Config struct {
 	Logger *slog.Logger
 	// RetryInitial, RetryMax and RetryMaxAttempts are
@@ -39,30 +39,36 @@ type Config struct {
 	RefreshInterval time.Duration
 }
 
-// Controller is the node's mirror control plane.
-type Controller struct {
+// Plane is the node's mirror control plane: its mirrors, their
+// partitions' states and fetchers, and the mirror RPCs. (Not "the
+// controller": in a cluster that is the metadata quorum's leader.)
+type Plane struct {
 	cfg   Config
 	b     *broker.Broker
 	store *state.Store
 	fm    *fetch.Manager
 	log   *slog.Logger
 
-	// mu serialises the admin operations and every state change, so the
-	// persisted states and the fetchers never disagree.
-	mu sync.Mutex
-	// srcMu guards sources apart from mu, so that the source I/O of an
-	// RPC can run before it takes mu (Handle).
+	// locks are the mirrors' locks (locks.go), by name, guarded by
+	// locksMu.
+	locksMu sync.Mutex
+	locks   map[string]*mirrorCtl
+	// topicsMu makes a Start's check that a topic is free and its claim
+	// of the topic one step, so two mirrors cannot both take a topic.
+	topicsMu sync.Mutex
+	// localMu serialises the ACL and client-quota syncs' changes to the
+	// node's tables, which every mirror's sync writes (local work only).
+	localMu sync.Mutex
+	// srcMu guards sources apart from the mirror locks, so that the
+	// source I/O of an RPC can run before it takes one (Handle).
 	srcMu   sync.Mutex
 	sources map[string]*kgo.Client // per mirror, for the slow calls
 
 	syncRec syncRecord // the metadata sync's stats and failing kinds
-	// retries are the failed partitions' retry schedules (failures.go),
-	// guarded by mu.
-	retries map[partitionKey]*retrySchedule
-	// aligning are the partitions started with fetch.StartAlign whose
-	// LOG_ALIGNMENT or ULE_RECOVERY is persisted until the source first
-	// accepts their fetch position (alignment.go), guarded by mu.
-	aligning map[partitionKey]struct{}
+	// evMu guards the mirrors' event queues (mirrorCtl.events,
+	// events.go) and evClosed, set by Close.
+	evMu     sync.Mutex
+	evClosed bool
 	// removedConfigs are the removed Kafka topic configs already logged.
 	removedConfigs removedConfigLog
 
@@ -74,7 +80,7 @@ type Controller struct {
 // New loads every mirror and resumes its partitions from their persisted
 // states: MIRRORING and the alignment states restart the fetcher, PAUSING
 // settles in PAUSED, STOPPING finishes the stop.
-func New(b *broker.Broker, cfg Config) (*Controller, error) {
+func New(b *broker.Broker, cfg Config) (*Plane, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -93,47 +99,52 @@ func New(b *broker.Broker, cfg Config) (*Controller, error) {
 		cfg.RetryMaxAttempts = 20
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Controller{cfg: cfg, b: b, store: b.Store(), fm: fetch.NewManager(fetch.Config{Logger: cfg.Logger}),
-		log: cfg.Logger, sources: map[string]*kgo.Client{}, retries: map[partitionKey]*retrySchedule{},
-		aligning: map[partitionKey]struct{}{}, ctx: ctx, cancel: cancel}
+	c := &Plane{cfg: cfg, b: b, store: b.Store(), log: cfg.Logger, sources: map[string]*kgo.Client{},
+		locks: map[string]*mirrorCtl{}, ctx: ctx, cancel: cancel}
+	c.fm = fetch.NewManager(fetch.Config{Logger: cfg.Logger, Events: c.onFetchEvent})
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, m := range mirrors {
-		if err := c.addFetchers(m); err != nil {
-			// One mirror whose settings no longer work (a PEM file
-			// removed) must not keep the node and the other mirrors
-			// down: its partitions wait for a config fix.
-			c.log.Error("mirror not started", "mirror", m.Name, "err", err)
-			continue
-		}
-		states, err := c.store.MirrorPartitionStates(m.Name)
-		if err != nil {
-			// One unreadable record must not keep the node down:
-			// partition by partition, it fails alone.
-			c.log.Error("reading a mirror's partition states; resuming them one by one", "mirror", m.Name, "err", err)
-			c.resumeEach(m)
-			continue
-		}
-		for _, ps := range states {
-			c.resume(m, ps)
-		}
+		c.resumeMirror(m)
 	}
-	c.wg.Add(3)
-	go c.watchFailures()
+	c.wg.Add(2)
 	go c.syncLoop()
 	go c.checkpointLoop()
 	return c, nil
 }
 
+// resumeMirror registers a mirror with the fetchers and resumes its
+// partitions from their persisted states.
+func (c *Plane) resumeMirror(m state.Mirror) {
+	defer c.lockMirror(m.Name)()
+	if err := c.addFetchers(m); err != nil {
+		// One mirror whose settings no longer work (a PEM file
+		// removed) must not keep the node and the other mirrors
+		// down: its partitions wait for a config fix.
+		c.log.Error("mirror not started", "mirror", m.Name, "err", err)
+		return
+	}
+	states, err := c.store.MirrorPartitionStates(m.Name)
+	if err != nil {
+		// One unreadable record must not keep the node down:
+		// partition by partition, it fails alone.
+		c.log.Error("reading a mirror's partition states; resuming them one by one", "mirror", m.Name, "err", err)
+		c.resumeEach(m)
+		return
+	}
+	for _, ps := range states {
+		c.resume(m, ps)
+	}
+}
+
 // Fetchers exposes the fetch manager (for metrics).
-func (c *Controller) Fetchers() *fetch.Manager { return c.fm }
+func (c *Plane) Fetchers() *fetch.Manager { return c.fm }
 
 // Close stops the fetchers and the source clients.
-func (c *Controller) Close() {
+func (c *Plane) Close() {
+	c.closeEvents()
 	c.cancel()
 	c.wg.Wait()
 	c.fm.Close()
@@ -148,8 +159,8 @@ func (c *Controller) Close() {
 // resumeEach resumes the partitions of m's topics one at a time, for a
 // store whose scan of them failed: a partition whose record cannot be
 // read goes to FAILED (startPartitionFrom), the others resume.
-// REQUIRES: c.mu held.
-func (c *Controller) resumeEach(m state.Mirror) {
+// REQUIRES: m's lock held.
+func (c *Plane) resumeEach(m state.Mirror) {
 	for _, topic := range sortedTopics(m.Topics) {
 		info, ok := c.b.Topic(topic)
 		if !ok {
@@ -167,8 +178,8 @@ func (c *Controller) resumeEach(m state.Mirror) {
 	}
 }
 
-// resume continues a partition after a restart. REQUIRES: c.mu held.
-func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
+// resume continues a partition after a restart. REQUIRES: m's lock held.
+func (c *Plane) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	switch ps.State {
 	case state.StateLogAlignment, state.StateULERecovery:
 		if m.Topics[ps.Topic] != state.StatePaused { // paused mid-alignment: the resume aligns
@@ -177,8 +188,8 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	case state.StateEpochFencing, state.StateMirroring:
 		c.resumeFailed(m, ps.Topic, ps.Partition, c.startPartition(m, ps.Topic, ps.Partition))
 	case state.StateFailed:
-		// Retried by watchFailures after the backoff its attempt count
-		// gives, counting on from the persisted attempt.
+		// Retried after the backoff its attempt count gives, counting
+		// on from the persisted attempt.
 		if ps.RetryAttempt > 0 {
 			c.scheduleRetry(ps, ps.RetryAttempt)
 		}
@@ -196,15 +207,15 @@ func (c *Controller) resume(m state.Mirror, ps state.MirrorPartitionState) {
 // resumeFailed logs a partition a restart could not resume. It stays as
 // stored: a start that failed before its fetcher ran is retried by the
 // next restart or start, and one whose record cannot be read is FAILED
-// (startPartitionFrom). REQUIRES: c.mu held.
-func (c *Controller) resumeFailed(m state.Mirror, topic string, p int32, err error) {
+// (startPartitionFrom). REQUIRES: m's lock held.
+func (c *Plane) resumeFailed(m state.Mirror, topic string, p int32, err error) {
 	if err != nil {
 		c.log.Error("resuming a mirror partition after a restart", "mirror", m.Name, "topic", topic, "partition", p, "err", err)
 	}
 }
 
-// setState persists a partition's state. REQUIRES: c.mu held.
-func (c *Controller) setState(ps state.MirrorPartitionState, to state.PartitionState, errMsg string) error {
+// setState persists a partition's state. REQUIRES: ps.Mirror's lock held.
+func (c *Plane) setState(ps state.MirrorPartitionState, to state.PartitionState, errMsg string) error {
 	if ps.State != to && ps.State != state.StateFailed {
 		ps.Previous = ps.State
 	}
@@ -219,7 +230,7 @@ func (c *Controller) setState(ps state.MirrorPartitionState, to state.PartitionS
 // or the record cannot be read. Paths that would act on UNKNOWN as "never
 // mirrored" (a start aligns such a partition, and may cut it) read with
 // readPartitionState instead.
-func (c *Controller) partitionState(mirror, topic string, p int32) state.MirrorPartitionState {
+func (c *Plane) partitionState(mirror, topic string, p int32) state.MirrorPartitionState {
 	ps, _ := c.readPartitionState(mirror, topic, p)
 	return ps
 }
@@ -227,7 +238,7 @@ func (c *Controller) partitionState(mirror, topic string, p int32) state.MirrorP
 // readPartitionState is partitionState that also returns the error of a
 // record that exists but cannot be read (corrupt, or the store failing);
 // ps is then UNKNOWN. No record at all is UNKNOWN without an error.
-func (c *Controller) readPartitionState(mirror, topic string, p int32) (state.MirrorPartitionState, error) {
+func (c *Plane) readPartitionState(mirror, topic string, p int32) (state.MirrorPartitionState, error) {
 	ps, err := c.store.MirrorPartitionState(mirror, topic, p)
 	if err != nil {
 		unknown := state.MirrorPartitionState{Mirror: mirror, Topic: topic, Partition: p, State: state.StateUnknown,
@@ -246,20 +257,25 @@ func (c *Controller) readPartitionState(mirror, topic string, p int32) (state.Mi
 // node stopped, is in LOG_ALIGNMENT (or ULE_RECOVERY) and is started with
 // fetch.StartAlign: the alignment proper, cutting a divergent tail, is the
 // fetcher's OffsetForLeaderEpoch at start, and the state stays persisted
-// until the source accepts the fetch position (finishAlignments), so a
+// until the source accepts the fetch position (finishAlignment), so a
 // crash in between aligns again at the next start instead of resuming
 // unaligned. Every other (re)start (a node restart, a retry, a resume)
 // is MIRRORING and resumes with fetch.StartResume, which never cuts the
 // local log.
-// REQUIRES: c.mu held.
-func (c *Controller) startPartition(m state.Mirror, topic string, p int32) error {
+// REQUIRES: m's lock held.
+func (c *Plane) startPartition(m state.Mirror, topic string, p int32) error {
 	return c.startPartitionFrom(m, topic, p, false)
 }
 
 // startPartitionFrom is startPartition; resumeOnly (recover) starts a
 // FAILED partition with StartResume whatever state it failed in.
-// REQUIRES: c.mu held.
-func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, resumeOnly bool) error {
+// REQUIRES: m's lock held.
+func (c *Plane) startPartitionFrom(m state.Mirror, topic string, p int32, resumeOnly bool) error {
+	if c.beingStopped(m.Name, topic) {
+		// Its fetcher was removed for the stop's final sync: a retry, a
+		// recover or a config change must not bring it back.
+		return fmt.Errorf("topic %s is being stopped", topic)
+	}
 	ps, err := c.readPartitionState(m.Name, topic, p)
 	if err != nil && !resumeOnly {
 		// Not "never mirrored": aligning it could cut a copy that
@@ -309,13 +325,13 @@ func (c *Controller) startPartitionFrom(m state.Mirror, topic string, p int32, r
 	if err != nil {
 		return err
 	}
-	key := partitionKey{m.Name, topic, p}
-	delete(c.aligning, key)
+	key, aligning := partitionKey{m.Name, topic, p}, c.ctl(m.Name).aligning
+	delete(aligning, key)
 	if err := c.fm.StartPartition(m.Name, topic, p, local, mode); err != nil {
 		return err
 	}
 	if mode == fetch.StartAlign {
-		c.aligning[key] = struct{}{}
+		aligning[key] = struct{}{}
 	}
 	return nil
 }
@@ -329,8 +345,8 @@ func alignsOnRetry(prev state.PartitionState) bool {
 
 // stopPartition runs the failover of one partition (see the package doc).
 // It is idempotent: after a crash it is run again from STOPPING.
-// REQUIRES: c.mu held.
-func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error {
+// REQUIRES: m's lock held.
+func (c *Plane) stopPartition(m state.Mirror, topic string, p int32) error {
 	ps := c.partitionState(m.Name, topic, p)
 	if ps.State == state.StateStopped {
 		return nil
@@ -378,8 +394,8 @@ func (c *Controller) stopPartition(m state.Mirror, topic string, p int32) error 
 }
 
 // releaseIfStopped makes a topic writable once all its partitions are
-// STOPPED. REQUIRES: c.mu held.
-func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
+// STOPPED. REQUIRES: m's lock held.
+func (c *Plane) releaseIfStopped(m state.Mirror, topic string) {
 	info, ok := c.b.Topic(topic)
 	if !ok || info.Mirror != m.Name {
 		return
@@ -397,7 +413,7 @@ func (c *Controller) releaseIfStopped(m state.Mirror, topic string) {
 }
 
 // source returns the mirror's client for the source (slow calls).
-func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
+func (c *Plane) source(m state.Mirror) (*kadm.Client, error) {
 	cl, err := c.sourceClient(m)
 	if err != nil {
 		return nil, err
@@ -405,8 +421,8 @@ func (c *Controller) source(m state.Mirror) (*kadm.Client, error) {
 	return kadm.NewClient(cl), nil
 }
 
-// addFetchers registers a mirror with the fetch manager. REQUIRES: c.mu.
-func (c *Controller) addFetchers(m state.Mirror) error {
+// addFetchers registers a mirror with the fetch manager. REQUIRES: m's lock held.
+func (c *Plane) addFetchers(m state.Mirror) error {
 	fc, err := fetchConfig(m.Name, m.Configs)
 	if err != nil {
 		return err
@@ -416,24 +432,30 @@ func (c *Controller) addFetchers(m state.Mirror) error {
 
 // sourceClient is source's kgo client; it may send the mirror RPCs to a
 // source that is itself a kmirror node (the loop check).
-func (c *Controller) sourceClient(m state.Mirror) (*kgo.Client, error) {
+func (c *Plane) sourceClient(m state.Mirror) (*kgo.Client, error) {
 	c.srcMu.Lock()
 	defer c.srcMu.Unlock()
 	cl := c.sources[m.Name]
 	if cl == nil {
-		sec, err := clientauth.Parse(m.Configs)
-		if err != nil {
-			return nil, err
-		}
-		opts := append([]kgo.Opt{kgo.SeedBrokers(settings.Items(m.Configs["bootstrap.servers"])...),
-			kgo.ClientID("kmirror-mirror-" + m.Name + "-admin"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))},
-			sec.KgoOpts()...)
-		if cl, err = kgo.NewClient(opts...); err != nil {
+		var err error
+		if cl, err = newSourceClient(m); err != nil {
 			return nil, err
 		}
 		c.sources[m.Name] = cl
 	}
 	return cl, nil
+}
+
+// newSourceClient makes a kgo client for m's source.
+func newSourceClient(m state.Mirror) (*kgo.Client, error) {
+	sec, err := clientauth.Parse(m.Configs)
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(settings.Items(m.Configs["bootstrap.servers"])...),
+		kgo.ClientID("kmirror-mirror-" + m.Name + "-admin"), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))},
+		sec.KgoOpts()...)
+	return kgo.NewClient(opts...)
 }
 
 // errSourceUnreachable wraps failures to reach a source.
