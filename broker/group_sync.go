@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/kmirror/kmirror/state"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,18 +28,9 @@ func (b *Broker) GroupActive(group string) bool {
 	return false
 }
 
-// GroupOffset is one offset to commit for a group.
-type GroupOffset struct {
-	Topic       string
-	Partition   int32
-	Offset      int64
-	LeaderEpoch int32
-	Metadata    string
-}
-
 // CommitGroupOffsets commits offsets for group as a simple (memberless)
 // commit.
-func (b *Broker) CommitGroupOffsets(group string, offs []GroupOffset) error {
+func (b *Broker) CommitGroupOffsets(group string, offs []state.GroupOffset) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version = 9
 	req.Group, req.Generation = group, -1

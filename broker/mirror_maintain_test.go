@@ -45,7 +45,7 @@ func TestMaintainLeavesMirrorTopicsAlone(t *testing.T) {
 			if rejected, err := b.MergeTopicConfigs(topic, tc.configs); err != nil || len(rejected) > 0 {
 				t.Fatalf("setting %v: %v %v", tc.configs, rejected, err)
 			}
-			mp, err := b.MirrorPartition(topic, 0)
+			mp, err := b.partitions.MirrorPartition(topic, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,9 +10,10 @@ import (
 
 // The broker's side of mirroring: mirror topics are read-only topics with
 // the source's name, topic ID and partition count, written by the fetchers
-// (fetch/) through MirrorPartition's partition.Follower. The control plane
-// (control/) creates, grows, configures and releases them through the Go
-// API below.
+// (fetch/) through partition.Manager.MirrorPartition's Follower. The
+// control plane (control/) creates, grows, configures and releases them
+// through the Go API below, which serialises with clients' admin requests
+// (adminMu).
 
 // CreateMirrorTopic creates a topic owned by cluster mirror mirror, with
 // the source's topic ID and partition count. Clients cannot produce to it
@@ -31,61 +32,18 @@ func (b *Broker) CreateMirrorTopic(name string, id [16]byte, partitions int32, m
 	return err
 }
 
-// MirrorPartition returns partition p of mirror topic name for a fetcher.
-func (b *Broker) MirrorPartition(name string, p int32) (partition.Follower, error) {
-	t := b.partitions.Topic(name)
-	switch {
-	case t == nil:
-		return nil, fmt.Errorf("broker: no topic %s", name)
-	case !t.ReadOnly():
-		return nil, fmt.Errorf("broker: topic %s is not a mirror topic", name)
-	case t.Partition(p) == nil:
-		return nil, fmt.Errorf("broker: topic %s has no partition %d", name, p)
-	}
-	return t.Partition(p), nil
-}
-
-// PartitionView returns partition p of topic name, writable or not, to
-// read only: the dry run of a start (control/align_preview.go) reads a
-// topic that is still writable. Writes go through MirrorPartition or the
-// produce path, never through this.
-func (b *Broker) PartitionView(name string, p int32) (partition.View, error) {
-	t := b.partitions.Topic(name)
-	switch {
-	case t == nil:
-		return nil, fmt.Errorf("broker: no topic %s", name)
-	case t.Partition(p) == nil:
-		return nil, fmt.Errorf("broker: topic %s has no partition %d", name, p)
-	}
-	return t.Partition(p), nil
-}
-
-// TopicInfo describes a topic for the mirror control plane.
-type TopicInfo struct {
-	Name       string
-	ID         [16]byte
-	Partitions int32
-	// Mirror is the cluster mirror that owns the topic, "" when writable.
-	Mirror string
-}
-
-// Topic returns a topic's info; ok is false when it does not exist.
-func (b *Broker) Topic(name string) (TopicInfo, bool) {
-	t := b.partitions.Topic(name)
-	if t == nil {
-		return TopicInfo{}, false
-	}
-	return TopicInfo{Name: t.Name(), ID: t.ID(), Partitions: int32(len(t.Partitions())), Mirror: t.Mirror()}, true
-}
-
 // SetTopicMirror hands a topic to a cluster mirror (read-only from then
 // on) or, with mirror "", releases it (writable: failover).
 func (b *Broker) SetTopicMirror(name, mirror string) error {
 	return b.partitions.SetMirror(name, mirror)
 }
 
-// Store is the node's state store, shared with the mirror control plane.
+// Store is the node's state store, shared with the mirror control plane,
+// which owns the mirror records in it.
 func (b *Broker) Store() *state.Store { return b.store }
+
+// Partitions is the node's partitions, which the control plane reads.
+func (b *Broker) Partitions() *partition.Manager { return b.partitions }
 
 // GrowMirrorTopic adds partitions to a mirror topic so it has as many as
 // its source topic (the mirror's metadata sync: partition growth at the
@@ -105,16 +63,6 @@ func (b *Broker) GrowMirrorTopic(name string, partitions int32) error {
 	}
 	b.log.Info("mirror topic partitions added", "topic", name, "partitions", partitions)
 	return nil
-}
-
-// TopicConfigs copies a topic's dynamic configs (those set on the topic,
-// not defaults); ok is false when the topic does not exist.
-func (b *Broker) TopicConfigs(name string) (map[string]string, bool) {
-	t := b.partitions.Topic(name)
-	if t == nil {
-		return nil, false
-	}
-	return t.Configs(), true
 }
 
 // MergeTopicConfigs sets configs on a topic and keeps the others (a

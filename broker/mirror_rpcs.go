@@ -16,8 +16,8 @@ type MirrorAdmin interface {
 	Handle(req kmsg.Request) (kmsg.Response, error)
 	// MirrorConfigs returns a mirror's configs; ok is false for no mirror.
 	MirrorConfigs(name string) (configs map[string]string, ok bool)
-	// ValidateMirrorConfig checks one value; an unknown name's error wraps
-	// ErrUnknownMirrorConfig.
+	// ValidateMirrorConfig checks one value, and refuses a name no
+	// mirror has.
 	ValidateMirrorConfig(name, value string) error
 	// MirrorConfigDef returns a mirror config's definition; ok is false
 	// for a name no mirror has.
@@ -25,9 +25,6 @@ type MirrorAdmin interface {
 	// SetMirrorConfigs replaces a mirror's configs and applies them.
 	SetMirrorConfigs(name string, configs map[string]string) error
 }
-
-// ErrUnknownMirrorConfig marks a config name no mirror has.
-var ErrUnknownMirrorConfig = errors.New("unknown mirror config")
 
 // admin returns the control plane, nil when none runs.
 func (b *Broker) admin() MirrorAdmin {

@@ -204,7 +204,7 @@ func TestMirrorAppendKeepsKeylessRecords(t *testing.T) {
 	if !tp.Partitions()[0].Compact() {
 		t.Fatal("the mirror topic is not compacted")
 	}
-	mp, err := b.MirrorPartition("mirrored", 0)
+	mp, err := b.partitions.MirrorPartition("mirrored", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/state"
 	syncacls "github.com/kmirror/kmirror/sync/acls"
 )
@@ -27,9 +26,9 @@ func aclRules(m state.Mirror) ([]syncacls.Rule, error) {
 // broker's bindings, and the mirror's record (in state) of the bindings
 // its sync created, which are the only ones it may delete.
 type aclDest struct {
-	*broker.Broker // ACLs, CreateACLs, DeleteACLs
-	store          *state.Store
-	mirror         string
+	Node   // ACLs, CreateACLs, DeleteACLs
+	store  *state.Store
+	mirror string
 }
 
 func (d aclDest) Synced() ([]state.ACL, error)        { return d.store.SyncedACLs(d.mirror) }
@@ -99,5 +98,5 @@ func (c *Plane) syncACLs(m state.Mirror, src *kadm.Client) (syncacls.Result, err
 	if err != nil {
 		return syncacls.Result{}, err
 	}
-	return syncacls.Apply(aclDest{Broker: c.b, store: c.store, mirror: cur.Name}, source, rules, frozenACLs(cur))
+	return syncacls.Apply(aclDest{Node: c.b, store: c.store, mirror: cur.Name}, source, rules, frozenACLs(cur))
 }

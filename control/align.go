@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
@@ -19,10 +18,10 @@ import (
 // the partition is mirrored from scratch. The fetcher's
 // OffsetForLeaderEpoch at start then cuts whatever still diverges.
 // REQUIRES: m's lock held; the topic is owned by m.
-func (c *Plane) alignTopic(m state.Mirror, info broker.TopicInfo, partitions int32) error {
+func (c *Plane) alignTopic(m state.Mirror, info partition.TopicInfo, partitions int32) error {
 	lme := c.sourceLastMirrorEpochs(m, info.ID, partitions)
 	for p := int32(0); p < partitions; p++ {
-		local, err := c.b.MirrorPartition(info.Name, p)
+		local, err := c.parts.MirrorPartition(info.Name, p)
 		if err != nil {
 			return err
 		}

@@ -74,7 +74,7 @@ func (c *Plane) previewPartition(m state.Mirror, sc startCase, topic string, p i
 		pp.CopyFrom, pp.SourceEnd = ap.SourceStart, ap.SourceEnd
 		return pp, nil
 	}
-	l, err := c.b.PartitionView(topic, p)
+	l, err := c.parts.View(topic, p)
 	if err != nil {
 		return pp, err
 	}

@@ -57,7 +57,7 @@ func TestStartDryRunFromScratch(t *testing.T) {
 	if got := preview(); got != want {
 		t.Fatalf("dry run of a new topic: %+v, want %+v", got, want)
 	}
-	if _, ok := n.b.Topic("t"); ok {
+	if _, ok := n.b.Partitions().Info("t"); ok {
 		t.Fatal("the dry run created the topic")
 	}
 
@@ -80,7 +80,7 @@ func TestStartDryRunFromScratch(t *testing.T) {
 	if err := wp.ProduceSync(ctx, kgo.StringRecord("written here")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := n.b.PartitionView("t", 0)
+	l, err := n.b.Partitions().View("t", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,10 +67,10 @@ func TestRestartAfterFailoverMirrorsFromScratch(t *testing.T) {
 		if err == nil && st.LogEndOffset == 3 && st.SourceHighWatermark == 3 {
 			return nil
 		}
-		info, _ := n.b.Topic("t")
+		info, _ := n.b.Partitions().Info("t")
 		return fmt.Errorf("status %+v err %v topic %+v", st, err, info)
 	})
-	local, err := n.b.MirrorPartition("t", 0)
+	local, err := n.b.Partitions().MirrorPartition("t", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

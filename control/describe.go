@@ -61,7 +61,7 @@ func (c *Plane) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.Respon
 		sort.Strings(names)
 		for _, t := range names {
 			dt := mirrorapi.DescribeClusterMirrorsResponseTopic{TopicName: t}
-			if info, ok := c.b.Topic(t); ok {
+			if info, ok := c.parts.Info(t); ok {
 				dt.TopicID = info.ID
 			}
 			for _, ps := range byTopic[t] {
@@ -134,7 +134,7 @@ func (c *Plane) destinationOffset(ps state.MirrorPartitionState, logEnd int64) i
 	if ps.State == state.StateStopping || ps.State == state.StateStopped {
 		return ps.LastMirrorOffset
 	}
-	local, err := c.b.MirrorPartition(ps.Topic, ps.Partition)
+	local, err := c.parts.MirrorPartition(ps.Topic, ps.Partition)
 	if err != nil {
 		return logEnd
 	}

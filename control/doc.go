@@ -7,7 +7,10 @@
 // DESIGN.md puts the transition rules in state/ (state.CanTransition) and
 // the RPC handlers in broker/; this package is the driver between them,
 // kept apart so the broker does not import the fetchers and the fetchers
-// do not import the broker.
+// do not import the broker. It does not import the broker either: it
+// reads the node's partitions (partition/) and changes the node's topics,
+// groups, ACLs and quotas through Node (node.go), which the broker
+// implements and node/ wires.
 //
 // Partition lifecycle on one node:
 //

@@ -6,7 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/state"
 	syncgroups "github.com/kmirror/kmirror/sync/groups"
 )
@@ -33,11 +32,11 @@ func (d groupDest) Bounds(topic string, partition int32) (int64, int64, bool) {
 	if d.final != nil && !d.final[topic] {
 		return 0, 0, false
 	}
-	info, ok := d.c.b.Topic(topic)
+	info, ok := d.c.parts.Info(topic)
 	if !ok || info.Mirror != d.mirror {
 		return 0, 0, false
 	}
-	p, err := d.c.b.MirrorPartition(topic, partition)
+	p, err := d.c.parts.MirrorPartition(topic, partition)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -59,7 +58,7 @@ func (d groupDest) Commit(group string, offs []syncgroups.Offset) error {
 		var kept []syncgroups.Offset
 		for _, o := range offs {
 			if desired, in := cur.Topics[o.Topic]; in && desired != state.StateStopped && !d.c.beingStopped(d.mirror, o.Topic) {
-				if info, ok := d.c.b.Topic(o.Topic); ok && info.Mirror == d.mirror {
+				if info, ok := d.c.parts.Info(o.Topic); ok && info.Mirror == d.mirror {
 					kept = append(kept, o)
 				}
 			}
@@ -68,9 +67,10 @@ func (d groupDest) Commit(group string, offs []syncgroups.Offset) error {
 			return nil
 		}
 	}
-	out := make([]broker.GroupOffset, len(offs))
+	out := make([]state.GroupOffset, len(offs))
 	for i, o := range offs {
-		out[i] = broker.GroupOffset(o)
+		out[i] = state.GroupOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch,
+			Metadata: o.Metadata}
 	}
 	return d.c.b.CommitGroupOffsets(group, out)
 }

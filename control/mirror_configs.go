@@ -1,16 +1,19 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/state"
 )
 
 // The CLUSTER_MIRROR config resource (type 64): DescribeConfigs and
 // (Incremental)AlterConfigs on a mirror reach these through the broker.
+
+// errUnknownMirrorConfig marks a config name no mirror has.
+var errUnknownMirrorConfig = errors.New("unknown mirror config")
 
 // MirrorConfigs implements broker.MirrorAdmin.
 func (c *Plane) MirrorConfigs(name string) (map[string]string, bool) {
@@ -26,7 +29,7 @@ func (c *Plane) MirrorConfigs(name string) (map[string]string, bool) {
 func (c *Plane) ValidateMirrorConfig(name, value string) error {
 	mc, ok := mirrorConfigs[name]
 	if !ok {
-		return fmt.Errorf("%w %q", broker.ErrUnknownMirrorConfig, name)
+		return fmt.Errorf("%w %q", errUnknownMirrorConfig, name)
 	}
 	if value != "" {
 		return mc.Validate(value)
@@ -80,6 +83,3 @@ func (c *Plane) SetMirrorConfigs(name string, configs map[string]string) error {
 	c.log.Info("cluster mirror configs changed", "mirror", name)
 	return nil
 }
-
-// Plane serves the broker's mirror RPCs and CLUSTER_MIRROR configs.
-var _ broker.MirrorAdmin = (*Plane)(nil)

@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/batch"
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 
 	"github.com/kmirror/kmirror/internal/clientauth"
@@ -44,7 +44,8 @@ type Config struct {
 // controller": in a cluster that is the metadata quorum's leader.)
 type Plane struct {
 	cfg   Config
-	b     *broker.Broker
+	b     Node
+	parts *partition.Manager
 	store *state.Store
 	fm    *fetch.Manager
 	log   *slog.Logger
@@ -80,7 +81,7 @@ type Plane struct {
 // New loads every mirror and resumes its partitions from their persisted
 // states: MIRRORING and the alignment states restart the fetcher, PAUSING
 // settles in PAUSED, STOPPING finishes the stop.
-func New(b *broker.Broker, cfg Config) (*Plane, error) {
+func New(b Node, cfg Config) (*Plane, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -99,7 +100,7 @@ func New(b *broker.Broker, cfg Config) (*Plane, error) {
 		cfg.RetryMaxAttempts = 20
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Plane{cfg: cfg, b: b, store: b.Store(), log: cfg.Logger, sources: map[string]*kgo.Client{},
+	c := &Plane{cfg: cfg, b: b, store: b.Store(), parts: b.Partitions(), log: cfg.Logger, sources: map[string]*kgo.Client{},
 		locks: map[string]*mirrorCtl{}, ctx: ctx, cancel: cancel}
 	c.fm = fetch.NewManager(fetch.Config{Logger: cfg.Logger, Events: c.onFetchEvent})
 	mirrors, err := c.store.Mirrors()
@@ -162,7 +163,7 @@ func (c *Plane) Close() {
 // REQUIRES: m's lock held.
 func (c *Plane) resumeEach(m state.Mirror) {
 	for _, topic := range sortedTopics(m.Topics) {
-		info, ok := c.b.Topic(topic)
+		info, ok := c.parts.Info(topic)
 		if !ok {
 			continue
 		}
@@ -321,7 +322,7 @@ func (c *Plane) startPartitionFrom(m state.Mirror, topic string, p int32, resume
 		}
 		mode = fetch.StartAlign
 	}
-	local, err := c.b.MirrorPartition(topic, p)
+	local, err := c.parts.MirrorPartition(topic, p)
 	if err != nil {
 		return err
 	}
@@ -352,7 +353,7 @@ func (c *Plane) stopPartition(m state.Mirror, topic string, p int32) error {
 		return nil
 	}
 	c.stopFetcher(m.Name, topic, p)
-	local, err := c.b.MirrorPartition(topic, p)
+	local, err := c.parts.MirrorPartition(topic, p)
 	if err != nil {
 		return err
 	}
@@ -396,7 +397,7 @@ func (c *Plane) stopPartition(m state.Mirror, topic string, p int32) error {
 // releaseIfStopped makes a topic writable once all its partitions are
 // STOPPED. REQUIRES: m's lock held.
 func (c *Plane) releaseIfStopped(m state.Mirror, topic string) {
-	info, ok := c.b.Topic(topic)
+	info, ok := c.parts.Info(topic)
 	if !ok || info.Mirror != m.Name {
 		return
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/state"
 	syncquotas "github.com/kmirror/kmirror/sync/quotas"
 )
@@ -20,9 +19,9 @@ const quotaSyncConfig = "mirror.client.quotas.sync.enable"
 // broker's quotas and the mirror's record (in state) of the keys its sync
 // set, the only ones it changes.
 type quotaDest struct {
-	*broker.Broker // ClientQuotas, SetClientQuotas
-	store          *state.Store
-	mirror         string
+	Node   // ClientQuotas, SetClientQuotas
+	store  *state.Store
+	mirror string
 }
 
 func (d quotaDest) Synced() ([]state.ClientQuota, error) { return d.store.SyncedQuotas(d.mirror) }
@@ -52,5 +51,5 @@ func (c *Plane) syncQuotas(m state.Mirror, src *kadm.Client) (syncquotas.Result,
 	if err != nil || failedOver(cur) || strings.EqualFold(cur.Configs[quotaSyncConfig], "false") {
 		return syncquotas.Result{}, nil // deleted, failed over or turned off meanwhile
 	}
-	return syncquotas.Apply(quotaDest{Broker: c.b, store: c.store, mirror: cur.Name}, source)
+	return syncquotas.Apply(quotaDest{Node: c.b, store: c.store, mirror: cur.Name}, source)
 }

@@ -37,7 +37,7 @@ func TestSyncSkipsRemovedTopicConfigs(t *testing.T) {
 		f.n.ctl.SyncOnce()
 	}
 
-	got, _ := f.n.b.TopicConfigs("upgraded")
+	got := f.n.b.Partitions().Topic("upgraded").Configs()
 	for k, v := range kept {
 		if got[k] != v {
 			t.Errorf("%s = %q here, want the source's %q (all: %v)", k, got[k], v, got)

@@ -134,10 +134,10 @@ func TestRestartFinishesAStop(t *testing.T) {
 	if ps, err := n.b.Store().MirrorPartitionState("m", "t", 0); err != nil || ps.State != state.StateStopped {
 		t.Fatalf("after restart: %+v %v", ps, err)
 	}
-	if info, _ := n.b.Topic("t"); info.Mirror != "" {
+	if info, _ := n.b.Partitions().Info("t"); info.Mirror != "" {
 		t.Fatalf("topic still owned by mirror %q", info.Mirror)
 	}
-	local, err := n.b.MirrorPartition("t", 0)
+	local, err := n.b.Partitions().MirrorPartition("t", 0)
 	if err == nil {
 		t.Fatalf("a released topic still hands out a mirror partition: %v", local)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/internal/topicid"
@@ -291,14 +290,14 @@ const (
 // the source mirrors, read before the lock (readSourceMirrors).
 // REQUIRES: m's lock held.
 func (c *Plane) startCheck(m state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
-	loops sourceMirrors) (sc startCase, info broker.TopicInfo, code int16, msg string) {
+	loops sourceMirrors) (sc startCase, info partition.TopicInfo, code int16, msg string) {
 	if t.NumPartitions <= 0 {
 		return 0, info, kerr.UnknownTopicOrPartition.Code, "the source has no topic " + t.TopicName
 	}
 	if err := c.loopCheck(loops, t.TopicName); err != nil {
 		return 0, info, kerr.InvalidRequest.Code, err.Error()
 	}
-	info, exists := c.b.Topic(t.TopicName)
+	info, exists := c.parts.Info(t.TopicName)
 	switch {
 	case !exists:
 		return startCreate, info, 0, ""
@@ -367,7 +366,7 @@ func (c *Plane) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequest
 // mirrors starting one topic at once cannot both see it free.
 // REQUIRES: m's lock held.
 func (c *Plane) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequestTopic,
-	loops sourceMirrors) (code int16, msg string, sc startCase, info broker.TopicInfo) {
+	loops sourceMirrors) (code int16, msg string, sc startCase, info partition.TopicInfo) {
 	c.topicsMu.Lock()
 	defer c.topicsMu.Unlock()
 	sc, info, code, msg = c.startCheck(*m, t, loops)
@@ -412,7 +411,7 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	// the others (unknown, another mirror's, stopped already) none.
 	var stopping []string
 	for _, name := range names {
-		if info, ok := c.b.Topic(name); ok && info.Mirror == m.Name {
+		if info, ok := c.parts.Info(name); ok && info.Mirror == m.Name {
 			if _, in := m.Topics[name]; in {
 				stopping = append(stopping, name)
 			}
@@ -474,7 +473,7 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 // stopTopic fails a topic over. REQUIRES: m's lock held.
 func (c *Plane) stopTopic(m *state.Mirror, name string) (int16, string) {
 	desired, ok := m.Topics[name]
-	info, exists := c.b.Topic(name)
+	info, exists := c.parts.Info(name)
 	switch {
 	case !exists:
 		return kerr.UnknownTopicOrPartition.Code, "no topic " + name
@@ -507,7 +506,7 @@ func (c *Plane) topicsOp(name string, topics []mirrorapi.MirrorTopicsRequestTopi
 			res.add(t.TopicName, mirrorapi.ErrTopicNotInClusterMirror, "topic %s is not in cluster mirror %s", t.TopicName, m.Name)
 			continue
 		}
-		info, _ := c.b.Topic(t.TopicName)
+		info, _ := c.parts.Info(t.TopicName)
 		op(&m, t.TopicName, info.Partitions, &res)
 	}
 	if err := c.store.PutMirror(m); err != nil {
@@ -587,7 +586,7 @@ func (c *Plane) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.Respon
 				err := c.setState(c.partitionState(m.Name, topic, p), state.StateMirroring, "")
 				var local partition.Follower
 				if err == nil {
-					local, err = c.b.MirrorPartition(topic, p)
+					local, err = c.parts.MirrorPartition(topic, p)
 				}
 				if err == nil {
 					err = c.fm.StartPartition(m.Name, topic, p, local, fetch.StartResume)
@@ -650,7 +649,7 @@ func (c *Plane) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
 	}
 	var failed []string
 	for _, t := range sortedTopics(m.Topics) {
-		info, ok := c.b.Topic(t)
+		info, ok := c.parts.Info(t)
 		if !ok || info.Mirror != m.Name {
 			continue // deleted here, or stopped and released
 		}
@@ -667,7 +666,7 @@ func (c *Plane) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
 		}
 	}
 	for _, t := range sortedTopics(m.Topics) {
-		if info, ok := c.b.Topic(t); !ok || info.Mirror != m.Name {
+		if info, ok := c.parts.Info(t); !ok || info.Mirror != m.Name {
 			continue
 		}
 		// Finishes a stop a crash interrupted, and fails over the FAILED
@@ -742,7 +741,7 @@ func (c *Plane) lastMirrorEpochs(mirrors []state.Mirror, clusterID string,
 					continue
 				}
 				for t := range m.Topics {
-					if info, ok := c.b.Topic(t); ok && info.ID == lk.TopicID {
+					if info, ok := c.parts.Info(t); ok && info.ID == lk.TopicID {
 						if ps, err := c.store.MirrorPartitionState(m.Name, t, p); err == nil {
 							lme = max(lme, ps.LastMirrorEpoch)
 						}

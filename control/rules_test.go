@@ -65,7 +65,7 @@ func TestIncludeExcludeRules(t *testing.T) {
 		t.Fatalf("after stop: include %q exclude %q", m.Include, m.Exclude)
 	}
 	for _, topic := range []string{"b1", "b2"} {
-		if info, ok := n.b.Topic(topic); !ok || info.Mirror != "" {
+		if info, ok := n.b.Partitions().Info(topic); !ok || info.Mirror != "" {
 			t.Fatalf("%s after the stop: %+v %v", topic, info, ok)
 		}
 	}

@@ -91,7 +91,7 @@ func TestSecuredSource(t *testing.T) {
 			n.startTopics(t, ctx, "secret-orders")
 			ends.Each(func(o kadm.ListedOffset) {
 				testutil.CheckFor(t, testutil.Timeout, testutil.True("the committed offset mirrored", func() bool {
-					local, err := n.b.MirrorPartition("secret-orders", o.Partition)
+					local, err := n.b.Partitions().MirrorPartition("secret-orders", o.Partition)
 					return err == nil && local.HighWatermark() == o.Offset
 				}))
 			})

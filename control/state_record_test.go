@@ -84,7 +84,7 @@ func TestUnreadableStateRecordFails(t *testing.T) {
 	if _, err := n.ctl.fm.Status("m", "t", 0); err == nil {
 		t.Fatal("a partition with an unreadable state record has a fetcher")
 	}
-	local, err := n.b.MirrorPartition("t", 0)
+	local, err := n.b.Partitions().MirrorPartition("t", 0)
 	if err != nil || local.LogEndOffset() != 2 {
 		t.Fatalf("the copy after the restart: %v", err)
 	}

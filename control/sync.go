@@ -297,7 +297,7 @@ func (c *Plane) finalSyncBegin(m state.Mirror, topics []string) (map[string]*sto
 	stopping := c.ctl(m.Name).stopping
 	for _, t := range topics {
 		stopping[t] = true
-		info, _ := c.b.Topic(t)
+		info, _ := c.parts.Info(t)
 		ids[t] = info.ID
 		rep := &stopReport{status: mirrorapi.FinalSyncDone}
 		for p := int32(0); p < info.Partitions; p++ {
@@ -310,7 +310,7 @@ func (c *Plane) finalSyncBegin(m state.Mirror, topics []string) (map[string]*sto
 				sp.SourceOffset, sp.SourceOffsetMillis = ps.SourceOffset, ps.SourceOffsetTime.UnixMilli()
 			}
 			c.stopFetcher(m.Name, t, p)
-			if local, err := c.b.MirrorPartition(t, p); err == nil {
+			if local, err := c.parts.MirrorPartition(t, p); err == nil {
 				sp.DestinationOffset = local.LogEndOffset()
 			}
 			rep.parts = append(rep.parts, sp)
@@ -480,7 +480,7 @@ func finalSyncName(s int8) string {
 // resumeUnstopped restarts the fetchers of a topic's partitions that a
 // failed stop left MIRRORING. REQUIRES: the mirror's lock held.
 func (c *Plane) resumeUnstopped(m state.Mirror, topic string) {
-	info, ok := c.b.Topic(topic)
+	info, ok := c.parts.Info(topic)
 	if !ok || info.Mirror != m.Name {
 		return
 	}

@@ -66,7 +66,7 @@ func BenchmarkSyncCycle(b *testing.B) {
 	for _, t := range names {
 		for p := range int32(partitions) {
 			testutil.CheckFor(b, testutil.Timeout, testutil.True("mirrored up to the end", func() bool {
-				local, err := n.b.MirrorPartition(t, p)
+				local, err := n.b.Partitions().MirrorPartition(t, p)
 				return err == nil && local.HighWatermark() == recordsPerPartition
 			}))
 		}

@@ -148,7 +148,7 @@ func sourceTopicConfigs(ctx context.Context, adm *kadm.Client, m state.Mirror, t
 // Apache Kafka removed are skipped (removed_configs.go); configs this node
 // does not know or refuses are reported, the others applied.
 func (c *Plane) applyTopicConfigs(topic string, set map[string]string) error {
-	if info, ok := c.b.Topic(topic); ok {
+	if info, ok := c.parts.Info(topic); ok {
 		set = withoutRemovedConfigs(set, c.log, &c.removedConfigs, info.Mirror, topic)
 	}
 	if len(set) == 0 {
@@ -271,7 +271,7 @@ func (c *Plane) syncTopics(m state.Mirror, cl *kgo.Client) (metaErr, cfgErr erro
 		if cur.Topics[t] != state.StateMirroring {
 			continue
 		}
-		info, ok := c.b.Topic(t)
+		info, ok := c.parts.Info(t)
 		if !ok || info.Mirror != cur.Name || c.beingStopped(cur.Name, t) {
 			continue // a stop's final sync is the last sync it gets
 		}

@@ -91,7 +91,7 @@ func (f *syncFixture) state(t *testing.T, topic string, p int32) state.MirrorPar
 func (f *syncFixture) waitMirrored(t *testing.T, topic string, p int32, end int64) {
 	t.Helper()
 	testutil.CheckFor(t, testutil.Timeout, testutil.True("mirrored up to the end", func() bool {
-		local, err := f.n.b.MirrorPartition(topic, p)
+		local, err := f.n.b.Partitions().MirrorPartition(topic, p)
 		return err == nil && local.HighWatermark() == end
 	}))
 }
@@ -109,13 +109,13 @@ func TestSyncDiscoversTopics(t *testing.T) {
 	f.produce(t, "orders.eu", 1, 3)
 
 	f.n.ctl.SyncOnce()
-	info, ok := f.n.b.Topic("orders.eu")
+	info, ok := f.n.b.Partitions().Info("orders.eu")
 	if !ok || info.Mirror != "m" || info.Partitions != 2 {
 		t.Fatalf("discovered topic: %+v %v", info, ok)
 	}
 	f.waitMirrored(t, "orders.eu", 1, 3)
 	for _, name := range []string{"orders.tmp1", "__orders", "payments"} {
-		if _, ok := f.n.b.Topic(name); ok {
+		if _, ok := f.n.b.Partitions().Info(name); ok {
 			t.Errorf("%s was mirrored", name)
 		}
 	}
@@ -149,7 +149,7 @@ func TestSyncGrowsPartitions(t *testing.T) {
 	}
 	f.produce(t, "t", 2, 4)
 	f.n.ctl.SyncOnce()
-	if info, _ := f.n.b.Topic("t"); info.Partitions != 3 {
+	if info, _ := f.n.b.Partitions().Info("t"); info.Partitions != 3 {
 		t.Fatalf("partitions after the sync: %d, want 3", info.Partitions)
 	}
 	f.waitMirrored(t, "t", 2, 4)
@@ -164,7 +164,7 @@ func TestSyncTopicConfigs(t *testing.T) {
 	compact, minISR := "compact", "2"
 	f.createSourceTopic(t, "t", 1, map[string]*string{"cleanup.policy": &compact, "min.insync.replicas": &minISR})
 	f.n.startTopics(t, f.ctx, "t")
-	got, _ := f.n.b.TopicConfigs("t")
+	got := f.n.b.Partitions().Topic("t").Configs()
 	if got["cleanup.policy"] != "compact" {
 		t.Fatalf("configs right after start: %v", got)
 	}
@@ -180,7 +180,7 @@ func TestSyncTopicConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.n.ctl.SyncOnce()
-	got, _ = f.n.b.TopicConfigs("t")
+	got = f.n.b.Partitions().Topic("t").Configs()
 	if got["retention.ms"] != day || got["cleanup.policy"] != "compact" {
 		t.Fatalf("configs after a cycle: %v", got)
 	}
@@ -196,7 +196,7 @@ func TestSyncTopicConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.n.ctl.SyncOnce()
-	got, _ = f.n.b.TopicConfigs("t")
+	got = f.n.b.Partitions().Topic("t").Configs()
 	if got["min.insync.replicas"] != "5" || got["retention.ms"] != day {
 		t.Fatalf("configs with a custom exclude list: %v", got)
 	}
@@ -218,7 +218,7 @@ func TestSyncSourceTopicDeleted(t *testing.T) {
 	if ps.State != state.StateFailed || ps.RetryAttempt != -1 || !strings.Contains(ps.ErrorMessage, "deleted at the source") {
 		t.Fatalf("after the source deleted the topic: %+v", ps)
 	}
-	local, err := f.n.b.MirrorPartition("t", 0)
+	local, err := f.n.b.Partitions().MirrorPartition("t", 0)
 	if err != nil || local.LogEndOffset() != 3 {
 		t.Fatalf("local copy after the source deleted the topic: %v", err)
 	}
@@ -259,7 +259,7 @@ func TestSyncSameNameOtherID(t *testing.T) {
 	}
 	f.setMirrorConfigs(t, "topics.include", "dup")
 	f.n.ctl.SyncOnce()
-	if info, _ := f.n.b.Topic("dup"); info.Mirror != "" {
+	if info, _ := f.n.b.Partitions().Info("dup"); info.Mirror != "" {
 		t.Fatalf("the local topic was taken over: %+v", info)
 	}
 	if e := f.syncErrors(t)[SyncTopicMetadata]; e != 1 {
@@ -275,10 +275,10 @@ func TestSyncStopsExcludedTopics(t *testing.T) {
 	f.n.startTopics(t, f.ctx, "keep", "drop")
 	f.setMirrorConfigs(t, "topics.exclude", "drop")
 	f.n.ctl.SyncOnce()
-	if info, _ := f.n.b.Topic("drop"); info.Mirror != "" {
+	if info, _ := f.n.b.Partitions().Info("drop"); info.Mirror != "" {
 		t.Fatalf("excluded topic still mirrored: %+v", info)
 	}
-	if info, _ := f.n.b.Topic("keep"); info.Mirror != "m" {
+	if info, _ := f.n.b.Partitions().Info("keep"); info.Mirror != "m" {
 		t.Fatalf("kept topic: %+v", info)
 	}
 	if ps := f.state(t, "drop", 0); ps.State != state.StateStopped {
@@ -357,13 +357,13 @@ func TestSyncLoopRunsByItself(t *testing.T) {
 		}
 	}
 	testutil.CheckFor(t, testutil.Timeout, testutil.True("auto.a mirrored by m", func() bool {
-		info, ok := on.b.Topic("auto.a")
+		info, ok := on.b.Partitions().Info("auto.a")
 		return ok && info.Mirror == "m"
 	}))
 	if st := off.ctl.SyncStats(); len(st) != 0 {
 		t.Fatalf("the loop ran with the interval off: %+v", st)
 	}
-	if _, ok := off.b.Topic("auto.a"); ok {
+	if _, ok := off.b.Partitions().Info("auto.a"); ok {
 		t.Fatal("a topic was discovered with the loop off")
 	}
 }
@@ -383,7 +383,7 @@ func TestStartFindsAJustCreatedTopic(t *testing.T) {
 	if err := <-created; err != nil {
 		t.Fatal(err)
 	}
-	if info, ok := f.n.b.Topic("late"); !ok || info.Mirror != "m" || info.Partitions != 2 {
+	if info, ok := f.n.b.Partitions().Info("late"); !ok || info.Mirror != "m" || info.Partitions != 2 {
 		t.Fatalf("the late topic after Start: %+v %v", info, ok)
 	}
 }

@@ -193,7 +193,7 @@ func startMirrored(t *testing.T, b *broker.Broker, m *fetch.Manager, mirror, top
 	if err := b.CreateMirrorTopic(topic, id, 1, mirror); err != nil {
 		t.Fatal(err)
 	}
-	local, err := b.MirrorPartition(topic, 0)
+	local, err := b.Partitions().MirrorPartition(topic, 0)
 	if err == nil {
 		err = m.StartPartition(mirror, topic, 0, local, fetch.StartAlign)
 	}

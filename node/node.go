@@ -80,7 +80,7 @@ func Start(cfg broker.Config, mirrors control.Config) (*Node, error) {
 		b.Close()
 		return nil, fmt.Errorf("starting the mirror control plane: %w", err)
 	}
-	b.SetMirrorAdmin(ctl)
+	b.SetMirrorAdmin(ctl) // the plane is the broker's MirrorAdmin
 	n := &Node{Broker: b, Mirrors: ctl}
 	if cfg.MetricsListener != "" {
 		if err := n.startMetrics(cfg.MetricsListener, cfg.MetricsMirrorPartitionLabels, cfg.Logger); err != nil {

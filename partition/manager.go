@@ -517,3 +517,52 @@ func (m *Manager) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MirrorPartition returns partition p of mirror topic name, for a
+// fetcher: an error when the topic does not exist, is not a mirror topic
+// (writable topics are written by Produce only), or has no partition p.
+func (m *Manager) MirrorPartition(name string, p int32) (Follower, error) {
+	t := m.Topic(name)
+	switch {
+	case t == nil:
+		return nil, fmt.Errorf("partition: no topic %s", name)
+	case !t.ReadOnly():
+		return nil, fmt.Errorf("partition: topic %s is not a mirror topic", name)
+	case t.Partition(p) == nil:
+		return nil, fmt.Errorf("partition: topic %s has no partition %d", name, p)
+	}
+	return t.Partition(p), nil
+}
+
+// View returns partition p of topic name, writable or not, to read only:
+// the dry run of a start (control/align_preview.go) reads a topic that is
+// still writable. Writes go through MirrorPartition or the produce path,
+// never through this.
+func (m *Manager) View(name string, p int32) (View, error) {
+	t := m.Topic(name)
+	switch {
+	case t == nil:
+		return nil, fmt.Errorf("partition: no topic %s", name)
+	case t.Partition(p) == nil:
+		return nil, fmt.Errorf("partition: topic %s has no partition %d", name, p)
+	}
+	return t.Partition(p), nil
+}
+
+// TopicInfo describes a topic for the mirror control plane.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+	// Mirror is the cluster mirror that owns the topic, "" when writable.
+	Mirror string
+}
+
+// Info describes topic name; ok is false when there is none.
+func (m *Manager) Info(name string) (TopicInfo, bool) {
+	t := m.Topic(name)
+	if t == nil {
+		return TopicInfo{}, false
+	}
+	return TopicInfo{Name: t.Name(), ID: t.ID(), Partitions: int32(len(t.Partitions())), Mirror: t.Mirror()}, true
+}

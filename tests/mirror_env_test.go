@@ -168,7 +168,7 @@ func (e *mirrorEnv) mirrorTopic(topic string) int32 {
 
 func (e *mirrorEnv) startPartition(topic string, p int32) {
 	e.t.Helper()
-	local, err := e.n.b.MirrorPartition(topic, p)
+	local, err := e.n.b.Partitions().MirrorPartition(topic, p)
 	if err != nil {
 		e.t.Fatalf("MirrorPartition %s-%d: %v", topic, p, err)
 	}
@@ -188,7 +188,7 @@ func (e *mirrorEnv) stopPartition(topic string, p int32) {
 // works whether or not the partition is mirrored).
 func (e *mirrorEnv) localLogEnd(topic string, p int32) int64 {
 	e.t.Helper()
-	local, err := e.n.b.MirrorPartition(topic, p)
+	local, err := e.n.b.Partitions().MirrorPartition(topic, p)
 	if err != nil {
 		e.t.Fatalf("MirrorPartition %s-%d: %v", topic, p, err)
 	}

@@ -49,7 +49,7 @@ func TestMirrorSmoke(t *testing.T) {
 	}
 	ends := map[int32]int64{}
 	for part := int32(0); part < 2; part++ {
-		local, err := n.b.MirrorPartition("src", part)
+		local, err := n.b.Partitions().MirrorPartition("src", part)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -409,7 +409,7 @@ func sameBytes(ctx context.Context, a, b *demoNode) error {
 }
 
 func topicID(n *demoNode) [16]byte {
-	info, _ := n.Broker.Topic(demoTopic)
+	info, _ := n.Broker.Partitions().Info(demoTopic)
 	return info.ID
 }
 

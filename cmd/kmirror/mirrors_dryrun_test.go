@@ -24,7 +24,7 @@ var dryRunHeader = []string{"TOPIC", "PARTITION", "LOCAL-END", "TRUNCATE-FROM", 
 // raw batch bytes.
 func logBytes(t *testing.T, n *demoNode, from, upTo int64) []byte {
 	t.Helper()
-	l, err := n.Broker.PartitionView("orders", 0)
+	l, err := n.Broker.Partitions().View("orders", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestMirrorsStartDryRun(t *testing.T) {
 	if err := produceDemo(ctx, b.Addr(), 5, "b-own"); err != nil {
 		t.Fatal(err)
 	}
-	bLog, err := b.Broker.PartitionView("orders", 0)
+	bLog, err := b.Broker.Partitions().View("orders", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestMirrorsStartDryRun(t *testing.T) {
 
 	back := writeTestFile(t, "back.properties", "bootstrap.servers="+b.Addr()+"\nmirror.fetch.wait.max.ms=100\n")
 	mustMirrors(t, onA("--create", "--mirror", "back", "--mirror-config", back)...)
-	aLog, err := a.Broker.PartitionView("orders", 0)
+	aLog, err := a.Broker.Partitions().View("orders", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestMirrorsStartDryRun(t *testing.T) {
 	if aLog.LogEndOffset() != endBefore || aLog.Size() != sizeBefore || !bytes.Equal(logBytes(t, a, 0, endBefore), bytesBefore) {
 		t.Fatalf("the dry run changed the log: end %d->%d, size %d->%d", endBefore, aLog.LogEndOffset(), sizeBefore, aLog.Size())
 	}
-	if info, _ := a.Broker.Topic("orders"); info.Mirror != "" {
+	if info, _ := a.Broker.Partitions().Info("orders"); info.Mirror != "" {
 		t.Fatalf("the dry run gave the topic to mirror %q", info.Mirror)
 	}
 	if got := mustMirrors(t, onA("--list")...); got != listBefore {

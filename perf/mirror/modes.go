@@ -47,7 +47,7 @@ func (r *mirrorRun) setup(context.Context) error {
 		return err
 	}
 	for p := range r.ds.partitions {
-		mp, err := n.b.MirrorPartition(r.ds.topic, int32(p))
+		mp, err := n.b.Partitions().MirrorPartition(r.ds.topic, int32(p))
 		if err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ func setupVerifyBench() (*verifyBench, error) {
 			return nil, err
 		}
 		for p := range int32(verifyBenchPartitions) {
-			mp, err := n.b.MirrorPartition(vb.topic, p)
+			mp, err := n.b.Partitions().MirrorPartition(vb.topic, p)
 			if err != nil {
 				vb.close()
 				return nil, err

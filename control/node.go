@@ -1,0 +1,43 @@
+package control
+
+import (
+	"github.com/kmirror/kmirror/partition"
+	"github.com/kmirror/kmirror/state"
+)
+
+// Node is the node the control plane runs on, as the control plane uses
+// it (the broker implements it; the composition root, node/, wires the
+// two): its partitions, which the fetchers write and the plane reads; its
+// state store, whose mirror records the plane owns; and the changes a
+// mirror makes to the node's topics, groups, ACLs and quotas, which go
+// through the node's Kafka API so that they serialise with clients' admin
+// requests. The plane never imports the broker: the broker imports
+// nothing of the plane either (it sees it as a broker.MirrorAdmin).
+type Node interface {
+	ClusterID() string
+	Partitions() *partition.Manager
+	Store() *state.Store
+
+	// CreateMirrorTopic creates a read-only topic owned by mirror, with
+	// the source's topic id and partition count.
+	CreateMirrorTopic(name string, id [16]byte, partitions int32, mirror string) error
+	// GrowMirrorTopic adds partitions to a mirror topic.
+	GrowMirrorTopic(name string, partitions int32) error
+	// SetTopicMirror hands a topic to a mirror, or with "" releases it.
+	SetTopicMirror(name, mirror string) error
+	// MergeTopicConfigs sets configs on a topic, keeping the others; the
+	// ones refused are returned by name.
+	MergeTopicConfigs(name string, set map[string]string) (rejected map[string]error, err error)
+
+	// GroupActive reports whether a group has members on this node.
+	GroupActive(group string) bool
+	// CommitGroupOffsets commits offsets as an admin tool does
+	// (generation -1, no member).
+	CommitGroupOffsets(group string, offs []state.GroupOffset) error
+
+	ACLs() ([]state.ACL, error)
+	CreateACLs(acls []state.ACL) error
+	DeleteACLs(acls []state.ACL) error
+	ClientQuotas() []state.ClientQuota
+	SetClientQuotas(put []state.ClientQuota) error
+}
