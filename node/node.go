@@ -2,16 +2,15 @@
 // config in one order (the broker with its listeners held, the mirror
 // control plane on it, the broker's mirror RPCs pointed at it, the metrics
 // listener, then serving), and closes it in the reverse order. `kmirror
-// serve`, `kmirror demo`, perf/ and the end-to-end tests all build their
-// nodes here, so a node a test runs is wired as the one an operator runs,
-// and the cluster step (the metadata log, replica fetchers) changes one
-// place.
+// serve`, `kmirror demo`, `kmirror bench` (perf/mirror) and the end-to-end
+// tests all build their nodes here, so a node a test runs is wired as the
+// one an operator runs, and the cluster step (the metadata log, replica
+// fetchers) changes one place.
 //
-// Harnesses that measure or test the broker alone, or the bare fetch path
-// without a control plane, build a bare broker on purpose: the in-package
-// tests of the broker, control and what they import (which cannot import
-// node: an import cycle) with internal/testutil/nodetest, tests/'
-// brokerNode, and perf/mirror's destination.
+// The tests of the broker alone, or of the bare fetch path without a
+// control plane, build a bare broker on purpose: the in-package tests of
+// the broker, control and what they import (which cannot import node: an
+// import cycle) with internal/testutil/nodetest, and tests/' brokerNode.
 package node
 
 import (

@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kmirror/kmirror/control"
+	kmnode "github.com/kmirror/kmirror/node"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -70,8 +73,12 @@ func startSource(ctx context.Context, opts Options, log *slog.Logger) (*source, 
 	}
 }
 
-// node is an in-process kmirror node in a temporary directory.
+// node is an in-process kmirror node in a temporary directory, built as
+// `kmirror serve` builds one (node.Start). The mirror modes write its
+// mirror topics with their own fetch.Manager, not through its control
+// plane, whose store names no mirror: they measure the data path alone.
 type node struct {
+	n   *kmnode.Node
 	b   *broker.Broker
 	dir string
 }
@@ -85,16 +92,16 @@ func startNode(pattern string) (*node, error) {
 	cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
 	cfg.LogDirs = []string{dir}
 	cfg.MetricsListener = ""
-	b, err := broker.New(cfg)
+	n, err := kmnode.Start(cfg, control.Config{})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &node{b: b, dir: dir}, nil
+	return &node{n: n, b: n.Broker, dir: dir}, nil
 }
 
 func (n *node) close() error {
-	err := n.b.Close()
+	err := n.n.Close()
 	return errors.Join(err, os.RemoveAll(n.dir))
 }
 
