@@ -72,11 +72,19 @@ func checkLogDirs(dirs []string, stateDir, clusterID string, nodeID int32, store
 			}
 		}
 		if meta == nil {
-			body := fmt.Sprintf("#kmirror log dir: do not edit\nversion=1\ncluster.id=%s\nnode.id=%d\n", clusterID, nodeID)
-			if err := vfs.WriteFileAtomic(vfs.Default, d, filepath.Join(d, metaPropertiesFile), []byte(body)); err != nil {
-				return fmt.Errorf("log.dirs: writing %s: %w", filepath.Join(d, metaPropertiesFile), err)
+			if err := writeMetaProperties(d, clusterID, nodeID); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// writeMetaProperties writes log dir d's meta.properties.
+func writeMetaProperties(d, clusterID string, nodeID int32) error {
+	body := fmt.Sprintf("#kmirror log dir: do not edit\nversion=1\ncluster.id=%s\nnode.id=%d\n", clusterID, nodeID)
+	if err := vfs.WriteFileAtomic(vfs.Default, d, filepath.Join(d, metaPropertiesFile), []byte(body)); err != nil {
+		return fmt.Errorf("log.dirs: writing %s: %w", filepath.Join(d, metaPropertiesFile), err)
 	}
 	return nil
 }

@@ -23,9 +23,18 @@ import (
 // store that was lost. Both read the node's settings as `kmirror serve`
 // does (loadServeConfig), so they look at the directories serve would use.
 
-const storageUsage = `Usage: kmirror storage <info|rebuild> [--config server.properties] [--log-dirs DIRS] [--state-dir DIR] [--override key=value]...
+const storageUsage = `Usage: kmirror storage <info|rebuild|format> [--config server.properties] [--log-dirs DIRS] [--state-dir DIR] [--override key=value]...
+       kmirror storage format --cluster-id ID [--ignore-formatted] [the flags above]
+       kmirror storage random-uuid
 
 Commands:
+  format   give the node's new state store and log dirs the cluster id ID before the node
+           first starts, as kafka-storage.sh format does: every node of a cluster formatted
+           with one id belongs to it. Refuses dirs already formatted (--ignore-formatted
+           accepts those of the same cluster), dirs of another cluster or node, and log dirs
+           holding partitions. A node started on dirs nobody formatted picks an id itself.
+  random-uuid
+           print a new cluster id
   info     for each log dir: its meta.properties (cluster id, node id), the partition
            directories it holds with their topic ids, and whether the state store names them
   rebuild  register again, in the state store, the topics whose partition directories the
@@ -49,7 +58,11 @@ func runStorage(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sub := args[0]
-	if sub != "info" && sub != "rebuild" {
+	if sub == "random-uuid" {
+		fmt.Fprintln(stdout, broker.RandomClusterID())
+		return 0
+	}
+	if sub != "info" && sub != "rebuild" && sub != "format" {
 		fmt.Fprintf(stderr, "kmirror storage: unknown command %q\n\n%s", sub, storageUsage)
 		return 2
 	}
@@ -60,6 +73,12 @@ func runStorage(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", "", "the node's state store `dir` (metadata.log.dir)")
 	var overrides overrideFlags
 	fs.Var(&overrides, "override", "a setting as `key=value`, repeatable; wins over the file")
+	var clusterID *string
+	var ignoreFormatted *bool
+	if sub == "format" {
+		clusterID = fs.String("cluster-id", "", "the cluster `id` to format with (kmirror storage random-uuid prints one)")
+		ignoreFormatted = fs.Bool("ignore-formatted", false, "accept dirs already formatted with this cluster id")
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "%s\nFlags:\n", storageUsage)
 		fs.PrintDefaults()
@@ -87,10 +106,37 @@ func runStorage(args []string, stdout, stderr io.Writer) int {
 	}
 	// Badger's warnings only: the store's own start-up line is noise here.
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if sub == "info" {
+	switch sub {
+	case "info":
 		return storageInfo(cfg, stdout, stderr)
+	case "format":
+		if *clusterID == "" {
+			fmt.Fprintln(stderr, "kmirror storage format: --cluster-id is required (kmirror storage random-uuid prints one)")
+			return 2
+		}
+		return storageFormat(cfg, *clusterID, *ignoreFormatted, stdout, stderr)
 	}
 	return storageRebuild(cfg, stdout, stderr)
+}
+
+// storageFormat runs broker.FormatStorage and lists the dirs it formatted.
+func storageFormat(cfg broker.Config, clusterID string, ignoreFormatted bool, stdout, stderr io.Writer) int {
+	rep, err := broker.FormatStorage(cfg, clusterID, ignoreFormatted)
+	if errors.Is(err, state.ErrLocked) {
+		fmt.Fprintf(stderr, "kmirror storage format: the state store %s is in use: stop the node first (%v)\n", cfg.StateDir, err)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kmirror storage format: %v\nNothing was changed.\n", err)
+		return 1
+	}
+	for _, d := range rep.Formatted {
+		fmt.Fprintf(stdout, "formatted %s with cluster id %s\n", d, rep.ClusterID)
+	}
+	for _, d := range rep.Already {
+		fmt.Fprintf(stdout, "%s already has cluster id %s\n", d, rep.ClusterID)
+	}
+	return 0
 }
 
 // storageInfo prints broker.InspectStorage's findings.
