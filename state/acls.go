@@ -175,7 +175,7 @@ func decodeACLValue(b []byte) error {
 // that names its key.
 func (s *Store) ACLs() ([]ACL, error) {
 	var acls []ACL
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		acls = acls[:0]
 		return scanPrefix(txn, keyACLPrefix, func(suffix string, v []byte) error {
 			a, err := decodeACLKey([]byte(keyACLPrefix + suffix))
@@ -211,7 +211,7 @@ func (s *Store) PutACLs(acls []ACL) error {
 	if len(keys) == 0 {
 		return nil // no fsync for nothing
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		for _, k := range keys {
 			if err := txn.Set(k, aclValue); err != nil {
 				return err
@@ -235,7 +235,7 @@ func (s *Store) DeleteACLs(acls []ACL) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		for _, k := range keys {
 			// A delete of an absent key would still write a tombstone
 			// (and count against the transaction), so look first.

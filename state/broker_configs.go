@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // BrokerConfigs returns the cluster-wide default dynamic broker configs
@@ -43,7 +41,7 @@ func nodeConfigPrefix(node int32) string {
 
 func (s *Store) configsAt(prefix string) (map[string]string, error) {
 	var m map[string]string
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		m = make(map[string]string)
 		return scanPrefix(txn, prefix, func(name string, v []byte) error {
 			val, err := decodeBrokerConfig(v)
@@ -74,7 +72,7 @@ func (s *Store) setConfigsAt(prefix string, set map[string]string, del []string)
 			return fmt.Errorf("state: set broker configs: config %q both set and deleted", name)
 		}
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		for _, name := range del {
 			if err := txn.Delete([]byte(prefix + name)); err != nil {
 				return err

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // The cluster's records, written by the controller through the metadata
@@ -261,7 +259,7 @@ func TopicOps(t Topic) ([]Op, error) {
 // Brokers returns the registered brokers by id.
 func (s *Store) Brokers() ([]BrokerRegistration, error) {
 	var out []BrokerRegistration
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		out = out[:0]
 		return scanPrefix(txn, keyBrokerPrefix, func(suffix string, v []byte) error {
 			b, err := decodeBroker(v)
@@ -279,7 +277,7 @@ func (s *Store) Brokers() ([]BrokerRegistration, error) {
 // and partition.
 func (s *Store) PartitionAssignments() ([]PartitionAssignment, error) {
 	var out []PartitionAssignment
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		out = out[:0]
 		return scanPrefix(txn, keyPartitionPrefix, func(suffix string, v []byte) error {
 			p, err := decodePartition(v)
@@ -297,7 +295,7 @@ func (s *Store) PartitionAssignments() ([]PartitionAssignment, error) {
 // controller's block allocation (NextProducerIDOp).
 func (s *Store) NextProducerID() (int64, error) {
 	var next int64
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		var err error
 		next, err = readNextProducerID(txn)
 		return err

@@ -68,7 +68,7 @@ func (s *Store) CommitOffsets(group string, offs []GroupOffset) error {
 	// even if a wrong size estimate made append move the buffer, since
 	// append never rewrites bytes below len.
 	buf := make([]byte, 0, size)
-	return s.updateNoSync(func(txn *badger.Txn) error {
+	return s.updateNoSync(func(txn tx) error {
 		buf = buf[:0]
 		for i := range offs {
 			o := &offs[i]
@@ -110,7 +110,7 @@ func (s *Store) DeleteOffsets(group string, topic string, partitions []int32) er
 			return fmt.Errorf("state: delete offsets of group %q: topic %q partition %d", group, topic, p)
 		}
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		for _, p := range partitions {
 			// Deleting an absent key only writes a tombstone.
 			if err := txn.Delete(appendGroupOffsetKey(nil, groupOffsetKey{group, topic, p})); err != nil {
@@ -134,7 +134,7 @@ func (s *Store) DeleteTopicOffsets(topic string) (int, error) {
 	for {
 		var n int
 		var more bool
-		err := s.updateFreeing(func(txn *badger.Txn) error {
+		err := s.updateFreeing(func(txn tx) error {
 			kb := s.newKeyBatch(0)
 			var err error
 			if more, err = collectTopicOffsetKeys(txn, topic, &kb); err != nil {
@@ -160,7 +160,7 @@ func (s *Store) PutGroupMeta(m GroupMeta) error {
 		return fmt.Errorf("state: put group meta: %v", err)
 	}
 	key, val := groupKey(m.Group), appendGroupMeta(nil, m)
-	return s.update(func(txn *badger.Txn) error { return txn.Set(key, val) })
+	return s.update(func(txn tx) error { return txn.Set(key, val) })
 }
 
 // DeleteGroup deletes group's meta and all its committed offsets in one
@@ -180,7 +180,7 @@ func (s *Store) DeleteGroup(group string) error {
 	metaKey := groupKey(group)
 	for {
 		var more bool
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.update(func(txn tx) error {
 			kb := s.newKeyBatch(1) // room for the meta key
 			var err error
 			if more, err = collectKeys(txn, prefix, &kb); err != nil {
@@ -205,7 +205,7 @@ func (s *Store) DeleteGroup(group string) error {
 // Generation 0.
 func (s *Store) Groups() ([]GroupMeta, error) {
 	var gs []GroupMeta
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		gs = gs[:0]
 		seen := make(map[string]bool)
 		opts := badger.DefaultIteratorOptions
@@ -251,7 +251,7 @@ func (s *Store) Groups() ([]GroupMeta, error) {
 // eachOffsetGroup calls fn with the name of every group that has committed
 // offsets, once each, in key order. It reads keys only and seeks past each
 // group's offsets, so it costs a seek per group, not a step per offset.
-func eachOffsetGroup(txn *badger.Txn, fn func(name string) error) error {
+func eachOffsetGroup(txn tx, fn func(name string) error) error {
 	family := []byte(keyGroupOffsetPrefix)
 	opts := badger.IteratorOptions{Prefix: family}
 	it := txn.NewIterator(opts)
@@ -287,7 +287,7 @@ func offsetKeyGroup(key []byte) (prefix []byte, name string, err error) {
 // collectTopicOffsetKeys adds to kb the committed offset keys of topic in
 // every group, visiting each group's range of topic only. more reports
 // that kb filled up before the last of them.
-func collectTopicOffsetKeys(txn *badger.Txn, topic string, kb *keyBatch) (more bool, err error) {
+func collectTopicOffsetKeys(txn tx, topic string, kb *keyBatch) (more bool, err error) {
 	family := []byte(keyGroupOffsetPrefix)
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: family})
 	defer it.Close()
@@ -309,7 +309,7 @@ func collectTopicOffsetKeys(txn *badger.Txn, topic string, kb *keyBatch) (more b
 
 // collectKeys adds to kb every key under prefix; more reports that kb filled
 // up before the last of them.
-func collectKeys(txn *badger.Txn, prefix []byte, kb *keyBatch) (more bool, err error) {
+func collectKeys(txn tx, prefix []byte, kb *keyBatch) (more bool, err error) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	defer it.Close()
 	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
@@ -356,7 +356,7 @@ func (kb *keyBatch) add(key []byte) bool {
 }
 
 // deleteAll deletes the batch's keys in txn.
-func (kb *keyBatch) deleteAll(txn *badger.Txn) error {
+func (kb *keyBatch) deleteAll(txn tx) error {
 	for _, k := range kb.keys {
 		if err := txn.Delete(k); err != nil {
 			return fmt.Errorf("state: deleting key %q: %w", k, err)

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // off makes a committed offset with the fields most tests do not care about
@@ -534,7 +532,7 @@ func TestCommitOffsetsSurviveKill(t *testing.T) {
 func TestSyncExclusion(t *testing.T) {
 	t.Parallel()
 	s := openMem(t)
-	err := s.update(func(*badger.Txn) error {
+	err := s.update(func(tx) error {
 		if s.syncMu.TryRLock() {
 			s.syncMu.RUnlock()
 			return errors.New("a commit could run during update")
@@ -544,7 +542,7 @@ func TestSyncExclusion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.updateNoSync(func(*badger.Txn) error {
+	err = s.updateNoSync(func(tx) error {
 		if s.syncMu.TryLock() {
 			s.syncMu.Unlock()
 			return errors.New("update could run during updateNoSync")

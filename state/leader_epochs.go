@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Local leader epochs of mirrored partitions (DESIGN.md decision 3). A
@@ -33,7 +31,7 @@ func (s *Store) PutLeaderEpoch(topicID [16]byte, partition, epoch int32) (int32,
 		return 0, fmt.Errorf("state: leader epoch %d of partition %d out of range", epoch, partition)
 	}
 	var stored int32
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(func(txn tx) error {
 		key := leaderEpochKey(topicID)
 		epochs := map[int32]int32{}
 		if _, err := getRecord(txn, key, func(v []byte) (err error) {
@@ -52,7 +50,7 @@ func (s *Store) PutLeaderEpoch(topicID [16]byte, partition, epoch int32) (int32,
 // LeaderEpochs returns the stored leader epochs of a topic's partitions.
 func (s *Store) LeaderEpochs(topicID [16]byte) (map[int32]int32, error) {
 	epochs := map[int32]int32{}
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		_, err := getRecord(txn, leaderEpochKey(topicID), func(v []byte) (err error) {
 			epochs, err = decodeLeaderEpochs(v)
 			return err
@@ -64,7 +62,7 @@ func (s *Store) LeaderEpochs(topicID [16]byte) (map[int32]int32, error) {
 
 // DeleteLeaderEpochs forgets a deleted topic's epochs.
 func (s *Store) DeleteLeaderEpochs(topicID [16]byte) error {
-	return s.updateFreeing(func(txn *badger.Txn) error { return txn.Delete(leaderEpochKey(topicID)) })
+	return s.updateFreeing(func(txn tx) error { return txn.Delete(leaderEpochKey(topicID)) })
 }
 
 func appendLeaderEpochs(dst []byte, epochs map[int32]int32) []byte {

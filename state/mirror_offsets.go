@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // The last known source offset of each mirror partition (issue 16 item
@@ -71,7 +69,7 @@ func (s *Store) PutMirrorSourceOffsets(mirror string, offsets []MirrorSourceOffs
 	for len(offsets) > 0 {
 		var done int
 		var bad error
-		err := s.updateNoSync(func(txn *badger.Txn) error {
+		err := s.updateNoSync(func(txn tx) error {
 			done, bad = 0, nil // the txn may run again after a conflict
 			size, limit := int64(0), s.db.MaxBatchSize()/4
 			for _, o := range offsets {

@@ -2,8 +2,6 @@ package state
 
 import (
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // The client quotas a mirror's metadata sync set here (control's quota
@@ -46,7 +44,7 @@ func (s *Store) PutSyncedQuotas(mirror string, put []ClientQuota) error {
 			return fmt.Errorf("state: put synced quotas: %v", err)
 		}
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		if err := mirrorExists(txn, mirror); err != nil {
 			return err
 		}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // PartitionState is a mirror partition's state (SPEC.md section 4, the
@@ -185,7 +183,7 @@ func (s *Store) PutMirrorPartitionState(p MirrorPartitionState) error {
 			p.Mirror, p.Topic, p.Partition, err)
 	}
 	key := appendMirrorPartitionKey(nil, k)
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		if err := mirrorExists(txn, p.Mirror); err != nil {
 			return err
 		}
@@ -225,7 +223,7 @@ func (s *Store) ReplaceCorruptMirrorPartitionState(p MirrorPartitionState) error
 			p.Mirror, p.Topic, p.Partition, err)
 	}
 	key := appendMirrorPartitionKey(nil, k)
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		if err := mirrorExists(txn, p.Mirror); err != nil {
 			return err
 		}
@@ -260,7 +258,7 @@ func (s *Store) MirrorPartitionStates(mirror string) ([]MirrorPartitionState, er
 func (s *Store) MirrorPartitionState(mirror, topic string, partition int32) (MirrorPartitionState, error) {
 	k := mirrorPartitionKey{mirror, topic, partition}
 	var p MirrorPartitionState
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		found := false
 		if checkMirrorPartitionKey(k) == nil {
 			var err error
@@ -302,7 +300,7 @@ func (s *Store) DeleteMirrorPartitionStates(mirror, topic string) error {
 	prefix := appendGroupName(mirrorPartitionPrefix(mirror), topic)
 	for {
 		var more bool
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.update(func(txn tx) error {
 			kb := s.newKeyBatch(0)
 			var err error
 			if more, err = collectKeys(txn, prefix, &kb); err != nil {

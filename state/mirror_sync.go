@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // What a mirror's metadata sync keeps (control's sync loop, sync/acls):
@@ -84,7 +82,7 @@ func (s *Store) SyncedACLs(mirror string) ([]ACL, error) {
 	}
 	prefix := string(mirrorACLPrefix(mirror))
 	var out []ACL
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		out = out[:0]
 		return scanPrefix(txn, prefix, func(suffix string, v []byte) error {
 			k, err := decodeMirrorACLKey([]byte(prefix + suffix))
@@ -114,7 +112,7 @@ func (s *Store) PutSyncedACLs(mirror string, acls []ACL) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		if err := mirrorExists(txn, mirror); err != nil {
 			return err
 		}
@@ -135,7 +133,7 @@ func (s *Store) DeleteSyncedACLs(mirror string, acls []ACL) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		for _, k := range keys {
 			if err := txn.Delete(k); err != nil {
 				return err
@@ -197,7 +195,7 @@ func (s *Store) PutLastGroupSync(mirror string, at time.Time) error {
 	if ms < 1 {
 		return fmt.Errorf("state: last group sync of mirror %q: time %v before 1970", mirror, at)
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		if err := mirrorExists(txn, mirror); err != nil {
 			return err
 		}
@@ -212,7 +210,7 @@ func (s *Store) LastGroupSync(mirror string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("state: last group sync: %v", err)
 	}
 	var ms int64
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		_, err := getRecord(txn, mirrorSyncKey(mirror), func(v []byte) (err error) {
 			ms, err = decodeLastGroupSync(v)
 			return err
@@ -253,7 +251,7 @@ func (s *Store) DeleteMirrorSync(mirror string) error {
 func (s *Store) deletePrefixThen(prefix, key []byte) error {
 	for {
 		var more bool
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.update(func(txn tx) error {
 			kb := s.newKeyBatch(1) // room for key
 			var err error
 			if more, err = collectKeys(txn, prefix, &kb); err != nil {

@@ -64,14 +64,14 @@ func (s *Store) PutMirror(m Mirror) error {
 	}
 	m.Configs = sealed
 	key, val := mirrorKey(m.Name), appendMirror(nil, m)
-	return s.update(func(txn *badger.Txn) error { return txn.Set(key, val) })
+	return s.update(func(txn tx) error { return txn.Set(key, val) })
 }
 
 // GetMirror returns the mirror named name, or an error wrapping
 // ErrNotFound (also for a name no mirror can have).
 func (s *Store) GetMirror(name string) (Mirror, error) {
 	var m Mirror
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		found := false
 		if checkMirrorName(name) == nil {
 			var err error
@@ -101,7 +101,7 @@ func (s *Store) GetMirror(name string) (Mirror, error) {
 // Mirrors returns every mirror, sorted by name.
 func (s *Store) Mirrors() ([]Mirror, error) {
 	var ms []Mirror
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		ms = ms[:0]
 		// Names are the whole key suffix, so key order is name order.
 		return scanPrefix(txn, keyMirrorPrefix, func(name string, v []byte) error {
@@ -144,7 +144,7 @@ func (s *Store) DeleteMirror(name string) error {
 	prefix := mirrorPartitionPrefix(name)
 	for {
 		var more bool
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.update(func(txn tx) error {
 			if err := mirrorExists(txn, name); err != nil {
 				return err
 			}
@@ -169,7 +169,7 @@ func (s *Store) DeleteMirror(name string) error {
 
 // mirrorExists returns nil if mirror name has a record in txn (which it
 // does not decode), else an error wrapping ErrNotFound.
-func mirrorExists(txn *badger.Txn, name string) error {
+func mirrorExists(txn tx, name string) error {
 	key := mirrorKey(name)
 	_, err := txn.Get(key)
 	switch {

@@ -2,8 +2,6 @@ package state
 
 import (
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // firstProducerID is the first id a new store hands out, as Kafka's first
@@ -30,7 +28,7 @@ func (s *Store) AllocateProducerIDs(n int64) (first int64, err error) {
 	}
 	s.pidMu.Lock()
 	defer s.pidMu.Unlock()
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn tx) error {
 		next, err := readNextProducerID(txn)
 		if err != nil {
 			return err
@@ -60,7 +58,7 @@ func (s *Store) SkipProducerIDsThrough(max int64) error {
 	}
 	s.pidMu.Lock()
 	defer s.pidMu.Unlock()
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		next, err := readNextProducerID(txn)
 		if err != nil {
 			return err
@@ -74,7 +72,7 @@ func (s *Store) SkipProducerIDsThrough(max int64) error {
 
 // readNextProducerID reads the allocator's next id, firstProducerID when
 // none was allocated yet.
-func readNextProducerID(txn *badger.Txn) (int64, error) {
+func readNextProducerID(txn tx) (int64, error) {
 	next := firstProducerID
 	_, err := getRecord(txn, []byte(keyNextProducerID), func(v []byte) error {
 		var err error

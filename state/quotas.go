@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Client quotas (AlterClientQuotas): one record per quota entity, holding
@@ -132,12 +130,12 @@ func (s *Store) PutClientQuotas(put []ClientQuota) error {
 			return fmt.Errorf("state: client quota: %v", err)
 		}
 	}
-	return s.update(func(txn *badger.Txn) error { return putQuotas(txn, put, quotaKey) })
+	return s.update(func(txn tx) error { return putQuotas(txn, put, quotaKey) })
 }
 
 // putQuotas writes each quota of put at key(entity), deleting those with
 // no values.
-func putQuotas(txn *badger.Txn, put []ClientQuota, key func(QuotaEntity) []byte) error {
+func putQuotas(txn tx, put []ClientQuota, key func(QuotaEntity) []byte) error {
 	for _, q := range put {
 		k := key(q.Entity)
 		if len(q.Values) == 0 {
@@ -160,7 +158,7 @@ func (s *Store) ClientQuotas() ([]ClientQuota, error) { return s.scanQuotas(keyQ
 // entity parts, in key order.
 func (s *Store) scanQuotas(prefix string) ([]ClientQuota, error) {
 	var out []ClientQuota
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		out = out[:0]
 		return scanPrefix(txn, prefix, func(suffix string, v []byte) error {
 			q, err := decodeClientQuota(suffix, v)

@@ -85,7 +85,7 @@ const keyMetadataApplied = "v1/meta/metadata-applied"
 // (ApplyOps, RestoreMetadata), 0 if none.
 func (s *Store) MetadataApplied() (uint64, error) {
 	var index uint64
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		_, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
 			var err error
 			index, err = decodeApplied(v)
@@ -118,7 +118,7 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 			return err
 		}
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		var applied uint64
 		if _, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
 			var err error
@@ -172,7 +172,7 @@ func (s *Store) WriteMetadataSnapshot(w io.Writer) error {
 		_, err := out.Write(b)
 		return err
 	}
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		var applied uint64
 		if _, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
 			var err error

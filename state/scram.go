@@ -3,8 +3,6 @@ package state
 import (
 	"encoding/binary"
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // SCRAM credentials (AlterUserScramCredentials). Only what RFC 5802's
@@ -61,7 +59,7 @@ func (s *Store) PutSCRAMCredentials(put []SCRAMCredential, del []SCRAMCredential
 			return fmt.Errorf("state: SCRAM credential of %q: %v", c.User, err)
 		}
 	}
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		for _, c := range del {
 			if err := txn.Delete(scramKey(c.Mechanism, c.User)); err != nil {
 				return err
@@ -84,7 +82,7 @@ func (s *Store) PutSCRAMCredentials(put []SCRAMCredential, del []SCRAMCredential
 // SCRAMCredentials returns every stored credential, by mechanism then user.
 func (s *Store) SCRAMCredentials() ([]SCRAMCredential, error) {
 	var out []SCRAMCredential
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		out = out[:0]
 		return scanPrefix(txn, keySCRAMPrefix, func(suffix string, v []byte) error {
 			c, err := decodeSCRAM(suffix, v)
@@ -100,7 +98,7 @@ func (s *Store) SCRAMCredentials() ([]SCRAMCredential, error) {
 
 // SCRAMCredential looks up one user's credential; ok is false if none.
 func (s *Store) SCRAMCredential(mechanism int8, user string) (c SCRAMCredential, ok bool, err error) {
-	err = s.view(func(txn *badger.Txn) error {
+	err = s.view(func(txn tx) error {
 		ok, err = getRecord(txn, scramKey(mechanism, user), func(v []byte) error {
 			c, err = decodeSCRAM(string(scramKey(mechanism, user)[len(keySCRAMPrefix):]), v)
 			return err

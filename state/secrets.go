@@ -56,7 +56,7 @@ func (s *Store) initSealer(secret string, isSecret func(string) bool) error {
 		return nil
 	}
 	var salt []byte
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(func(txn tx) error {
 		item, err := txn.Get([]byte(keySecretSalt))
 		switch {
 		case err == nil:

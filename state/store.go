@@ -235,7 +235,7 @@ func (s *Store) ClusterID() string { return s.clusterID }
 func (s *Store) initClusterID() (created bool, err error) {
 	// Read first: a node restarted on a full disk must open its store
 	// without writing to it.
-	err = s.view(func(txn *badger.Txn) error {
+	err = s.view(func(txn tx) error {
 		found, err := getRecord(txn, []byte(keyClusterID), func(v []byte) error {
 			id, err := decodeClusterID(v)
 			s.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
@@ -249,7 +249,7 @@ func (s *Store) initClusterID() (created bool, err error) {
 	if err != nil || s.clusterID != "" {
 		return false, err
 	}
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn tx) error {
 		created = false
 		var id [16]byte
 		found, err := getRecord(txn, []byte(keyClusterID), func(v []byte) error {
@@ -289,7 +289,7 @@ func (s *Store) RestoreClusterID(id string) error {
 	if id == s.ClusterID() {
 		return nil
 	}
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn tx) error {
 		named := false
 		if err := scanPrefix(txn, keyTopicPrefix, func(string, []byte) error {
 			named = true
@@ -326,14 +326,27 @@ func newClusterID() ([16]byte, error) {
 	}
 }
 
+// tx is a store transaction: Badger's, behind the only operations the
+// records use (Get, Set, Delete, NewIterator), so that the store alone
+// decides what a write does. A value, not a pointer: it costs no
+// allocation per transaction.
+type tx struct{ t *badger.Txn }
+
+func (x *tx) Get(key []byte) (*badger.Item, error) { return x.t.Get(key) }
+func (x *tx) Set(key, value []byte) error          { return x.t.Set(key, value) }
+func (x *tx) Delete(key []byte) error              { return x.t.Delete(key) }
+func (x *tx) NewIterator(opt badger.IteratorOptions) *badger.Iterator {
+	return x.t.NewIterator(opt)
+}
+
 // view runs fn in a read-only transaction, or fails with ErrClosed.
-func (s *Store) view(fn func(txn *badger.Txn) error) error {
+func (s *Store) view(fn func(txn tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
-	return s.db.View(fn)
+	return s.db.View(func(t *badger.Txn) error { return fn(tx{t: t}) })
 }
 
 // update runs fn in a read-write transaction, commits it and fsyncs it
@@ -346,7 +359,7 @@ func (s *Store) view(fn func(txn *badger.Txn) error) error {
 // than results it reassigns. A change too large for one transaction fails
 // with ErrTooLarge. A failed Sync is returned: the change is then visible
 // but its durability is unknown.
-func (s *Store) update(fn func(txn *badger.Txn) error) error {
+func (s *Store) update(fn func(txn tx) error) error {
 	return s.updateSynced(false, fn)
 }
 
@@ -354,11 +367,11 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 // records, before its logs go): they may use the last part of the reserve
 // that ordinary writes leave (space.go), so that deleting topics works on
 // a full disk.
-func (s *Store) updateFreeing(fn func(txn *badger.Txn) error) error {
+func (s *Store) updateFreeing(fn func(txn tx) error) error {
 	return s.updateSynced(true, fn)
 }
 
-func (s *Store) updateSynced(freeing bool, fn func(txn *badger.Txn) error) error {
+func (s *Store) updateSynced(freeing bool, fn func(txn tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -388,7 +401,7 @@ func (s *Store) updateSynced(freeing bool, fn func(txn *badger.Txn) error) error
 // change becomes durable at Close, at the flush of its memtable to an
 // SSTable, or at a later update's Sync while its memtable is still the
 // active one.
-func (s *Store) updateNoSync(fn func(txn *badger.Txn) error) error {
+func (s *Store) updateNoSync(fn func(txn tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -404,10 +417,10 @@ func (s *Store) updateNoSync(fn func(txn *badger.Txn) error) error {
 
 // commit runs fn in a read-write transaction and commits it, retrying
 // conflicts. REQUIRES: s.mu and s.syncMu held (either mode).
-func (s *Store) commit(fn func(txn *badger.Txn) error) error {
+func (s *Store) commit(fn func(txn tx) error) error {
 	var err error
 	for range maxConflictRetries {
-		err = s.db.Update(fn)
+		err = s.db.Update(func(t *badger.Txn) error { return fn(tx{t: t}) })
 		switch {
 		case errors.Is(err, badger.ErrTxnTooBig):
 			return fmt.Errorf("%w: %w", ErrTooLarge, err)
@@ -421,7 +434,7 @@ func (s *Store) commit(fn func(txn *badger.Txn) error) error {
 // getRecord reads key in txn and hands its value to decode, which must copy
 // what it keeps (the value dies with the transaction). found is false for
 // an absent key. A decode error is wrapped with the key's name.
-func getRecord(txn *badger.Txn, key []byte, decode func(v []byte) error) (found bool, err error) {
+func getRecord(txn tx, key []byte, decode func(v []byte) error) (found bool, err error) {
 	item, err := txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
@@ -438,7 +451,7 @@ func getRecord(txn *badger.Txn, key []byte, decode func(v []byte) error) (found 
 // scanPrefix calls fn for every key under prefix, in key order, with the
 // key's suffix and its value. Both die when fn returns. A decode error is
 // wrapped with the key's name.
-func scanPrefix(txn *badger.Txn, prefix string, fn func(suffix string, v []byte) error) error {
+func scanPrefix(txn tx, prefix string, fn func(suffix string, v []byte) error) error {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = []byte(prefix)
 	it := txn.NewIterator(opts)
@@ -485,7 +498,7 @@ func scanTopicPartitions[T any](s *Store, prefix []byte, what string,
 		v         T
 	}
 	var es []entry
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		es = es[:0]
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix

@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/kmirror/kmirror/internal/topicid"
 )
 
@@ -32,7 +30,7 @@ func (s *Store) PutTopic(t Topic) error {
 	}
 	val := appendTopic(nil, t)
 	idKey := topicIDKey(t.ID)
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn tx) error {
 		owner, found, err := getTopicIndex(txn, idKey)
 		if err != nil {
 			return err
@@ -74,7 +72,7 @@ func (s *Store) PutTopic(t Topic) error {
 // Topic returns the topic named name, or an error wrapping ErrNotFound.
 func (s *Store) Topic(name string) (Topic, error) {
 	var t Topic
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		var ok bool
 		var err error
 		t, ok, err = getTopic(txn, name)
@@ -93,7 +91,7 @@ func (s *Store) Topic(name string) (Topic, error) {
 // ErrNotFound.
 func (s *Store) TopicByID(id [16]byte) (Topic, error) {
 	var t Topic
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		idKey := topicIDKey(id)
 		name, found, err := getTopicIndex(txn, idKey)
 		if err != nil {
@@ -124,7 +122,7 @@ func (s *Store) TopicByID(id [16]byte) (Topic, error) {
 // Topics returns every topic, sorted by name.
 func (s *Store) Topics() ([]Topic, error) {
 	var ts []Topic
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		ts = ts[:0]
 		// Keys sort bytewise, so the scan yields names in Go string order.
 		return scanPrefix(txn, keyTopicPrefix, func(name string, v []byte) error {
@@ -147,7 +145,7 @@ func (s *Store) Topics() ([]Topic, error) {
 // deleted too (the repair path for it): its id is unknown, so an index entry
 // may stay behind, which lookups and PutTopic treat as stale.
 func (s *Store) DeleteTopic(name string) error {
-	return s.updateFreeing(func(txn *badger.Txn) error {
+	return s.updateFreeing(func(txn tx) error {
 		key := topicKey(name)
 		t, ok, err := getTopic(txn, name)
 		switch {
@@ -167,7 +165,7 @@ func (s *Store) DeleteTopic(name string) error {
 }
 
 // getTopic reads the topic named name in txn. found is false if absent.
-func getTopic(txn *badger.Txn, name string) (t Topic, found bool, err error) {
+func getTopic(txn tx, name string) (t Topic, found bool, err error) {
 	found, err = getRecord(txn, topicKey(name), func(v []byte) error {
 		var err error
 		t, err = decodeTopicFor(name, v)
@@ -190,7 +188,7 @@ func decodeTopicFor(name string, v []byte) (Topic, error) {
 }
 
 // getTopicIndex reads the topic-id index entry at idKey.
-func getTopicIndex(txn *badger.Txn, idKey []byte) (name string, found bool, err error) {
+func getTopicIndex(txn tx, idKey []byte) (name string, found bool, err error) {
 	found, err = getRecord(txn, idKey, func(v []byte) error {
 		var err error
 		name, err = decodeTopicIndex(v)
@@ -202,7 +200,7 @@ func getTopicIndex(txn *badger.Txn, idKey []byte) (name string, found bool, err 
 // deleteIndexIfOwned deletes the index entry at idKey if it names topic
 // name. An entry naming another topic belongs to that topic and stays; a
 // corrupt entry is deleted, as nothing can resolve through it anyway.
-func deleteIndexIfOwned(txn *badger.Txn, idKey []byte, name string) error {
+func deleteIndexIfOwned(txn tx, idKey []byte, name string) error {
 	owner, found, err := getTopicIndex(txn, idKey)
 	switch {
 	case err != nil && !isCorrupt(err):

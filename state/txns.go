@@ -3,8 +3,6 @@ package state
 import (
 	"encoding/binary"
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Transactions (the transaction coordinator, txn/). One record per
@@ -60,7 +58,7 @@ func (s *Store) PutTxn(t Txn) error {
 		return fmt.Errorf("state: put txn: empty transactional id")
 	}
 	key, val := txnKey(t.ID), appendTxn(nil, t)
-	return s.update(func(txn *badger.Txn) error { return txn.Set(key, val) })
+	return s.update(func(txn tx) error { return txn.Set(key, val) })
 }
 
 // PutTxnLazy stores a transaction record without an fsync of its own: it
@@ -72,19 +70,19 @@ func (s *Store) PutTxnLazy(t Txn) error {
 		return fmt.Errorf("state: put txn: empty transactional id")
 	}
 	key, val := txnKey(t.ID), appendTxn(nil, t)
-	return s.updateNoSync(func(txn *badger.Txn) error { return txn.Set(key, val) })
+	return s.updateNoSync(func(txn tx) error { return txn.Set(key, val) })
 }
 
 // DeleteTxn removes a transactional id's record (expiration).
 func (s *Store) DeleteTxn(id string) error {
 	key := txnKey(id)
-	return s.update(func(txn *badger.Txn) error { return txn.Delete(key) })
+	return s.update(func(txn tx) error { return txn.Delete(key) })
 }
 
 // Txns returns every transaction record, by transactional id.
 func (s *Store) Txns() ([]Txn, error) {
 	var out []Txn
-	err := s.view(func(txn *badger.Txn) error {
+	err := s.view(func(txn tx) error {
 		out = out[:0]
 		return scanPrefix(txn, keyTxnPrefix, func(suffix string, v []byte) error {
 			t, err := decodeTxn(suffix, v)
