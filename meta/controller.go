@@ -50,6 +50,12 @@ type Controller struct {
 
 	mu          sync.Mutex
 	lastContact map[int32]time.Time
+	// registeredAt is the metadata log index of each broker's
+	// registration made by this controller: a heartbeat unfences the
+	// broker once it has applied the log that far. A broker registered
+	// under an earlier controller is held to its epoch, which is at most
+	// that index.
+	registeredAt map[int32]uint64
 	// readyTerm is the Raft term in which this node, as the leader,
 	// applied every entry of earlier leaders (ready).
 	readyTerm uint64
@@ -64,7 +70,7 @@ func NewController(log *MetadataLog, store *state.Store, cfg ControllerConfig) *
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Controller{log: log, store: store, cfg: cfg, lastContact: map[int32]time.Time{}}
+	return &Controller{log: log, store: store, cfg: cfg, lastContact: map[int32]time.Time{}, registeredAt: map[int32]uint64{}}
 }
 
 // ready makes sure the store holds every committed entry before a
@@ -72,6 +78,9 @@ func NewController(log *MetadataLog, store *state.Store, cfg ControllerConfig) *
 // last entries yet, so the first call of each term waits for a barrier.
 // Elsewhere it fails with ErrNotController. REQUIRES: c.mu held.
 func (c *Controller) ready(ctx context.Context) error {
+	if err := c.log.Err(); err != nil {
+		return err // the store misses entries: decide nothing from it
+	}
 	if !c.log.IsController() {
 		return c.log.notController()
 	}
@@ -113,9 +122,10 @@ func (c *Controller) broker(id int32) (state.BrokerRegistration, bool, error) {
 
 // RegisterBroker registers reg (its Epoch, Fenced and ShuttingDown are
 // ignored), Kafka's BrokerRegistration: a new incarnation gets a new
-// broker epoch, above every earlier one, and starts fenced until a
-// heartbeat says it has caught up with the log; the same incarnation
-// registering again keeps its epoch and state. It returns the epoch.
+// broker epoch, above every earlier one and at most the index of its
+// registration entry, and starts fenced until a heartbeat shows it has
+// applied the log up to that entry; the same incarnation registering
+// again keeps its epoch and state. It returns the epoch.
 func (c *Controller) RegisterBroker(ctx context.Context, reg state.BrokerRegistration) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -149,10 +159,11 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg state.BrokerRegistr
 		}
 		ops = append(ops, more...)
 	}
-	if _, err := c.apply(ctx, ops); err != nil {
+	index, err := c.apply(ctx, ops)
+	if err != nil {
 		return 0, err
 	}
-	c.lastContact[reg.ID] = c.cfg.Now()
+	c.lastContact[reg.ID], c.registeredAt[reg.ID] = c.cfg.Now(), index
 	return reg.Epoch, nil
 }
 
@@ -165,13 +176,16 @@ type HeartbeatResult struct {
 	ShutdownReady bool
 }
 
-// Heartbeat is Kafka's BrokerHeartbeat from broker id at epoch: it renews
-// the broker's session; caughtUp (the broker has applied the log up to
-// its registration) unfences a fenced broker, which takes back the
-// leadership of the offline partitions it holds in sync; wantShutdown
-// starts a controlled shutdown, moving its leaderships to other ISR
-// members first.
-func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, caughtUp, wantShutdown bool) (HeartbeatResult, error) {
+// Heartbeat is Kafka's BrokerHeartbeat from broker id at epoch, which has
+// applied the metadata log up to index applied: it renews the broker's
+// session; a fenced broker that has applied its registration is unfenced,
+// and takes back the leadership of the offline partitions it holds in
+// sync; wantShutdown starts (and, at each heartbeat, goes on with) a
+// controlled shutdown: the broker's leaderships move to other ISR
+// members, or the partition goes offline when none is left, as in Kafka,
+// and the broker leaves the ISRs; ShutdownReady says it leads nothing
+// more and may exit.
+func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, applied uint64, wantShutdown bool) (HeartbeatResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.ready(ctx); err != nil {
@@ -187,12 +201,16 @@ func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, caugh
 		return HeartbeatResult{}, fmt.Errorf("%w: broker %d heartbeat at epoch %d, registered at %d", ErrStaleBrokerEpoch, id, epoch, b.Epoch)
 	}
 	c.lastContact[id] = c.cfg.Now()
+	registered, known := c.registeredAt[id]
+	if !known {
+		registered = uint64(b.Epoch)
+	}
 	var ops []state.Op
 	switch {
-	case wantShutdown && !b.ShuttingDown:
+	case wantShutdown:
 		b.ShuttingDown = true
 		ops, err = c.brokerChange(b, c.moveLeadersOff)
-	case b.Fenced && caughtUp && !wantShutdown:
+	case b.Fenced && applied >= registered:
 		b.Fenced = false
 		ops, err = c.brokerChange(b, c.unfenceOps)
 	}
@@ -217,15 +235,23 @@ func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, caugh
 // the change does to the partitions (partitions reads the records before
 // it). REQUIRES: c.mu held.
 func (c *Controller) brokerChange(b state.BrokerRegistration, partitions func(id int32) ([]state.Op, error)) ([]state.Op, error) {
-	op, err := state.BrokerOp(b)
+	var ops []state.Op
+	old, _, err := c.broker(b.ID)
 	if err != nil {
 		return nil, err
+	}
+	if old.Fenced != b.Fenced || old.ShuttingDown != b.ShuttingDown {
+		op, err := state.BrokerOp(b)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
 	}
 	more, err := partitions(b.ID)
 	if err != nil {
 		return nil, err
 	}
-	return append([]state.Op{op}, more...), nil
+	return append(ops, more...), nil
 }
 
 // FenceExpired fences every unfenced broker not heard from for longer
@@ -319,10 +345,13 @@ func (c *Controller) unfenceOps(id int32) ([]state.Op, error) {
 	return partitionOps(Unfence(parts, live, c.cfg.UncleanLeaderElection))
 }
 
-// moveLeadersOff elects another leader, from the ISR, for each partition
-// id leads; a partition whose ISR has no other live member keeps id (as
-// Kafka's controlled shutdown does: it never takes a partition offline),
-// and id leaves the ISR of the partitions it follows. REQUIRES: c.mu held.
+// moveLeadersOff is a controlled shutdown's step, Kafka's: every
+// partition id leads elects another live ISR member, or goes offline when
+// none is left (id stays the ISR's last member, so the partition comes
+// back with it); id leaves the ISR of the partitions it follows; and an
+// offline partition whose ISR has a live member again elects it. Run at
+// each heartbeat of the shutdown, it changes only what is left to change.
+// REQUIRES: c.mu held.
 func (c *Controller) moveLeadersOff(id int32) ([]state.Op, error) {
 	live, err := c.liveness(id)
 	if err != nil {
@@ -332,22 +361,7 @@ func (c *Controller) moveLeadersOff(id int32) ([]state.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	var changed []state.PartitionAssignment
-	for _, p := range parts {
-		if !slices.Contains(p.ISR, id) || len(p.ISR) == 1 {
-			continue
-		}
-		isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
-		leader := p.Leader
-		if leader == id {
-			if leader, _ = electFrom(p.Replicas, isr, live, false); leader < 0 {
-				continue // no other live member in sync: id keeps leading
-			}
-		}
-		if q, ok := change(p, isr, leader); ok {
-			changed = append(changed, q)
-		}
-	}
+	changed := Fence(parts, id, live, false)
 	return partitionOps(changed)
 }
 
@@ -367,6 +381,10 @@ func (c *Controller) CreateTopic(ctx context.Context, t state.Topic, rf int) err
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.ready(ctx); err != nil {
+		return err
+	}
+	ops, err := state.TopicOps(t) // checks t before anything is placed
+	if err != nil {
 		return err
 	}
 	if _, err := c.store.Topic(t.Name); err == nil {
@@ -389,10 +407,6 @@ func (c *Controller) CreateTopic(ctx context.Context, t state.Topic, rf int) err
 		return err
 	}
 	placed, err := PlaceReplicas(live, LeaderCounts(parts), t.Partitions, rf)
-	if err != nil {
-		return err
-	}
-	ops, err := state.TopicOps(t)
 	if err != nil {
 		return err
 	}

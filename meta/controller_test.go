@@ -50,7 +50,7 @@ func registerAll(t *testing.T, ctx context.Context, c *Controller, n int32) map[
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.Heartbeat(ctx, id, epoch, true, false)
+		res, err := c.Heartbeat(ctx, id, epoch, c.log.fsm.applied(), false)
 		if err != nil || res.Fenced {
 			t.Fatalf("broker %d: heartbeat %+v, %v", id, res, err)
 		}
@@ -68,8 +68,8 @@ func TestControllerRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := c.Heartbeat(ctx, 1, e1, false, false); err != nil || !res.Fenced {
-		t.Fatalf("a broker not caught up stays fenced: %+v, %v", res, err)
+	if res, err := c.Heartbeat(ctx, 1, e1, uint64(e1)-1, false); err != nil || !res.Fenced {
+		t.Fatalf("a broker that has not applied its registration stays fenced: %+v, %v", res, err)
 	}
 	if again, err := c.RegisterBroker(ctx, registration(1, 1)); err != nil || again != e1 {
 		t.Fatalf("the same incarnation registering again: epoch %d, %v; want %d", again, err, e1)
@@ -78,13 +78,13 @@ func TestControllerRegistration(t *testing.T) {
 	if err != nil || e1b <= e1 {
 		t.Fatalf("a new incarnation: epoch %d, %v; want above %d", e1b, err, e1)
 	}
-	if _, err := c.Heartbeat(ctx, 1, e1, true, false); !errors.Is(err, ErrStaleBrokerEpoch) {
+	if _, err := c.Heartbeat(ctx, 1, e1, c.log.fsm.applied(), false); !errors.Is(err, ErrStaleBrokerEpoch) {
 		t.Fatalf("a heartbeat of the previous incarnation: %v", err)
 	}
-	if _, err := c.Heartbeat(ctx, 9, 1, true, false); !errors.Is(err, ErrUnknownBroker) {
+	if _, err := c.Heartbeat(ctx, 9, 1, c.log.fsm.applied(), false); !errors.Is(err, ErrUnknownBroker) {
 		t.Fatalf("an unregistered broker: %v", err)
 	}
-	if res, err := c.Heartbeat(ctx, 1, e1b, true, false); err != nil || res.Fenced {
+	if res, err := c.Heartbeat(ctx, 1, e1b, c.log.fsm.applied(), false); err != nil || res.Fenced {
 		t.Fatalf("caught up: %+v, %v", res, err)
 	}
 	// Every node's store holds the registration.
@@ -128,6 +128,11 @@ func TestControllerFencing(t *testing.T) {
 	if err := c.CreateTopic(ctx, state.Topic{Name: "big", ID: [16]byte{2}, Partitions: 1}, 4); !errors.Is(err, ErrReplicationFactor) {
 		t.Fatalf("RF 4 on 3 brokers: %v", err)
 	}
+	for _, n := range []int32{0, -1} {
+		if err := c.CreateTopic(ctx, state.Topic{Name: "none", ID: [16]byte{3}, Partitions: n}, 1); err == nil {
+			t.Fatalf("a topic of %d partitions created", n)
+		}
+	}
 	parts, _ := c.store.PartitionAssignments()
 	if counts := LeaderCounts(parts); len(parts) != 6 || counts[1] != 2 || counts[2] != 2 || counts[3] != 2 {
 		t.Fatalf("leaders of 6 partitions on 3 brokers: %v", counts)
@@ -143,7 +148,7 @@ func TestControllerFencing(t *testing.T) {
 
 	clock.advance(5 * time.Second)
 	for _, id := range []int32{1, 3} {
-		if _, err := c.Heartbeat(ctx, id, epochs[id], true, false); err != nil {
+		if _, err := c.Heartbeat(ctx, id, epochs[id], c.log.fsm.applied(), false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +174,7 @@ func TestControllerFencing(t *testing.T) {
 		t.Fatalf("the image lists %+v", im.Brokers())
 	}
 
-	if res, err := c.Heartbeat(ctx, 2, epochs[2], true, false); err != nil || res.Fenced {
+	if res, err := c.Heartbeat(ctx, 2, epochs[2], c.log.fsm.applied(), false); err != nil || res.Fenced {
 		t.Fatalf("broker 2 back: %+v, %v", res, err)
 	}
 	parts, _ = c.store.PartitionAssignments()
@@ -180,7 +185,8 @@ func TestControllerFencing(t *testing.T) {
 
 // A controlled shutdown moves the broker's leaderships to other ISR
 // members and then lets it go; a partition with no other member in sync
-// keeps it as leader rather than go offline.
+// goes offline with the broker as its ISR, to come back with it, as in
+// Kafka.
 func TestControllerControlledShutdown(t *testing.T) {
 	t.Parallel()
 	nodes := startQuorum(t, 3, nil)
@@ -190,13 +196,23 @@ func TestControllerControlledShutdown(t *testing.T) {
 	if err := c.CreateTopic(ctx, state.Topic{Name: "orders", ID: [16]byte{1}, Partitions: 6}, 2); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Heartbeat(ctx, 1, epochs[1], true, true)
-	if err != nil || !res.ShutdownReady {
-		t.Fatalf("shutting down broker 1: %+v, %v", res, err)
+	if err := c.CreateTopic(ctx, state.Topic{Name: "single", ID: [16]byte{2}, Partitions: 3}, 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the next heartbeat of the shutdown changes nothing more
+		res, err := c.Heartbeat(ctx, 1, epochs[1], c.log.fsm.applied(), true)
+		if err != nil || !res.ShutdownReady {
+			t.Fatalf("shutting down broker 1: %+v, %v", res, err)
+		}
 	}
 	parts, _ := c.store.PartitionAssignments()
 	for _, p := range parts {
-		if p.Leader == 1 || slices.Contains(p.ISR, 1) {
+		switch {
+		case p.TopicID == [16]byte{2} && slices.Equal(p.Replicas, []int32{1}):
+			if p.Leader != -1 || !slices.Equal(p.ISR, []int32{1}) {
+				t.Fatalf("an RF 1 partition of broker 1 after its controlled shutdown: %+v", p)
+			}
+		case p.Leader == 1 || slices.Contains(p.ISR, 1):
 			t.Fatalf("broker 1 still leads or follows in sync after its controlled shutdown: %+v", p)
 		}
 	}

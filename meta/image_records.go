@@ -12,7 +12,10 @@ import (
 // partitions' leaders, epochs, replicas and ISRs. self is the node
 // building it, controller the controller's id (-1 while none is known).
 // A topic partition without an assignment record is one a single node
-// held before it had a metadata log: led by self, its only replica.
+// held before it had a metadata log: while the cluster has at most one
+// broker it is led by self, its only replica; in a larger cluster it is
+// offline (leader -1) until the controller assigns it, so that no two
+// nodes both claim it.
 func ImageFromRecords(clusterID string, self, controller int32, brokers []state.BrokerRegistration,
 	topics []state.Topic, parts []state.PartitionAssignment) *Image {
 	bd := NewBuilder(clusterID, self, controller)
@@ -30,10 +33,14 @@ func ImageFromRecords(clusterID string, self, controller int32, brokers []state.
 	for _, p := range parts {
 		byTopic[p.TopicID] = append(byTopic[p.TopicID], p)
 	}
+	unassigned := Partition{Leader: self, Replicas: []int32{self}, ISR: []int32{self}}
+	if len(brokers) > 1 {
+		unassigned = Partition{Leader: -1}
+	}
 	for _, t := range topics {
 		mt := &Topic{Name: t.Name, ID: t.ID, Partitions: make([]Partition, t.Partitions)}
 		for i := range mt.Partitions {
-			mt.Partitions[i] = Partition{Leader: self, Replicas: []int32{self}, ISR: []int32{self}}
+			mt.Partitions[i] = unassigned
 		}
 		for _, p := range byTopic[t.ID] {
 			if p.Partition < t.Partitions {

@@ -8,9 +8,9 @@ import (
 )
 
 // The image of a three-broker cluster's records: fenced brokers are not
-// listed, each partition carries its assignment, a partition from before
-// the metadata log is led by the node itself, and coordinators follow the
-// internal topics' leaders.
+// listed, each partition carries its assignment, a partition without one
+// is offline (only a single node leads what it held before the metadata
+// log), and coordinators follow the internal topics' leaders.
 func TestImageFromRecords(t *testing.T) {
 	t.Parallel()
 	ep := func(port int32) []state.BrokerEndpoint {
@@ -36,7 +36,7 @@ func TestImageFromRecords(t *testing.T) {
 	for p, want := range []Partition{
 		{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 3}},
 		{Leader: -1, LeaderEpoch: 4, Replicas: []int32{2, 3, 1}, ISR: []int32{2}},
-		{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}},
+		{Leader: -1},
 	} {
 		if got := im.Partition("orders", int32(p)); got == nil || !reflect.DeepEqual(*got, want) {
 			t.Errorf("orders-%d: %+v, want %+v", p, got, want)
@@ -44,5 +44,9 @@ func TestImageFromRecords(t *testing.T) {
 	}
 	if c, ok := im.Coordinator(CoordinatorGroup, "any-group"); !ok || c.ID != 3 {
 		t.Fatalf("group coordinator %+v, %v; want broker 3", c, ok)
+	}
+	single := ImageFromRecords("c", 1, 1, brokers[:1], topics, nil)
+	if p := single.Partition("orders", 2); p == nil || p.Leader != 1 || !reflect.DeepEqual(p.Replicas, []int32{1}) {
+		t.Fatalf("a single node's partition without an assignment: %+v", p)
 	}
 }

@@ -136,10 +136,13 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 		db.Close()
 		return nil, err
 	}
-	addr, err := net.ResolveTCPAddr("tcp", cfg.Bind)
+	// Bind may be a wildcard (0.0.0.0:9093), which raft cannot advertise:
+	// the others reach this node at its controller.quorum.voters address.
+	self := cfg.Voters[slices.IndexFunc(cfg.Voters, func(v Voter) bool { return v.ID == cfg.NodeID })]
+	addr, err := net.ResolveTCPAddr("tcp", self.Addr)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("metadata log: %w", err)
+		return nil, fmt.Errorf("metadata log: controller.quorum.voters address of node %d: %w", cfg.NodeID, err)
 	}
 	trans, err := raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
 	if err != nil {
@@ -184,7 +187,33 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 	if err != nil {
 		return fail(fmt.Errorf("metadata log: %w", err))
 	}
-	return &MetadataLog{cfg: cfg, raft: r, trans: trans, db: db, fsm: fsm}, nil
+	l := &MetadataLog{cfg: cfg, raft: r, trans: trans, db: db, fsm: fsm}
+	l.warnChangedVoters()
+	return l, nil
+}
+
+// warnChangedVoters says when controller.quorum.voters differs from the
+// voters the log holds: the log's win (changing the quorum's membership
+// is not built yet), so a changed setting would otherwise be ignored in
+// silence.
+func (l *MetadataLog) warnChangedVoters() {
+	f := l.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	var inLog, set []string
+	for _, sv := range f.Configuration().Servers {
+		inLog = append(inLog, string(sv.ID)+"@"+string(sv.Address))
+	}
+	for _, v := range l.cfg.Voters {
+		set = append(set, strconv.Itoa(int(v.ID))+"@"+v.Addr)
+	}
+	slices.Sort(inLog)
+	slices.Sort(set)
+	if !slices.Equal(inLog, set) {
+		l.cfg.Logger.Warn("controller.quorum.voters differs from the voters the metadata log holds; the log's are used",
+			"setting", strings.Join(set, ","), "log", strings.Join(inLog, ","))
+	}
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
@@ -213,17 +242,36 @@ func (l *MetadataLog) notController() error {
 
 // Apply appends ops as one entry and waits until this node has applied it
 // (so a read of the store after Apply sees it) or ctx ends. Only the
-// controller appends: elsewhere it fails with ErrNotController.
+// controller appends: elsewhere it fails with ErrNotController. Ops the
+// stores would refuse are refused here, before the entry is committed
+// (every node would fail on it). An error after the entry was appended
+// (ctx ended, leadership lost) does not mean it was not committed: a
+// caller that retries must make its change idempotent.
 func (l *MetadataLog) Apply(ctx context.Context, ops []state.Op) (index uint64, err error) {
+	if err := state.CheckOps(ops); err != nil {
+		return 0, fmt.Errorf("metadata log: %w", err)
+	}
+	if err := l.fsm.failure(); err != nil {
+		return 0, err // its store misses entries: it must not decide from it
+	}
 	if !l.IsController() {
 		return 0, l.notController()
 	}
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+		if timeout = time.Until(d); timeout <= 0 {
+			return 0, fmt.Errorf("metadata log: %w", context.DeadlineExceeded)
+		}
 	}
 	f := l.raft.Apply(EncodeEntry(ops), timeout)
-	if err := f.Error(); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case <-ctx.Done():
+		return 0, fmt.Errorf("metadata log: waiting for the entry: %w", ctx.Err())
+	case err = <-done:
+	}
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return 0, fmt.Errorf("%w: %w", ErrNotController, err)
 		}
@@ -234,6 +282,11 @@ func (l *MetadataLog) Apply(ctx context.Context, ops []state.Op) (index uint64, 
 	}
 	return f.Index(), nil
 }
+
+// Err is the store failure that stopped this node applying the log, nil
+// while it applies: such a node must restart, and decides nothing
+// meanwhile.
+func (l *MetadataLog) Err() error { return l.fsm.failure() }
 
 // WaitApplied waits until this node's store holds entry index, or ctx
 // ends: a node that forwarded a change to the controller reads its own
@@ -268,9 +321,11 @@ type storeFSM struct {
 
 	mu sync.Mutex
 	// last is the index of the last entry applied; failed the first
-	// store failure, after which no entry is applied, so the store never
-	// skips one: the node must restart (it replays from its applied
-	// index).
+	// store failure, after which no entry is applied and no snapshot is
+	// taken (it would claim the entries the store missed), so the store
+	// never skips one: the node must restart, and raft replays the log
+	// from the last snapshot, which predates the failure; the store skips
+	// what it holds.
 	last   uint64
 	failed error
 }
@@ -300,12 +355,32 @@ func (f *storeFSM) catchUp(snaps raft.SnapshotStore) error {
 	if err != nil || len(list) == 0 || list[0].Index <= applied {
 		return err
 	}
-	_, rc, err := snaps.Open(list[0].ID)
-	if err != nil {
-		return fmt.Errorf("metadata log: opening snapshot %s: %w", list[0].ID, err)
+	// Raft's index of a snapshot may be past the last entry the store
+	// saw (barriers, leader no-ops, configuration entries never reach
+	// the state machine): the snapshot's own index says what it holds.
+	open := func() (io.ReadCloser, error) {
+		_, rc, err := snaps.Open(list[0].ID)
+		if err != nil {
+			return nil, fmt.Errorf("metadata log: opening snapshot %s: %w", list[0].ID, err)
+		}
+		return rc, nil
 	}
-	defer rc.Close()
-	f.log.Info("store behind the metadata log's latest snapshot: restoring it", "applied", applied, "snapshot", list[0].Index)
+	rc, err := open()
+	if err != nil {
+		return err
+	}
+	holds, err := state.MetadataSnapshotIndex(rc)
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("metadata log: snapshot %s: %w", list[0].ID, err)
+	}
+	if holds <= applied {
+		return nil
+	}
+	if rc, err = open(); err != nil {
+		return err
+	}
+	f.log.Info("store behind the metadata log's latest snapshot: restoring it", "applied", applied, "snapshot", holds)
 	return f.Restore(rc)
 }
 
@@ -335,6 +410,9 @@ func (f *storeFSM) Apply(l *raft.Log) any {
 // it between Applies, so the bytes are read now, and Persist only writes
 // them.
 func (f *storeFSM) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.failure(); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
 	if err := f.store.WriteMetadataSnapshot(&buf); err != nil {
 		return nil, fmt.Errorf("metadata log: snapshot: %w", err)

@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,4 +283,133 @@ func TestParseVoters(t *testing.T) {
 			t.Errorf("ParseVoters(%q) accepted", bad)
 		}
 	}
+}
+
+// Ops a store would refuse are refused before the entry is appended: no
+// node ever fails on them.
+func TestMetadataLogRefusesBadOps(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 3, nil)
+	applyTopic(t, nodes, "orders", 1)
+	c := controller(t, nodes)
+	before := c.log.raft.LastIndex()
+	bad := []state.Op{{Key: []byte("v1/group-offset/x"), Value: []byte{1}}}
+	if _, err := c.log.Apply(t.Context(), bad); !errors.Is(err, state.ErrNotReplicated) {
+		t.Fatalf("a group offset op: %v", err)
+	}
+	if after := c.log.raft.LastIndex(); after != before {
+		t.Fatalf("the refused entry was appended: last index %d, was %d", after, before)
+	}
+	applyTopic(t, nodes, "after", 2)
+	for _, nd := range nodes {
+		if err := nd.log.Err(); err != nil {
+			t.Fatalf("node %d stopped applying: %v", nd.cfg.NodeID, err)
+		}
+	}
+}
+
+// A node whose store fails to apply an entry applies nothing more and
+// takes no snapshot (one would claim the entries it missed); restarted,
+// it applies every entry from the one that failed.
+func TestMetadataLogStoreFailure(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 3, nil)
+	applyTopic(t, nodes, "t1", 1)
+	var f *logNode
+	for _, nd := range nodes {
+		if !nd.log.IsController() {
+			f = nd
+			break
+		}
+	}
+	stateDir := filepath.Join(filepath.Dir(f.cfg.Dir), "state")
+	if err := f.store.Close(); err != nil { // its next apply fails
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i, name := range []string{"t2", "t3"} {
+		if _, err := controller(t, nodes).log.Apply(ctx, topicOps(t, name, byte(i+2))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		if f.log.Err() == nil {
+			return errors.New("the closed store's node still reports no failure")
+		}
+		return nil
+	})
+	if err := f.log.raft.Snapshot().Error(); err == nil {
+		t.Fatal("a node whose store failed took a snapshot")
+	}
+	if _, err := f.log.Apply(ctx, topicOps(t, "x", 9)); err == nil {
+		t.Fatal("a node whose store failed appended")
+	}
+	if err := f.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.log, f.store = nil, nil
+	f.open(t, stateDir)
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		if got := topicNames(t, f.store); !slices.Equal(got, []string{"t1", "t2", "t3"}) {
+			return fmt.Errorf("restarted node holds %v", got)
+		}
+		return nil
+	})
+}
+
+// A restarted node whose store holds everything its latest snapshot holds
+// does not restore it (raft's snapshot index counts entries the store
+// never sees: barriers, no-ops).
+func TestMetadataLogRestartWithoutRestore(t *testing.T) {
+	t.Parallel()
+	var logged strings.Builder
+	var mu sync.Mutex
+	nodes := startQuorum(t, 1, func(c *LogConfig) {
+		c.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
+	})
+	applyTopic(t, nodes, "orders", 1)
+	nd := nodes[0]
+	if err := nd.log.raft.Barrier(5 * time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.log.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(filepath.Dir(nd.cfg.Dir), "state")
+	for range 2 {
+		nd.close(t)
+		nd.open(t, stateDir)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logged.String(), "restoring") {
+		t.Fatalf("a store up to date was restored:\n%s", logged.String())
+	}
+	if got := topicNames(t, nd.store); !slices.Equal(got, []string{"orders"}) {
+		t.Fatalf("after the restarts: %v", got)
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// A voter may bind its controller listener on a wildcard address: it
+// advertises its controller.quorum.voters address.
+func TestMetadataLogWildcardBind(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 1, func(c *LogConfig) {
+		_, port, _ := net.SplitHostPort(c.Bind)
+		c.Bind = "0.0.0.0:" + port
+	})
+	applyTopic(t, nodes, "orders", 1)
 }

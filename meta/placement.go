@@ -30,6 +30,8 @@ func PlaceReplicas(live []int32, leaders map[int32]int, n int32, rf int) ([][]in
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	switch {
+	case n < 1:
+		return nil, fmt.Errorf("meta: placing %d partitions", n)
 	case rf < 1:
 		return nil, fmt.Errorf("%w: %d", ErrReplicationFactor, rf)
 	case rf > len(ids):

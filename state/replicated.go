@@ -75,6 +75,17 @@ func checkOp(op Op) error {
 	return nil
 }
 
+// CheckOps refuses ops ApplyOps would refuse, so that the metadata log
+// never commits an entry every node then fails to apply.
+func CheckOps(ops []Op) error {
+	for _, op := range ops {
+		if err := checkOp(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // keyMetadataApplied is the index of the last metadata log entry applied
 // to the store (a node's own record: big-endian uint64 after the format
 // byte), written with each entry's ops, so that a restarted node neither
@@ -113,10 +124,8 @@ func appliedValue(index uint64) []byte {
 // entry at or below the applied index is skipped, so a replay after a
 // restart changes nothing.
 func (s *Store) ApplyOps(index uint64, ops []Op) error {
-	for _, op := range ops {
-		if err := checkOp(op); err != nil {
-			return err
-		}
+	if err := CheckOps(ops); err != nil {
+		return err
 	}
 	return s.update(func(txn tx) error {
 		var applied uint64
@@ -230,6 +239,17 @@ func ReadMetadataSnapshot(r io.Reader) (index uint64, ops []Op, err error) {
 	}
 	ops, index, err = decodeMetadataSnapshot(data)
 	return index, ops, err
+}
+
+// MetadataSnapshotIndex reads only a snapshot's header: the index of the
+// last entry its records hold (a node compares it with its own applied
+// index before it decides to restore). The checksum is not checked.
+func MetadataSnapshotIndex(r io.Reader) (uint64, error) {
+	head := make([]byte, len(snapshotMagic)+8)
+	if _, err := io.ReadFull(r, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return 0, fmt.Errorf("%w: not a kmirror metadata snapshot", ErrCorrupt)
+	}
+	return binary.BigEndian.Uint64(head[len(snapshotMagic):]), nil
 }
 
 func decodeMetadataSnapshot(data []byte) ([]Op, uint64, error) {
