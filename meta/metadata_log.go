@@ -283,6 +283,20 @@ func (l *MetadataLog) Apply(ctx context.Context, ops []state.Op) (index uint64, 
 	return f.Index(), nil
 }
 
+// replicateTimeout bounds a store write through the log (Replicate): an
+// election, a slow quorum.
+const replicateTimeout = 30 * time.Second
+
+// Replicate is Apply for a store whose replicated records this log
+// carries (state.Store.SetReplicator): the store's writes on the
+// controller become entries.
+func (l *MetadataLog) Replicate(ops []state.Op) error {
+	ctx, cancel := context.WithTimeout(context.Background(), replicateTimeout)
+	defer cancel()
+	_, err := l.Apply(ctx, ops)
+	return err
+}
+
 // Err is the store failure that stopped this node applying the log, nil
 // while it applies: such a node must restart, and decides nothing
 // meanwhile.

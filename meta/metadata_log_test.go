@@ -413,3 +413,42 @@ func TestMetadataLogWildcardBind(t *testing.T) {
 	})
 	applyTopic(t, nodes, "orders", 1)
 }
+
+// The controller's store writes through the log (state.Replicator): a
+// topic put on it reaches every node's store; on another node the write
+// is refused, naming the controller.
+func TestMetadataLogReplicatesStoreWrites(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 3, nil)
+	c := controller(t, nodes)
+	c.store.SetReplicator(c.log)
+	if err := c.store.PutTopic(state.Topic{Name: "orders", ID: [16]byte{9, 9}, Partitions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.store.CommitOffsets("g", []state.GroupOffset{{Topic: "orders", Partition: 0, Offset: 1, LeaderEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range nodes {
+		if err := nd.log.WaitApplied(t.Context(), c.log.raft.LastIndex()); err != nil {
+			t.Fatal(err)
+		}
+		if got := topicNames(t, nd.store); !slices.Equal(got, []string{"orders"}) {
+			t.Fatalf("node %d holds %v", nd.cfg.NodeID, got)
+		}
+		offs, err := nd.store.GroupOffsets("g")
+		if own := nd == c; err != nil || own != (len(offs) == 1) {
+			t.Fatalf("node %d's group offsets %+v, %v: a node's own records stay its own", nd.cfg.NodeID, offs, err)
+		}
+	}
+	for _, nd := range nodes {
+		if nd == c {
+			continue
+		}
+		nd.store.SetReplicator(nd.log)
+		err := nd.store.PutTopic(state.Topic{Name: "elsewhere", ID: [16]byte{8}, Partitions: 1})
+		if !errors.Is(err, ErrNotController) {
+			t.Fatalf("node %d, not the controller, wrote a topic: %v", nd.cfg.NodeID, err)
+		}
+		break
+	}
+}

@@ -64,15 +64,20 @@ func replicatedKey(key []byte) bool {
 }
 
 // checkOp refuses an Op this package could not have produced: a key
-// outside the replicated families, or a value without the format byte.
+// outside the replicated families, or a value without one of its family's
+// format bytes (1; mirror partition states are written as 1 or 2).
 func checkOp(op Op) error {
 	if !replicatedKey(op.Key) {
 		return fmt.Errorf("%w: %q", ErrNotReplicated, op.Key)
 	}
-	if op.Value != nil && (len(op.Value) == 0 || op.Value[0] != formatV1) {
-		return fmt.Errorf("state: key %q: value without format version %d", op.Key, formatV1)
+	if op.Value == nil {
+		return nil
 	}
-	return nil
+	if len(op.Value) > 0 && (op.Value[0] == formatV1 ||
+		op.Value[0] == mirrorPartitionFormatV2 && bytes.HasPrefix(op.Key, []byte(keyMirrorPartitionPrefix))) {
+		return nil
+	}
+	return fmt.Errorf("state: key %q: value of no known format version", op.Key)
 }
 
 // CheckOps refuses ops ApplyOps would refuse, so that the metadata log
@@ -127,7 +132,11 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 	if err := CheckOps(ops); err != nil {
 		return err
 	}
-	return s.update(func(txn tx) error {
+	deletes := !slices.ContainsFunc(ops, func(op Op) bool { return op.Value != nil })
+	// Committed here, never replicated again: these are the log's own
+	// changes. An entry of deletions only may use the margin kept for
+	// freeing space, as deleting a topic does on one node.
+	return s.commitSynced(deletes, func(txn tx) error {
 		var applied uint64
 		if _, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
 			var err error

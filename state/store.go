@@ -116,8 +116,14 @@ type Store struct {
 	// producer id blocks). Fsynced writes also run one at a time, so
 	// each pays its own fsync.
 	//
-	// Lock order: pidMu, then mu, then syncMu.
+	// Lock order: pidMu, then replMu, then mu, then syncMu.
 	syncMu sync.RWMutex
+
+	// repl, when set, takes the writes of the replicated records to the
+	// metadata log (capture.go); replMu runs them one at a time, so each
+	// is computed from the records the previous one left.
+	repl   Replicator
+	replMu sync.Mutex
 }
 
 // Open opens the store in dir, creating dir when missing, and generates the
@@ -330,12 +336,27 @@ func newClusterID() ([16]byte, error) {
 // records use (Get, Set, Delete, NewIterator), so that the store alone
 // decides what a write does. A value, not a pointer: it costs no
 // allocation per transaction.
-type tx struct{ t *badger.Txn }
+type tx struct {
+	t *badger.Txn
+	// c, when set, notes every write (capture.go): a store with a
+	// replicator sends its replicated records' writes to the metadata
+	// log instead of committing them.
+	c *capture
+}
 
-func (x *tx) Get(key []byte) (*badger.Item, error) { return x.t.Get(key) }
-func (x *tx) Set(key, value []byte) error          { return x.t.Set(key, value) }
-func (x *tx) Delete(key []byte) error              { return x.t.Delete(key) }
-func (x *tx) NewIterator(opt badger.IteratorOptions) *badger.Iterator {
+func (x tx) Get(key []byte) (*badger.Item, error) { return x.t.Get(key) }
+
+func (x tx) Set(key, value []byte) error {
+	x.c.note(key, value)
+	return x.t.Set(key, value)
+}
+
+func (x tx) Delete(key []byte) error {
+	x.c.note(key, nil)
+	return x.t.Delete(key)
+}
+
+func (x tx) NewIterator(opt badger.IteratorOptions) *badger.Iterator {
 	return x.t.NewIterator(opt)
 }
 
@@ -372,6 +393,15 @@ func (s *Store) updateFreeing(fn func(txn tx) error) error {
 }
 
 func (s *Store) updateSynced(freeing bool, fn func(txn tx) error) error {
+	if s.repl != nil {
+		return s.replicate(freeing, true, fn)
+	}
+	return s.commitSynced(freeing, fn)
+}
+
+// commitSynced is updateSynced without a replicator: the change is
+// committed here and fsynced.
+func (s *Store) commitSynced(freeing bool, fn func(txn tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -402,6 +432,9 @@ func (s *Store) updateSynced(freeing bool, fn func(txn tx) error) error {
 // SSTable, or at a later update's Sync while its memtable is still the
 // active one.
 func (s *Store) updateNoSync(fn func(txn tx) error) error {
+	if s.repl != nil {
+		return s.replicate(false, false, fn)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
