@@ -62,7 +62,9 @@ func TestReplicatedWrites(t *testing.T) {
 		{"PutClientQuotas", true, func() error { return s.PutClientQuotas([]ClientQuota{quota}) }},
 		{"AllocateProducerIDs", true, func() error { _, err := s.AllocateProducerIDs(1000); return err }},
 		{"SkipProducerIDsThrough", true, func() error { return s.SkipProducerIDsThrough(5000) }},
-		{"PutMirror", true, func() error { return s.PutMirror(Mirror{Name: "m", Topics: map[string]PartitionState{"orders": StateMirroring}}) }},
+		{"PutMirror", true, func() error {
+			return s.PutMirror(Mirror{Name: "m", Topics: map[string]PartitionState{"orders": StateMirroring}})
+		}},
 		{"PutMirrorPartitionState", true, func() error { return s.PutMirrorPartitionState(state) }},
 		{"PutMirrorSourceOffsets", true, func() error {
 			return s.PutMirrorSourceOffsets("m", []MirrorSourceOffset{{Topic: "orders", Partition: 0, Offset: 9, Time: at(2000)}})
