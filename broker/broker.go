@@ -22,6 +22,17 @@ import (
 	"github.com/kmirror/kmirror/txn"
 )
 
+// OpenStore opens the state store of cfg (cfg.StateDir; cfg validated),
+// as New does when cfg.Store is nil.
+func OpenStore(cfg Config) (*state.Store, error) {
+	store, err := state.Open(cfg.StateDir, state.Options{Logger: cfg.Logger,
+		Secret: cfg.PasswordEncoderSecret, IsSecret: clientauth.Sensitive})
+	if err != nil {
+		return nil, fmt.Errorf("opening the state store: %w", err)
+	}
+	return store, nil
+}
+
 // Broker is one kmirror node's Kafka API.
 type Broker struct {
 	cfg   Config
@@ -131,10 +142,19 @@ func New(cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("log.dirs: creating %s: %w", d, err)
 		}
 	}
-	store, err := state.Open(cfg.StateDir, state.Options{Logger: cfg.Logger,
-		Secret: cfg.PasswordEncoderSecret, IsSecret: clientauth.Sensitive})
-	if err != nil {
-		return nil, fmt.Errorf("opening the state store: %w", err)
+	store := cfg.Store
+	if store == nil {
+		var err error
+		if store, err = OpenStore(cfg); err != nil {
+			return nil, err
+		}
+	}
+	// closeStore undoes the open on a failed start; a store the caller
+	// opened is the caller's to close.
+	closeStore := func() {
+		if cfg.Store == nil {
+			store.Close()
+		}
 	}
 	stored, err := store.Topics()
 	if err == nil {
@@ -145,7 +165,7 @@ func New(cfg Config) (*Broker, error) {
 		logSpace, err = logDirGuards(cfg.LogDirs, store)
 	}
 	if err != nil {
-		store.Close()
+		closeStore()
 		return nil, err
 	}
 	decoy := make([]byte, 32)
@@ -162,20 +182,20 @@ func New(cfg Config) (*Broker, error) {
 	b.pids.store = store
 	b.authzState.Store(newAuthorizer(cfg.Security))
 	if err = b.load(); err != nil {
-		store.Close()
+		closeStore()
 		return nil, err
 	}
 	b.partitions, err = partition.Open(partition.Config{Store: store, LogDirs: cfg.LogDirs, SpaceGuards: logSpace,
 		FS: cfg.Log.FS, LogConfig: b.partitionConfig, TopicsChanged: b.publishImageLocked, EpochMoved: b.epochMoved,
 		Logger: cfg.Logger})
 	if err != nil {
-		store.Close()
+		closeStore()
 		return nil, err
 	}
 	b.publishImage()
 	if err = b.skipKnownProducerIDs(); err != nil {
 		b.partitions.Close()
-		store.Close()
+		closeStore()
 		return nil, err
 	}
 	delay := cfg.GroupInitialRebalanceDelay
@@ -191,7 +211,7 @@ func New(cfg Config) (*Broker, error) {
 	})
 	if err != nil {
 		b.partitions.Close()
-		store.Close()
+		closeStore()
 		return nil, fmt.Errorf("loading consumer groups: %w", err)
 	}
 	b.orphans = map[orphanKey]time.Time{}
@@ -200,7 +220,7 @@ func New(cfg Config) (*Broker, error) {
 	if err != nil {
 		b.groups.Close()
 		b.partitions.Close()
-		store.Close()
+		closeStore()
 		return nil, err
 	}
 	b.warnUnnamedPartitions()
@@ -214,7 +234,7 @@ func New(cfg Config) (*Broker, error) {
 		b.txns.Close()
 		b.groups.Close()
 		b.partitions.Close()
-		store.Close()
+		closeStore()
 		return nil, err
 	}
 	b.srv = srv
@@ -347,7 +367,9 @@ func (b *Broker) Close() error {
 		if err := b.partitions.Close(); err != nil {
 			errs = append(errs, err)
 		}
-		if err := b.store.Close(); err != nil {
+		if b.cfg.Store != nil {
+			// the caller's (node/), closed after what it put under it
+		} else if err := b.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing the state store: %w", err))
 		}
 		b.log.Info("kmirror broker stopped")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/group"
+	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -74,6 +75,11 @@ type Config struct {
 	// timeouts members may ask for (group.min.session.timeout.ms 6 s,
 	// group.max.session.timeout.ms 30 min).
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
+	// Store is the node's state store when the composition root (node/)
+	// opened it (OpenStore) to put the metadata log under it; it stays
+	// open after Close. Nil: New opens it, Close closes it.
+	Store *state.Store
+
 	// DeferServing makes New bind the listeners but serve no request until
 	// StartServing: a node's composition (kmirror serve, demo) wires the
 	// control plane (SetMirrorAdmin) first, so that no client meets a

@@ -71,7 +71,9 @@ func ParseVoters(s string) ([]Voter, error) {
 // LogConfig configures a node's metadata log.
 type LogConfig struct {
 	// NodeID is node.id; Bind the host:port its CONTROLLER listener
-	// binds, which the other voters reach it on.
+	// binds, which the other voters reach it on. A node alone in Voters
+	// may leave Bind empty: its log then needs no network (a single node
+	// is a one-voter cluster without any setting).
 	NodeID int32
 	Bind   string
 	// Dir holds the Raft log and stable store (raft.db) and the snapshots.
@@ -100,9 +102,16 @@ var ErrNotController = errors.New("meta: this node is not the controller")
 type MetadataLog struct {
 	cfg   LogConfig
 	raft  *raft.Raft
-	trans *raft.NetworkTransport
+	trans transport
 	db    *raftboltdb.BoltStore
 	fsm   *storeFSM
+}
+
+// transport is raft's transport: TCP between voters, in memory for a
+// node alone.
+type transport interface {
+	raft.Transport
+	Close() error
 }
 
 // OpenLog opens (or creates) the node's metadata log and joins the
@@ -136,23 +145,20 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 		db.Close()
 		return nil, err
 	}
-	// Bind may be a wildcard (0.0.0.0:9093), which raft cannot advertise:
-	// the others reach this node at its controller.quorum.voters address.
-	self := cfg.Voters[slices.IndexFunc(cfg.Voters, func(v Voter) bool { return v.ID == cfg.NodeID })]
-	addr, err := net.ResolveTCPAddr("tcp", self.Addr)
+	trans, err := newTransport(cfg, hlog)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("metadata log: controller.quorum.voters address of node %d: %w", cfg.NodeID, err)
-	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("metadata log: listening on %s: %w", cfg.Bind, err)
+		return nil, err
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.NodeID)
 	rc.Logger = hlog
 	rc.NoSnapshotRestoreOnStart = true
+	if cfg.Bind == "" && cfg.HeartbeatTimeout == 0 {
+		// Alone, with no network: no reason to wait a second to elect
+		// itself at every start.
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Millisecond, 20*time.Millisecond
+	}
 	if cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout, rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout, cfg.HeartbeatTimeout
 	}
@@ -217,6 +223,48 @@ func (l *MetadataLog) warnChangedVoters() {
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
+// newTransport is the transport of cfg: in memory for a node alone
+// without a controller listener, else TCP on Bind. Bind may be a wildcard
+// (0.0.0.0:9093), which raft cannot advertise: the others reach this node
+// at its controller.quorum.voters address.
+func newTransport(cfg LogConfig, hlog hclog.Logger) (transport, error) {
+	self := cfg.Voters[slices.IndexFunc(cfg.Voters, func(v Voter) bool { return v.ID == cfg.NodeID })]
+	if cfg.Bind == "" {
+		if len(cfg.Voters) != 1 {
+			return nil, fmt.Errorf("metadata log: node %d has no controller listener, and %d voters", cfg.NodeID, len(cfg.Voters))
+		}
+		_, t := raft.NewInmemTransport(raft.ServerAddress(self.Addr))
+		return t, nil
+	}
+	addr, err := net.ResolveTCPAddr("tcp", self.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("metadata log: controller.quorum.voters address of node %d: %w", cfg.NodeID, err)
+	}
+	t, err := raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("metadata log: listening on %s: %w", cfg.Bind, err)
+	}
+	return t, nil
+}
+
+// WaitController waits until this node is the controller (a node alone
+// elects itself within milliseconds), or ctx ends.
+func (l *MetadataLog) WaitController(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("metadata log: no controller elected: %w", ctx.Err())
+	default:
+	}
+	for !l.IsController() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("metadata log: this node was not elected controller: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
 
 // Controller is the node id of the controller (the Raft leader), ok false
 // while none is known (an election is running).
@@ -296,6 +344,9 @@ func (l *MetadataLog) Replicate(ops []state.Op) error {
 	_, err := l.Apply(ctx, ops)
 	return err
 }
+
+// Applied is the index of the last entry this node's store applied.
+func (l *MetadataLog) Applied() uint64 { return l.fsm.applied() }
 
 // Err is the store failure that stopped this node applying the log, nil
 // while it applies: such a node must restart, and decides nothing

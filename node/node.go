@@ -20,6 +20,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +30,9 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/metrics"
+	"github.com/kmirror/kmirror/state"
 )
 
 // Node is one running kmirror node: its Kafka API and its mirror control
@@ -36,6 +40,10 @@ import (
 type Node struct {
 	Broker  *broker.Broker
 	Mirrors *control.Plane
+	// store is the node's state store and log its metadata log, which
+	// the store writes its replicated records through.
+	store *state.Store
+	log   *meta.MetadataLog
 	// metricsSrv serves /metrics on metrics.listener; nil when that is
 	// empty.
 	metricsSrv *http.Server
@@ -62,47 +70,94 @@ func MirrorConfig(cfg broker.Config) control.Config {
 
 // Start builds and starts a node: cfg is the broker's config, mirrors the
 // control plane's (MirrorConfig maps cfg's mirror.* settings; tests pass
-// their own). The listeners are bound first but answer no request until
-// the whole node is wired, so a client that connects early waits instead
-// of finding no control plane. A nil mirrors.Logger takes cfg.Logger.
-func Start(cfg broker.Config, mirrors control.Config) (*Node, error) {
+// their own). The state store opens first, then the metadata log on it
+// (a node alone is a one-voter quorum, in memory: its replicated records
+// are written through the log, as a cluster's controller writes them),
+// then the broker and the control plane. The listeners are bound but
+// answer no request until the whole node is wired, so a client that
+// connects early waits instead of finding no control plane. A nil
+// mirrors.Logger takes cfg.Logger.
+func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if mirrors.Logger == nil {
 		mirrors.Logger = cfg.Logger
 	}
-	cfg.DeferServing = true
-	b, err := broker.New(cfg)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if n.store, err = broker.OpenStore(cfg); err != nil {
+		return nil, err
+	}
+	if n.log, err = openMetadataLog(cfg, n.store); err != nil {
+		return nil, err
+	}
+	cfg.Store, cfg.DeferServing = n.store, true
+	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
 	}
-	ctl, err := control.New(b, mirrors)
-	if err != nil {
-		b.Close()
+	if n.Mirrors, err = control.New(n.Broker, mirrors); err != nil {
 		return nil, fmt.Errorf("starting the mirror control plane: %w", err)
 	}
-	b.SetMirrorAdmin(ctl) // the plane is the broker's MirrorAdmin
-	n := &Node{Broker: b, Mirrors: ctl}
+	n.Broker.SetMirrorAdmin(n.Mirrors) // the plane is the broker's MirrorAdmin
 	if cfg.MetricsListener != "" {
-		if err := n.startMetrics(cfg.MetricsListener, cfg.MetricsMirrorPartitionLabels, cfg.Logger); err != nil {
-			ctl.Close()
-			b.Close()
+		if err = n.startMetrics(cfg.MetricsListener, cfg.MetricsMirrorPartitionLabels, cfg.Logger); err != nil {
 			return nil, fmt.Errorf("starting the metrics listener (metrics.listener=%s): %w", cfg.MetricsListener, err)
 		}
 	}
-	b.StartServing()
+	n.Broker.StartServing()
 	return n, nil
+}
+
+// metadataLogDir is the metadata log's directory in the state dir.
+const metadataLogDir = "raft"
+
+// openMetadataLog opens the node's metadata log under store and makes it
+// the store's replicator, once this node leads it.
+func openMetadataLog(cfg broker.Config, store *state.Store) (*meta.MetadataLog, error) {
+	l, err := meta.OpenLog(meta.LogConfig{NodeID: cfg.NodeID, Dir: filepath.Join(cfg.StateDir, metadataLogDir),
+		Voters: []meta.Voter{{ID: cfg.NodeID, Addr: "node-" + strconv.Itoa(int(cfg.NodeID))}}, Store: store, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := l.WaitController(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	store.SetReplicator(l)
+	return l, nil
 }
 
 // Close stops the node in the reverse order of Start: the metrics
 // listener, the control plane (its fetchers first, so no mirrored append
-// races the logs' close), then the broker.
+// races the logs' close), the broker, the metadata log, the store. A
+// node Start did not finish is closed as far as it got.
 func (n *Node) Close() error {
 	if n.metricsSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.metricsSrv.Shutdown(ctx)
 		cancel()
 	}
-	n.Mirrors.Close()
-	return n.Broker.Close()
+	if n.Mirrors != nil {
+		n.Mirrors.Close()
+	}
+	var errs []error
+	if n.Broker != nil {
+		errs = append(errs, n.Broker.Close())
+	}
+	if n.log != nil {
+		errs = append(errs, n.log.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Addr is the address of the node's first listener.

@@ -54,6 +54,10 @@ func TestStartWiresTheNode(t *testing.T) {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
 		t.Fatal(err)
 	}
+	// The topic was written through the node's metadata log.
+	if n.log.Applied() == 0 {
+		t.Fatal("creating a topic wrote no metadata log entry")
+	}
 	resp, err := cl.Request(ctx, mirrorapi.NewPtrListClusterMirrorsRequest())
 	if err != nil {
 		t.Fatalf("ListClusterMirrors: %v", err)
@@ -102,4 +106,39 @@ func TestStartMetricsListenerTaken(t *testing.T) {
 		t.Fatalf("the log dir stayed locked after a failed start: %v", err)
 	}
 	again.Close()
+}
+
+// A node restarted on its dirs keeps what its metadata log wrote and goes
+// on writing through it: the store's records and the log agree.
+func TestRestartKeepsTheMetadataLog(t *testing.T) {
+	t.Parallel()
+	cfg := nodetest.Config(t)
+	n, err := Start(cfg, control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(nodetest.Client(t, []string{n.Addr()}))
+	if _, err := adm.CreateTopic(t.Context(), 2, 1, nil, "before"); err != nil {
+		t.Fatal(err)
+	}
+	applied := n.log.Applied()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, err = Start(cfg, control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	adm = kadm.NewClient(nodetest.Client(t, []string{n.Addr()}))
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, "after"); err != nil {
+		t.Fatal(err)
+	}
+	if n.log.Applied() <= applied {
+		t.Fatalf("applied index %d after the restart, %d before", n.log.Applied(), applied)
+	}
+	topics, err := adm.ListTopics(t.Context())
+	if err != nil || !topics.Has("before") || !topics.Has("after") {
+		t.Fatalf("topics after the restart: %v, %v", topics.Names(), err)
+	}
 }

@@ -132,11 +132,12 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 	if err := CheckOps(ops); err != nil {
 		return err
 	}
-	deletes := !slices.ContainsFunc(ops, func(op Op) bool { return op.Value != nil })
 	// Committed here, never replicated again: these are the log's own
-	// changes. An entry of deletions only may use the margin kept for
-	// freeing space, as deleting a topic does on one node.
-	return s.commitSynced(deletes, func(txn tx) error {
+	// changes. A committed entry must apply, or this node stops applying
+	// the log: it passed the space check when the controller's store
+	// captured it, so applying it may use the margin kept for freeing
+	// space (a disk filled in between fails it only once that is gone).
+	return s.commitSynced(true, func(txn tx) error {
 		var applied uint64
 		if _, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
 			var err error
