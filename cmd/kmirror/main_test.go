@@ -22,8 +22,8 @@ func TestRun(t *testing.T) {
 		{"version help", []string{"version", "--help"}, 0, "", "Usage: kmirror version"},
 		{"version extra", []string{"version", "x"}, 2, "", "unexpected argument"},
 		{"unknown", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
-		{"storage", []string{"storage"}, 2, "", "Usage: kmirror storage <info|rebuild>"},
-		{"storage unknown", []string{"storage", "format"}, 2, "", `unknown command "format"`},
+		{"storage", []string{"storage"}, 2, "", "Usage: kmirror storage <info|rebuild|format>"},
+		{"storage unknown", []string{"storage", "compact"}, 2, "", `unknown command "compact"`},
 		{"storage extra", []string{"storage", "info", "x"}, 2, "", "unexpected argument"},
 	}
 	for _, tt := range tests {
