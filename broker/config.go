@@ -75,6 +75,10 @@ type Config struct {
 	// timeouts members may ask for (group.min.session.timeout.ms 6 s,
 	// group.max.session.timeout.ms 30 min).
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
+	// MetadataQuorum is the node's metadata log, which DescribeQuorum
+	// describes; nil for a bare broker.
+	MetadataQuorum QuorumDescriber
+
 	// Store is the node's state store when the composition root (node/)
 	// opened it (OpenStore) to put the metadata log under it; it stays
 	// open after Close. Nil: New opens it, Close closes it.

@@ -130,7 +130,11 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("metadata log: %w", err)
 	}
-	hlog := newRaftLogger(cfg.Logger)
+	level := hclog.Warn
+	if cfg.Bind == "" {
+		level = hclog.Error // alone: "starting election" at every start is no news
+	}
+	hlog := newRaftLogger(cfg.Logger, level)
 	db, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
 	if err != nil {
 		return nil, fmt.Errorf("metadata log: opening %s: %w", cfg.Dir, err)
@@ -514,10 +518,10 @@ func (s storeSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (storeSnapshot) Release() {}
 
-// newRaftLogger routes raft's log lines (hclog) into slog: warnings and
-// errors only, since raft logs every heartbeat change at info.
-func newRaftLogger(l *slog.Logger) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{l}, DisableTime: true})
+// newRaftLogger routes raft's log lines (hclog) from level up into slog;
+// raft logs every heartbeat change at info.
+func newRaftLogger(l *slog.Logger, level hclog.Level) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: slogWriter{l}, DisableTime: true})
 }
 
 // slogWriter is hclog's output: one line per write.
@@ -531,4 +535,43 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	}
 	w.l.Log(context.Background(), level, line)
 	return len(p), nil
+}
+
+// QuorumState is the metadata log's quorum as Kafka's DescribeQuorum
+// shows it: Raft's term is the leader epoch, its commit index the high
+// watermark, its log indexes the offsets.
+type QuorumState struct {
+	LeaderID      int32 // -1 while none is elected
+	LeaderEpoch   int32
+	HighWatermark int64
+	Voters        []QuorumReplica
+}
+
+// QuorumReplica is one voter's position; LogEndOffset is -1 where this
+// node does not know it (hashicorp/raft keeps the leader's view of its
+// followers to itself).
+type QuorumReplica struct {
+	ID           int32
+	LogEndOffset int64
+}
+
+// Quorum describes the quorum as this node sees it.
+func (l *MetadataLog) Quorum() QuorumState {
+	stats := l.raft.Stats()
+	num := func(k string) int64 {
+		n, _ := strconv.ParseInt(stats[k], 10, 64)
+		return n
+	}
+	q := QuorumState{LeaderID: -1, LeaderEpoch: int32(num("term")), HighWatermark: num("commit_index")}
+	if id, ok := l.Controller(); ok {
+		q.LeaderID = id
+	}
+	for _, v := range l.cfg.Voters {
+		r := QuorumReplica{ID: v.ID, LogEndOffset: -1}
+		if v.ID == l.cfg.NodeID {
+			r.LogEndOffset = num("last_log_index")
+		}
+		q.Voters = append(q.Voters, r)
+	}
+	return q
 }

@@ -96,7 +96,7 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if n.log, err = openMetadataLog(cfg, n.store); err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.DeferServing = n.store, true
+	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, n.log, true
 	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
@@ -140,5 +142,36 @@ func TestRestartKeepsTheMetadataLog(t *testing.T) {
 	topics, err := adm.ListTopics(t.Context())
 	if err != nil || !topics.Has("before") || !topics.Has("after") {
 		t.Fatalf("topics after the restart: %v, %v", topics.Names(), err)
+	}
+}
+
+// DescribeQuorum shows a node alone as a one-voter quorum it leads; a
+// partition other than the metadata log's is unknown.
+func TestDescribeQuorum(t *testing.T) {
+	t.Parallel()
+	cfg := nodetest.Config(t)
+	n, err := Start(cfg, control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	cl := nodetest.Client(t, []string{n.Addr()})
+	if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}, {Partition: 1}}}}
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := resp.Topics[0].Partitions
+	p := ps[0]
+	if resp.ErrorCode != 0 || p.ErrorCode != 0 || p.LeaderID != cfg.NodeID || p.LeaderEpoch < 1 || p.HighWatermark < 1 ||
+		len(p.CurrentVoters) != 1 || p.CurrentVoters[0].ReplicaID != cfg.NodeID || p.CurrentVoters[0].LogEndOffset < p.HighWatermark {
+		t.Fatalf("DescribeQuorum: %+v", resp)
+	}
+	if ps[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("partition 1 of the metadata log: %+v", ps[1])
 	}
 }

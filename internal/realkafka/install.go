@@ -193,6 +193,7 @@ var toolClasses = map[string][]string{
 	"kafka-producer-perf-test":  {"org.apache.kafka.tools.ProducerPerformance"},
 	"kafka-verifiable-producer": {"org.apache.kafka.tools.VerifiableProducer"},
 	"kafka-consumer-perf-test":  {"org.apache.kafka.tools.ConsumerPerformance", "kafka.tools.ConsumerPerformance"},
+	"kafka-metadata-quorum":     {"org.apache.kafka.tools.MetadataQuorumCommand"},
 	"connect-mirror-maker":      {"org.apache.kafka.connect.mirror.MirrorMaker"},
 }
 

@@ -1,0 +1,78 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/meta"
+)
+
+// DescribeQuorum: v0-2
+//
+// Behavior:
+// The quorum of the node's metadata log (meta.MetadataLog.Quorum), as
+// Kafka's KRaft answers it for partition 0 of __cluster_metadata: the
+// leader (the controller) and its epoch (Raft's term), the high watermark
+// (the commit index), and each voter's log end offset (-1 where this node
+// does not know it: a follower's position is the leader's to know). A
+// node alone is a one-voter quorum, so `kafka-metadata-quorum.sh
+// describe --status` and `--replication` show it. Another topic or
+// partition answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka does; a broker
+// without a metadata log (tests' bare brokers) UNKNOWN_SERVER_ERROR.
+//
+// Authorization: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+//
+// Version notes:
+// v1 fetch and caught-up timestamps (-1: not known); v2 replica directory
+// ids (zero: none), error messages and the voters' endpoints (none: the
+// metadata log of a node alone has no listener).
+func init() { regKey(55, 0, 2, (*Broker).handleDescribeQuorum) }
+
+// metadataTopic and metadataPartition name the metadata log as Kafka does.
+const (
+	metadataTopic     = "__cluster_metadata"
+	metadataPartition = 0
+)
+
+func (b *Broker) handleDescribeQuorum(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeQuorumRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	if az := b.authz(r); !az.cluster(aclOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
+	if b.cfg.MetadataQuorum == nil {
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		msg := "this node runs no metadata log"
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
+	q := b.cfg.MetadataQuorum.Quorum()
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeQuorumResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDescribeQuorumResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if rt.Topic != metadataTopic || rp.Partition != metadataPartition {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			sp.LeaderID, sp.LeaderEpoch, sp.HighWatermark = q.LeaderID, q.LeaderEpoch, q.HighWatermark
+			for _, v := range q.Voters {
+				rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+				rs.ReplicaID, rs.LogEndOffset = v.ID, v.LogEndOffset
+				sp.CurrentVoters = append(sp.CurrentVoters, rs)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// QuorumDescriber is the metadata log as DescribeQuorum reads it.
+type QuorumDescriber interface {
+	Quorum() meta.QuorumState
+}
