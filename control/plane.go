@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/partition"
@@ -197,7 +196,7 @@ func (c *Plane) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	case state.StatePausing:
 		c.resumeFailed(m, ps.Topic, ps.Partition, c.setState(ps, state.StatePaused, ""))
 	case state.StateStopping:
-		if err := c.stopPartition(m, ps.Topic, ps.Partition); err != nil {
+		if err := c.stopPartitions(m, ps.Topic, []int32{ps.Partition}); err != nil {
 			c.log.Error("finishing a stop after a restart", "mirror", m.Name, "topic", ps.Topic,
 				"partition", ps.Partition, "err", err)
 		}
@@ -217,6 +216,13 @@ func (c *Plane) resumeFailed(m state.Mirror, topic string, p int32, err error) {
 
 // setState persists a partition's state. REQUIRES: ps.Mirror's lock held.
 func (c *Plane) setState(ps state.MirrorPartitionState, to state.PartitionState, errMsg string) error {
+	return c.store.PutMirrorPartitionState(withState(ps, to, errMsg))
+}
+
+// withState is ps moved to state to: the state it leaves is the one a
+// FAILED partition goes back to, a state other than FAILED starts the
+// retry count over.
+func withState(ps state.MirrorPartitionState, to state.PartitionState, errMsg string) state.MirrorPartitionState {
 	if ps.State != to && ps.State != state.StateFailed {
 		ps.Previous = ps.State
 	}
@@ -224,7 +230,7 @@ func (c *Plane) setState(ps state.MirrorPartitionState, to state.PartitionState,
 	if to != state.StateFailed {
 		ps.RetryAttempt = 0
 	}
-	return c.store.PutMirrorPartitionState(ps)
+	return ps
 }
 
 // partitionState reads a partition's state, UNKNOWN when none is stored
@@ -342,56 +348,6 @@ func (c *Plane) startPartitionFrom(m state.Mirror, topic string, p int32, resume
 // the previous state, UNKNOWN meaning LOG_ALIGNMENT).
 func alignsOnRetry(prev state.PartitionState) bool {
 	return prev == state.StateUnknown || prev == state.StateLogAlignment || prev == state.StateULERecovery
-}
-
-// stopPartition runs the failover of one partition (see the package doc).
-// It is idempotent: after a crash it is run again from STOPPING.
-// REQUIRES: m's lock held.
-func (c *Plane) stopPartition(m state.Mirror, topic string, p int32) error {
-	ps := c.partitionState(m.Name, topic, p)
-	if ps.State == state.StateStopped {
-		return nil
-	}
-	c.stopFetcher(m.Name, topic, p)
-	local, err := c.parts.MirrorPartition(topic, p)
-	if err != nil {
-		return err
-	}
-	l := local
-	if ps.State != state.StateStopping {
-		ps.LastMirrorEpoch, ps.LastMirrorOffset = -1, l.LogEndOffset()
-		if e, ok := l.LatestEpoch(); ok {
-			ps.LastMirrorEpoch = e
-		}
-		if err := c.setState(ps, state.StateStopping, ""); err != nil {
-			return err
-		}
-	}
-	// Every batch this node writes from now on carries an epoch above the
-	// mirrored ones: consumers see the change, and a failback finds where
-	// this node's own writes begin.
-	if ps.LastMirrorEpoch >= 0 {
-		if err := local.RaiseLeaderEpoch(max(ps.LastMirrorEpoch+1, local.LeaderEpoch())); err != nil {
-			return err
-		}
-	}
-	now := time.Now().UnixMilli()
-	for _, txn := range l.OngoingTxns() {
-		if err := local.AppendControl(func(base int64, epoch int32) []byte {
-			return batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: base, PartitionLeaderEpoch: epoch,
-				Timestamp: now, ProducerID: txn.ProducerID, ProducerEpoch: txn.ProducerEpoch,
-				CoordinatorEpoch: max(0, txn.CoordinatorEpoch)})
-		}); err != nil {
-			return fmt.Errorf("aborting the open transaction of producer %d: %w", txn.ProducerID, err)
-		}
-	}
-	if err := local.AppendControl(func(base int64, epoch int32) []byte {
-		return batch.AppendMirrorPIDReset(nil, batch.PIDReset{BaseOffset: base, PartitionLeaderEpoch: epoch,
-			Timestamp: now, SourceClusterID: m.SourceClusterID})
-	}); err != nil {
-		return fmt.Errorf("appending MIRROR_PID_RESET: %w", err)
-	}
-	return c.setState(c.partitionState(m.Name, topic, p), state.StateStopped, "")
 }
 
 // releaseIfStopped makes a topic writable once all its partitions are

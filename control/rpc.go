@@ -483,10 +483,12 @@ func (c *Plane) stopTopic(m *state.Mirror, name string) (int16, string) {
 		return 0, ""
 	}
 	m.Topics[name] = state.StateStopped
-	for p := int32(0); p < info.Partitions; p++ {
-		if err := c.stopPartition(*m, name, p); err != nil {
-			return kerr.UnknownServerError.Code, fmt.Sprintf("partition %d: %v", p, err)
-		}
+	parts := make([]int32, info.Partitions)
+	for p := range parts {
+		parts[p] = int32(p)
+	}
+	if err := c.stopPartitions(*m, name, parts); err != nil {
+		return kerr.UnknownServerError.Code, err.Error()
 	}
 	c.releaseIfStopped(*m, name)
 	return 0, ""

@@ -170,40 +170,76 @@ type MirrorPartitionState struct {
 // stored state that is corrupt fails the write with an error wrapping
 // ErrCorrupt; delete it with DeleteMirrorPartitionStates or DeleteMirror.
 func (s *Store) PutMirrorPartitionState(p MirrorPartitionState) error {
-	k := mirrorPartitionKey{p.Mirror, p.Topic, p.Partition}
-	if err := checkMirrorPartitionKey(k); err != nil {
-		return fmt.Errorf("state: put mirror partition state: %v", err)
-	}
-	if p.State != StateFailed {
-		p.Previous, p.RetryAttempt = StateUnknown, 0
-	}
-	p.SourceOffsetTime = toMillis(p.SourceOffsetTime)
-	if err := checkMirrorPartitionValue(&p); err != nil {
-		return fmt.Errorf("state: put mirror partition state: mirror %q topic %q partition %d: %v",
-			p.Mirror, p.Topic, p.Partition, err)
-	}
-	key := appendMirrorPartitionKey(nil, k)
-	return s.update(func(txn tx) error {
-		if err := mirrorExists(txn, p.Mirror); err != nil {
-			return err
+	return s.PutMirrorPartitionStates([]MirrorPartitionState{p})
+}
+
+// statesPerTxn bounds the partition states one PutMirrorPartitionStates
+// transaction writes (about 100 bytes each: far below Badger's limits).
+const statesPerTxn = 1000
+
+// PutMirrorPartitionStates is PutMirrorPartitionState for many partitions
+// at once, checked as it checks one: a failover of a thousand partitions
+// persists their STOPPING in one write instead of a thousand. The states
+// go in transactions of up to a thousand, each all or nothing: an error
+// names the partition, and the transactions before it are written. Every
+// state is checked before anything is written.
+func (s *Store) PutMirrorPartitionStates(ps []MirrorPartitionState) error {
+	puts := make([]MirrorPartitionState, len(ps))
+	keys := make([][]byte, len(ps))
+	for i, p := range ps {
+		k := mirrorPartitionKey{p.Mirror, p.Topic, p.Partition}
+		if err := checkMirrorPartitionKey(k); err != nil {
+			return fmt.Errorf("state: put mirror partition state: %v", err)
 		}
-		from, put := StateUnknown, p // put: a copy, as the txn may run again
-		if _, err := getRecord(txn, key, func(v []byte) error {
-			old, err := decodeMirrorPartitionState(v)
-			from = old.State
-			if old.SourceOffsetTime.After(put.SourceOffsetTime) {
-				put.SourceOffset, put.SourceOffsetTime = old.SourceOffset, old.SourceOffsetTime
+		if p.State != StateFailed {
+			p.Previous, p.RetryAttempt = StateUnknown, 0
+		}
+		p.SourceOffsetTime = toMillis(p.SourceOffsetTime)
+		if err := checkMirrorPartitionValue(&p); err != nil {
+			return fmt.Errorf("state: put mirror partition state: mirror %q topic %q partition %d: %v",
+				p.Mirror, p.Topic, p.Partition, err)
+		}
+		puts[i], keys[i] = p, appendMirrorPartitionKey(nil, k)
+	}
+	for len(puts) > 0 {
+		n := min(len(puts), statesPerTxn)
+		if err := s.update(func(txn tx) error {
+			for i := range n {
+				if err := putMirrorPartitionState(txn, keys[i], puts[i]); err != nil {
+					return err
+				}
 			}
-			return err
+			return nil
 		}); err != nil {
 			return err
 		}
-		if !CanTransition(from, p.State) {
-			return fmt.Errorf("%w: mirror %q topic %q partition %d: %v -> %v",
-				ErrInvalidTransition, p.Mirror, p.Topic, p.Partition, from, p.State)
+		puts, keys = puts[n:], keys[n:]
+	}
+	return nil
+}
+
+// putMirrorPartitionState writes p at key in txn, checked against the
+// stored state. REQUIRES: p checked (PutMirrorPartitionStates).
+func putMirrorPartitionState(txn tx, key []byte, p MirrorPartitionState) error {
+	if err := mirrorExists(txn, p.Mirror); err != nil {
+		return err
+	}
+	from, put := StateUnknown, p // put: a copy, as the txn may run again
+	if _, err := getRecord(txn, key, func(v []byte) error {
+		old, err := decodeMirrorPartitionState(v)
+		from = old.State
+		if old.SourceOffsetTime.After(put.SourceOffsetTime) {
+			put.SourceOffset, put.SourceOffsetTime = old.SourceOffset, old.SourceOffsetTime
 		}
-		return txn.Set(key, appendMirrorPartitionState(nil, put))
-	})
+		return err
+	}); err != nil {
+		return err
+	}
+	if !CanTransition(from, p.State) {
+		return fmt.Errorf("%w: mirror %q topic %q partition %d: %v -> %v",
+			ErrInvalidTransition, p.Mirror, p.Topic, p.Partition, from, p.State)
+	}
+	return txn.Set(key, appendMirrorPartitionState(nil, put))
 }
 
 // ReplaceCorruptMirrorPartitionState writes p over a stored state that

@@ -543,3 +543,39 @@ func TestReplaceCorruptMirrorPartitionState(t *testing.T) {
 		t.Fatalf("after the repair: %+v %v", got, err)
 	}
 }
+
+// PutMirrorPartitionStates writes many partitions' states in one
+// transaction, each checked as PutMirrorPartitionState checks one: one
+// invalid transition or value fails the whole batch, nothing written.
+func TestPutMirrorPartitionStates(t *testing.T) {
+	t.Parallel()
+	s := openWithMirror(t)
+	batch := []MirrorPartitionState{aligning("t", 0), aligning("t", 1), aligning("u", 0)}
+	if err := s.PutMirrorPartitionStates(batch); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.MirrorPartitionStates("m"); err != nil || len(got) != 3 {
+		t.Fatalf("after the batch: %+v, %v", got, err)
+	}
+	mirroring := func(topic string, p int32) MirrorPartitionState {
+		ps := aligning(topic, p)
+		ps.State = StateMirroring
+		return ps
+	}
+	stopped := aligning("t", 1)
+	stopped.State = StateStopped // LOG_ALIGNMENT -> STOPPED is not a transition
+	if err := s.PutMirrorPartitionStates([]MirrorPartitionState{mirroring("t", 0), stopped}); !errors.Is(err, ErrInvalidTransition) {
+		t.Fatalf("a batch with an invalid transition: %v", err)
+	}
+	if ps, _ := s.MirrorPartitionState("m", "t", 0); ps.State != StateLogAlignment {
+		t.Fatalf("a failed batch wrote partition 0: %v", ps.State)
+	}
+	bad := mirroring("t", 1)
+	bad.Partition = -1
+	if err := s.PutMirrorPartitionStates([]MirrorPartitionState{mirroring("t", 0), bad}); err == nil {
+		t.Fatal("a batch with an invalid partition accepted")
+	}
+	if ps, _ := s.MirrorPartitionState("m", "t", 0); ps.State != StateLogAlignment {
+		t.Fatalf("a refused batch wrote partition 0: %v", ps.State)
+	}
+}
