@@ -14,10 +14,10 @@ import (
 // one write for all the partitions, so that a stop of a thousand
 // partitions costs a few writes (each an entry of the metadata log), not
 // two thousand: every partition's fetcher is removed and its STOPPING,
-// with where mirroring stopped, persisted; then each partition's leader
-// epoch is raised above the mirrored ones and the markers appended (an
-// ABORT for each open transaction, then MIRROR_PID_RESET); then every
-// partition that got that far is STOPPED. A partition whose markers fail
+// with where mirroring stopped, persisted; then the partitions' leader
+// epochs are raised above the mirrored ones (one write) and each one's
+// markers appended (an ABORT for each open transaction, then
+// MIRROR_PID_RESET); then every partition that got that far is STOPPED. A partition whose markers fail
 // stays STOPPING, without a fetcher, and the stop says which: running it
 // again (a restart runs it) finishes it. Idempotent. REQUIRES: m's lock
 // held.
@@ -46,6 +46,24 @@ func (c *Plane) stopPartitions(m state.Mirror, topic string, ps []int32) error {
 	if err := c.store.PutMirrorPartitionStates(toPersist); err != nil {
 		return err
 	}
+	// Every batch this node writes from now on carries an epoch above
+	// the mirrored ones: consumers see the change, and a failback finds
+	// where this node's own writes begin.
+	raise := map[int32]int32{}
+	for _, st := range stopping {
+		if st.LastMirrorEpoch >= 0 {
+			local, err := c.parts.MirrorPartition(topic, st.Partition)
+			if err != nil {
+				return err
+			}
+			raise[st.Partition] = max(st.LastMirrorEpoch+1, local.LeaderEpoch())
+		}
+	}
+	if len(raise) > 0 {
+		if err := c.parts.RaiseLeaderEpochs(topic, raise); err != nil {
+			return err
+		}
+	}
 	var stopped []state.MirrorPartitionState
 	var failed error
 	for _, st := range stopping {
@@ -58,20 +76,13 @@ func (c *Plane) stopPartitions(m state.Mirror, topic string, ps []int32) error {
 	return errors.Join(c.store.PutMirrorPartitionStates(stopped), failed)
 }
 
-// failOver makes a STOPPING partition this node's: every batch this node
-// writes from now on carries an epoch above the mirrored ones (consumers
-// see the change, and a failback finds where this node's own writes
-// begin), open transactions are aborted, and MIRROR_PID_RESET marks where
-// the mirrored producer ids end.
+// failOver appends a STOPPING partition's markers, its epoch raised: an
+// ABORT for each open transaction, then MIRROR_PID_RESET, which marks
+// where the mirrored producer ids end.
 func (c *Plane) failOver(m state.Mirror, st state.MirrorPartitionState) error {
 	local, err := c.parts.MirrorPartition(st.Topic, st.Partition)
 	if err != nil {
 		return err
-	}
-	if st.LastMirrorEpoch >= 0 {
-		if err := local.RaiseLeaderEpoch(max(st.LastMirrorEpoch+1, local.LeaderEpoch())); err != nil {
-			return err
-		}
 	}
 	now := time.Now().UnixMilli()
 	for _, txn := range local.OngoingTxns() {

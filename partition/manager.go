@@ -566,3 +566,29 @@ func (m *Manager) Info(name string) (TopicInfo, bool) {
 	}
 	return TopicInfo{Name: t.Name(), ID: t.ID(), Partitions: int32(len(t.Partitions())), Mirror: t.Mirror()}, true
 }
+
+// RaiseLeaderEpochs raises the leader epochs of several partitions of
+// mirror topic name in one write (Follower.RaiseLeaderEpoch for each, at
+// the cost of one): a failover raises every partition's above the
+// mirrored epochs.
+func (m *Manager) RaiseLeaderEpochs(name string, epochs map[int32]int32) error {
+	t := m.Topic(name)
+	if t == nil {
+		return fmt.Errorf("partition: no topic %s", name)
+	}
+	for p := range epochs {
+		if t.Partition(p) == nil {
+			return fmt.Errorf("partition: topic %s has no partition %d", name, p)
+		}
+	}
+	stored, err := m.cfg.Store.PutLeaderEpochs(t.id, epochs)
+	if err != nil {
+		return err
+	}
+	for p, e := range stored {
+		pt := t.Partition(p)
+		pt.epochFloor.Store(e)
+		pt.epochMaybeMoved()
+	}
+	return nil
+}

@@ -111,6 +111,14 @@ func TestManagerFollowerAndRestart(t *testing.T) {
 	if err := f.RaiseLeaderEpoch(13); err != nil || f.LeaderEpoch() != 13 || len(n.moved) != 2 {
 		t.Fatalf("raised: %v, epoch %d, moved %d", err, f.LeaderEpoch(), len(n.moved))
 	}
+	// Several partitions at once; an epoch never goes back.
+	if err := n.m.RaiseLeaderEpochs("m", map[int32]int32{0: 5, 1: 9}); err != nil ||
+		tp.Partition(0).LeaderEpoch() != 5 || f.LeaderEpoch() != 13 {
+		t.Fatalf("raised both: %v, epochs %d and %d", err, tp.Partition(0).LeaderEpoch(), f.LeaderEpoch())
+	}
+	if err := n.m.RaiseLeaderEpochs("m", map[int32]int32{2: 1}); err == nil {
+		t.Fatal("raised the epoch of a partition the topic does not have")
+	}
 
 	n.reopen()
 	tp = n.m.TopicByID([16]byte{7})
@@ -119,6 +127,9 @@ func TestManagerFollowerAndRestart(t *testing.T) {
 	}
 	if v, _ := tp.Config("cleanup.policy"); v != "compact" {
 		t.Fatalf("cleanup.policy %q after restart", v)
+	}
+	if e := tp.Partition(0).LeaderEpoch(); e != 5 {
+		t.Fatalf("partition 0's raised epoch after restart: %d", e)
 	}
 	p := tp.Partition(1)
 	if p.LeaderEpoch() != 13 || p.HighWatermark() != 1 || p.LogEndOffset() != 1 {

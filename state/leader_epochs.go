@@ -27,10 +27,20 @@ func leaderEpochKey(id [16]byte) []byte {
 // PutLeaderEpoch raises the stored leader epoch of a partition to epoch
 // (never lowers it) and returns the stored value, with an fsync.
 func (s *Store) PutLeaderEpoch(topicID [16]byte, partition, epoch int32) (int32, error) {
-	if partition < 0 || epoch < 0 {
-		return 0, fmt.Errorf("state: leader epoch %d of partition %d out of range", epoch, partition)
+	stored, err := s.PutLeaderEpochs(topicID, map[int32]int32{partition: epoch})
+	return stored[partition], err
+}
+
+// PutLeaderEpochs is PutLeaderEpoch for several partitions of a topic in
+// one write (a failover raises all of a topic's at once); it returns the
+// epochs stored, by partition.
+func (s *Store) PutLeaderEpochs(topicID [16]byte, raise map[int32]int32) (map[int32]int32, error) {
+	for p, e := range raise {
+		if p < 0 || e < 0 {
+			return nil, fmt.Errorf("state: leader epoch %d of partition %d out of range", e, p)
+		}
 	}
-	var stored int32
+	stored := map[int32]int32{}
 	err := s.update(func(txn tx) error {
 		key := leaderEpochKey(topicID)
 		epochs := map[int32]int32{}
@@ -40,8 +50,10 @@ func (s *Store) PutLeaderEpoch(topicID [16]byte, partition, epoch int32) (int32,
 		}); err != nil {
 			return err
 		}
-		stored = max(epochs[partition], epoch)
-		epochs[partition] = stored
+		for p, e := range raise {
+			epochs[p] = max(epochs[p], e)
+			stored[p] = epochs[p]
+		}
 		return txn.Set(key, appendLeaderEpochs(nil, epochs))
 	})
 	return stored, err
