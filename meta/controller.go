@@ -319,6 +319,12 @@ func partitionOps(changed []state.PartitionAssignment) ([]state.Op, error) {
 
 // fenceOps are the partition changes of fencing id. REQUIRES: c.mu held.
 func (c *Controller) fenceOps(id int32) ([]state.Op, error) {
+	return c.withoutBroker(id, c.cfg.UncleanLeaderElection)
+}
+
+// withoutBroker are the partition changes of taking id out of the
+// leaderships and ISRs (Fence). REQUIRES: c.mu held.
+func (c *Controller) withoutBroker(id int32, unclean bool) ([]state.Op, error) {
 	live, err := c.liveness(id)
 	if err != nil {
 		return nil, err
@@ -327,7 +333,7 @@ func (c *Controller) fenceOps(id int32) ([]state.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return partitionOps(Fence(parts, id, live, c.cfg.UncleanLeaderElection))
+	return partitionOps(Fence(parts, id, live, unclean))
 }
 
 // unfenceOps are the partition changes of id's return. REQUIRES: c.mu
@@ -353,16 +359,7 @@ func (c *Controller) unfenceOps(id int32) ([]state.Op, error) {
 // each heartbeat of the shutdown, it changes only what is left to change.
 // REQUIRES: c.mu held.
 func (c *Controller) moveLeadersOff(id int32) ([]state.Op, error) {
-	live, err := c.liveness(id)
-	if err != nil {
-		return nil, err
-	}
-	parts, err := c.store.PartitionAssignments()
-	if err != nil {
-		return nil, err
-	}
-	changed := Fence(parts, id, live, false)
-	return partitionOps(changed)
+	return c.withoutBroker(id, false) // a shutdown never elects out of sync
 }
 
 // leads reports whether id leads a partition. REQUIRES: c.mu held.

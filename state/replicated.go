@@ -102,14 +102,22 @@ const keyMetadataApplied = "v1/meta/metadata-applied"
 func (s *Store) MetadataApplied() (uint64, error) {
 	var index uint64
 	err := s.view(func(txn tx) error {
-		_, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
-			var err error
-			index, err = decodeApplied(v)
-			return err
-		})
+		var err error
+		index, err = readApplied(txn)
 		return err
 	})
 	return index, err
+}
+
+// readApplied reads the applied index in txn, 0 when none is stored.
+func readApplied(txn tx) (uint64, error) {
+	var applied uint64
+	_, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
+		var err error
+		applied, err = decodeApplied(v)
+		return err
+	})
+	return applied, err
 }
 
 func decodeApplied(v []byte) (uint64, error) {
@@ -138,12 +146,8 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 	// captured it, so applying it may use the margin kept for freeing
 	// space (a disk filled in between fails it only once that is gone).
 	return s.commitSynced(true, func(txn tx) error {
-		var applied uint64
-		if _, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
-			var err error
-			applied, err = decodeApplied(v)
-			return err
-		}); err != nil {
+		applied, err := readApplied(txn)
+		if err != nil {
 			return err
 		}
 		if index <= applied {
@@ -192,12 +196,8 @@ func (s *Store) WriteMetadataSnapshot(w io.Writer) error {
 		return err
 	}
 	err := s.view(func(txn tx) error {
-		var applied uint64
-		if _, err := getRecord(txn, []byte(keyMetadataApplied), func(v []byte) error {
-			var err error
-			applied, err = decodeApplied(v)
-			return err
-		}); err != nil {
+		applied, err := readApplied(txn)
+		if err != nil {
 			return err
 		}
 		if _, err := out.Write(binary.BigEndian.AppendUint64(nil, applied)); err != nil {
