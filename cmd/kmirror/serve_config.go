@@ -18,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/internal/kafkaconfigs"
 	"github.com/kmirror/kmirror/internal/props"
 	"github.com/kmirror/kmirror/internal/settings"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -54,7 +55,8 @@ type setting struct {
 // matter, as in Kafka.
 var serverSettings = []setting{
 	// Server basics. One kmirror node is the whole cluster: the KRaft
-	// quorum settings are accepted and ignored.
+	// quorum settings are accepted when they describe that (this node its
+	// only voter) and refused when they ask for more (checkQuorumSettings).
 	{Def: brokerDef("node.id", "this node's id, an integer >= 0 (default "+strconv.Itoa(broker.DefaultNodeID)+")"),
 		apply: func(c *broker.Config, v string) (err error) { c.NodeID, err = settings.Int32(v, 0); return err }},
 	{Def: settings.Def{Name: "broker.id", Doc: "older name of node.id; if both are set they must agree"}, aliasOf: "node.id"},
@@ -332,6 +334,9 @@ func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignore
 	if err := applyServerSecurity(&cfg, vals); err != nil {
 		return broker.Config{}, nil, err
 	}
+	if err := checkQuorumSettings(cfg.NodeID, skipped); err != nil {
+		return broker.Config{}, nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return broker.Config{}, nil, err
 	}
@@ -339,6 +344,38 @@ func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignore
 		cfg.KafkaSettings = skipped // described as STATIC_BROKER_CONFIG
 	}
 	return cfg, slices.Sorted(maps.Keys(skipped)), nil
+}
+
+// checkQuorumSettings refuses KRaft settings that ask for a cluster of
+// several nodes: kmirror nodes do not form one yet, and a node that
+// quietly ran alone would be a DR copy the operator believes replicated.
+// Kafka's own single-node file (process.roles=broker,controller, this node
+// its only voter) passes; the settings have no effect beyond that.
+func checkQuorumSettings(nodeID int32, kafka map[string]string) error {
+	if v, ok := kafka["process.roles"]; ok {
+		roles := settings.Items(v)
+		slices.Sort(roles)
+		if !slices.Equal(roles, []string{"broker", "controller"}) {
+			return fmt.Errorf("process.roles=%s: a kmirror node is broker and controller (process.roles=broker,controller); "+
+				"a broker-only or controller-only node would belong to a quorum of several nodes, which kmirror "+
+				"does not form yet", v)
+		}
+	}
+	if v, ok := kafka["controller.quorum.voters"]; ok && v != "" {
+		voters, err := meta.ParseVoters(v)
+		if err != nil {
+			return err
+		}
+		if len(voters) != 1 || voters[0].ID != nodeID {
+			return fmt.Errorf("controller.quorum.voters=%s: kmirror nodes do not form a cluster of several nodes yet, "+
+				"each is its own one-voter quorum: list only this node (%d@host:port) or remove the setting", v, nodeID)
+		}
+	}
+	if v, ok := kafka["controller.quorum.bootstrap.servers"]; ok && len(settings.Items(v)) > 1 {
+		return fmt.Errorf("controller.quorum.bootstrap.servers=%s: kmirror nodes do not form a cluster of several "+
+			"nodes yet, each is its own quorum: list at most this node's controller address or remove the setting", v)
+	}
+	return nil
 }
 
 // settingValue is the winning value of one key and where it came from, for errors.

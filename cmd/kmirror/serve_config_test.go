@@ -473,3 +473,34 @@ func TestServeHelpNamesIgnoredSettings(t *testing.T) {
 		t.Errorf("help lists an ignored setting as applied")
 	}
 }
+
+// KRaft settings that describe a single node pass; those that ask for a
+// cluster of several nodes are refused, naming the setting: a node that
+// quietly ran alone would be a copy its operator believes replicated.
+func TestLoadServeConfigRefusesMultiNodeQuorum(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, contents, err string
+	}{
+		{"Kafka's single-node file", "node.id=2\nprocess.roles=broker,controller\ncontroller.quorum.voters=2@localhost:9093\n" +
+			"controller.quorum.bootstrap.servers=localhost:9093\n", ""},
+		{"roles in another order", "process.roles=controller, broker\n", ""},
+		{"three voters", "controller.quorum.voters=1@a:9093,2@b:9093,3@c:9093\n", "controller.quorum.voters=1@a:9093,2@b:9093,3@c:9093: kmirror nodes do not form a cluster"},
+		{"another node as the voter", "node.id=1\ncontroller.quorum.voters=2@b:9093\n", "list only this node (1@host:port)"},
+		{"a bad voter list", "controller.quorum.voters=x\n", "controller.quorum.voters: want id@host:port"},
+		{"broker only", "process.roles=broker\n", "process.roles=broker: a kmirror node is broker and controller"},
+		{"controller only", "process.roles=controller\n", "process.roles=controller:"},
+		{"several bootstrap controllers", "controller.quorum.bootstrap.servers=a:9093,b:9093\n", "controller.quorum.bootstrap.servers=a:9093,b:9093: kmirror nodes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := loadServeConfig(writeConfig(t, c.contents), nil)
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("want an error with %q, got %v", c.err, err)
+			}
+		})
+	}
+}
