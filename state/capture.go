@@ -81,51 +81,40 @@ func (s *Store) replicate(freeing, synced bool, fn func(txn tx) error) error {
 // node-local records is committed (and fsynced when synced); one that
 // wrote replicated records is discarded and its ops returned; both at
 // once is ErrMixedWrite. Conflicts are retried as commit retries them.
-func (s *Store) captureOrCommit(freeing, synced bool, fn func(txn tx) error) ([]Op, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if err := s.checkSpace(freeing); err != nil {
-		return nil, err
-	}
-	if synced {
-		s.syncMu.Lock()
-		defer s.syncMu.Unlock()
-	} else {
-		s.syncMu.RLock()
-		defer s.syncMu.RUnlock()
-	}
-	var err error
-	for range maxConflictRetries {
-		var c capture
-		t := s.db.NewTransaction(true)
-		err = fn(tx{t: t, c: &c})
-		switch {
-		case err == nil && len(c.ops) > 0 && c.local:
-			err = ErrMixedWrite
-		case err == nil && len(c.ops) > 0:
-			t.Discard()
-			return c.ops, nil
-		case err == nil:
-			err = t.Commit()
-		}
-		t.Discard()
-		switch {
-		case errors.Is(err, badger.ErrTxnTooBig):
-			return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
-		case errors.Is(err, badger.ErrConflict):
-			continue
-		case err != nil:
-			return nil, err
-		}
-		if synced {
-			if err := s.db.Sync(); err != nil {
-				return nil, fmt.Errorf("state: syncing: %w", err)
+func (s *Store) captureOrCommit(freeing, synced bool, fn func(txn tx) error) (ops []Op, err error) {
+	err = s.writing(freeing, synced, func() error {
+		var err error
+		for range maxConflictRetries {
+			var c capture
+			t := s.db.NewTransaction(true)
+			err = fn(tx{t: t, c: &c})
+			switch {
+			case err == nil && len(c.ops) > 0 && c.local:
+				err = ErrMixedWrite
+			case err == nil && len(c.ops) > 0:
+				t.Discard()
+				ops = c.ops
+				return nil
+			case err == nil:
+				err = t.Commit()
 			}
+			t.Discard()
+			switch {
+			case errors.Is(err, badger.ErrTxnTooBig):
+				return fmt.Errorf("%w: %w", ErrTooLarge, err)
+			case errors.Is(err, badger.ErrConflict):
+				continue
+			case err != nil:
+				return err
+			}
+			if synced {
+				if err := s.db.Sync(); err != nil {
+					return fmt.Errorf("state: syncing: %w", err)
+				}
+			}
+			return nil
 		}
-		return nil, nil
-	}
-	return nil, fmt.Errorf("state: %d transaction conflicts in a row: %w", maxConflictRetries, err)
+		return fmt.Errorf("state: %d transaction conflicts in a row: %w", maxConflictRetries, err)
+	})
+	return ops, err
 }

@@ -320,45 +320,37 @@ func decodeMetadataSnapshot(data []byte) ([]Op, uint64, error) {
 // the old index, so the metadata log restores the snapshot again at the
 // next start.
 func (s *Store) RestoreMetadata(index uint64, ops []Op) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if err := s.checkSpace(false); err != nil {
-		return err
-	}
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	for _, k := range replicatedKeys {
-		if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(k)) }); err != nil {
+	return s.writing(false, true, func() error {
+		for _, k := range replicatedKeys {
+			if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(k)) }); err != nil {
+				return fmt.Errorf("state: restoring metadata: %w", err)
+			}
+		}
+		var prefixes [][]byte
+		for _, p := range replicatedPrefixes {
+			prefixes = append(prefixes, []byte(p))
+		}
+		if err := s.db.DropPrefix(prefixes...); err != nil {
 			return fmt.Errorf("state: restoring metadata: %w", err)
 		}
-	}
-	var prefixes [][]byte
-	for _, p := range replicatedPrefixes {
-		prefixes = append(prefixes, []byte(p))
-	}
-	if err := s.db.DropPrefix(prefixes...); err != nil {
-		return fmt.Errorf("state: restoring metadata: %w", err)
-	}
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, op := range ops {
-		if err := wb.Set(op.Key, op.Value); err != nil {
+		wb := s.db.NewWriteBatch()
+		defer wb.Cancel()
+		for _, op := range ops {
+			if err := wb.Set(op.Key, op.Value); err != nil {
+				return fmt.Errorf("state: restoring metadata: %w", err)
+			}
+		}
+		if err := wb.Flush(); err != nil {
 			return fmt.Errorf("state: restoring metadata: %w", err)
 		}
-	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("state: restoring metadata: %w", err)
-	}
-	if err := s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set([]byte(keyMetadataApplied), appliedValue(index))
-	}); err != nil {
-		return fmt.Errorf("state: restoring metadata: %w", err)
-	}
-	if err := s.db.Sync(); err != nil {
-		return fmt.Errorf("state: syncing: %w", err)
-	}
-	return nil
+		if err := s.db.Update(func(txn *badger.Txn) error {
+			return txn.Set([]byte(keyMetadataApplied), appliedValue(index))
+		}); err != nil {
+			return fmt.Errorf("state: restoring metadata: %w", err)
+		}
+		if err := s.db.Sync(); err != nil {
+			return fmt.Errorf("state: syncing: %w", err)
+		}
+		return nil
+	})
 }

@@ -402,6 +402,23 @@ func (s *Store) updateSynced(freeing bool, fn func(txn tx) error) error {
 // commitSynced is updateSynced without a replicator: the change is
 // committed here and fsynced.
 func (s *Store) commitSynced(freeing bool, fn func(txn tx) error) error {
+	return s.writing(freeing, true, func() error {
+		if err := s.commit(fn); err != nil {
+			return err
+		}
+		if err := s.db.Sync(); err != nil {
+			return fmt.Errorf("state: syncing: %w", err)
+		}
+		return nil
+	})
+}
+
+// writing runs fn with the store open for a write: mu held shared (Close
+// waits for it), the free space checked (freeing: with the margin kept
+// for deletions, space.go), and syncMu held exclusively for a write that
+// fsyncs (see syncMu for why no other commit may run meanwhile), shared
+// for one that does not.
+func (s *Store) writing(freeing, synced bool, fn func() error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -410,15 +427,14 @@ func (s *Store) commitSynced(freeing bool, fn func(txn tx) error) error {
 	if err := s.checkSpace(freeing); err != nil {
 		return err
 	}
-	s.syncMu.Lock() // see syncMu for why no other commit may run
-	defer s.syncMu.Unlock()
-	if err := s.commit(fn); err != nil {
-		return err
+	if synced {
+		s.syncMu.Lock()
+		defer s.syncMu.Unlock()
+	} else {
+		s.syncMu.RLock()
+		defer s.syncMu.RUnlock()
 	}
-	if err := s.db.Sync(); err != nil {
-		return fmt.Errorf("state: syncing: %w", err)
-	}
-	return nil
+	return fn()
 }
 
 // updateNoSync is update without the fsync, for committed offsets and the
@@ -435,17 +451,7 @@ func (s *Store) updateNoSync(fn func(txn tx) error) error {
 	if s.repl != nil {
 		return s.replicate(false, false, fn)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if err := s.checkSpace(false); err != nil {
-		return err
-	}
-	s.syncMu.RLock()
-	defer s.syncMu.RUnlock()
-	return s.commit(fn)
+	return s.writing(false, false, func() error { return s.commit(fn) })
 }
 
 // commit runs fn in a read-write transaction and commits it, retrying
