@@ -179,7 +179,10 @@ func New(cfg Config) (*Broker, error) {
 		ready:        make(chan struct{}),
 		closing:      make(chan struct{}),
 	}
-	b.pids.store = store
+	b.pids.src, b.pids.after = cfg.ProducerIDs, -1
+	if b.pids.src == nil {
+		b.pids.src = storeProducerIDBlocks{store}
+	}
 	b.authzState.Store(newAuthorizer(cfg.Security))
 	if err = b.load(); err != nil {
 		closeStore()
@@ -193,11 +196,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.publishImage()
-	if err = b.skipKnownProducerIDs(); err != nil {
-		b.partitions.Close()
-		closeStore()
-		return nil, err
-	}
+	b.skipKnownProducerIDs()
 	delay := cfg.GroupInitialRebalanceDelay
 	if delay == 0 {
 		delay = group.NoInitialRebalanceDelay

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/group"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 )
@@ -78,6 +79,15 @@ type Config struct {
 	// MetadataQuorum is the node's metadata log, which DescribeQuorum
 	// describes; nil for a bare broker.
 	MetadataQuorum QuorumDescriber
+	// Controller is the controller role of the node's metadata log, which
+	// the controller RPCs (BrokerRegistration, BrokerHeartbeat,
+	// AllocateProducerIds) call; nil on a node that is not a controller
+	// (they answer NOT_CONTROLLER).
+	Controller *meta.Controller
+	// ProducerIDs is where the broker gets its blocks of producer ids
+	// (the controller, directly or over AllocateProducerIds); nil: the
+	// state store, for a bare broker without a metadata log.
+	ProducerIDs ProducerIDBlocks
 
 	// Store is the node's state store when the composition root (node/)
 	// opened it (OpenStore) to put the metadata log under it; it stays
