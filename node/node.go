@@ -44,6 +44,9 @@ type Node struct {
 	// the store writes its replicated records through.
 	store *state.Store
 	log   *meta.MetadataLog
+	// life is the node's registration and heartbeats with the
+	// controller (lifecycle.go).
+	life *Lifecycle
 	// metricsSrv serves /metrics on metrics.listener; nil when that is
 	// empty.
 	metricsSrv *http.Server
@@ -96,7 +99,9 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if n.log, err = openMetadataLog(cfg, n.store); err != nil {
 		return nil, err
 	}
+	n.life = newNodeLifecycle(cfg, n.store, n.log)
 	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, n.log, true
+	cfg.Controller, cfg.ProducerIDs = n.life.cfg.Controller, n.life
 	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
 	}
@@ -109,6 +114,7 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 			return nil, fmt.Errorf("starting the metrics listener (metrics.listener=%s): %w", cfg.MetricsListener, err)
 		}
 	}
+	n.life.Start(brokerEndpoints(n.Broker.Listeners()))
 	n.Broker.StartServing()
 	return n, nil
 }
@@ -139,6 +145,16 @@ func openMetadataLog(cfg broker.Config, store *state.Store) (*meta.MetadataLog, 
 // races the logs' close), the broker, the metadata log, the store. A
 // node Start did not finish is closed as far as it got.
 func (n *Node) Close() error {
+	if n.life != nil {
+		// Kafka's controlled shutdown first, while the node still serves
+		// what it leads; a node alone skips it (nowhere to move).
+		ctx, cancel := context.WithTimeout(context.Background(), n.life.cfg.ShutdownTimeout)
+		if err := n.life.Shutdown(ctx); err != nil {
+			n.life.cfg.Logger.Warn("controlled shutdown", "err", err)
+		}
+		cancel()
+		n.life.Close()
+	}
 	if n.metricsSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.metricsSrv.Shutdown(ctx)

@@ -1,0 +1,619 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/state"
+)
+
+// The lifecycle is a node's broker side of the cluster, Kafka's
+// BrokerLifecycleManager: while the node is up it registers with the
+// controller, then heartbeats every broker.heartbeat.interval.ms with the
+// metadata log index it has applied, which keeps its session and unfences
+// it once it has caught up with its registration. It registers again when
+// the controller no longer knows its epoch (STALE_BROKER_EPOCH, a
+// controller that lost the registration), and retries with a short
+// backoff through NOT_CONTROLLER (an election) and connection errors. At
+// close it runs a controlled shutdown: it heartbeats with WantShutDown
+// until the controller has moved its leaderships off it.
+//
+// On the controller itself the calls go to meta.Controller directly, not
+// over the network (controllerClient has the two implementations), and a
+// second loop fences the brokers whose sessions expired.
+
+// ControllerChannel sends a request to the cluster's current controller
+// (meta's controller channel is one), answering its response or the error
+// of reaching it.
+type ControllerChannel interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// LifecycleConfig configures a node's lifecycle.
+type LifecycleConfig struct {
+	// NodeID is node.id, ClusterID the cluster's id (a controller of
+	// another cluster refuses the registration), Rack broker.rack (nil
+	// when unset).
+	NodeID    int32
+	ClusterID string
+	Rack      *string
+	// HeartbeatInterval is broker.heartbeat.interval.ms (2 s when 0).
+	HeartbeatInterval time.Duration
+	// ShutdownTimeout bounds the controlled shutdown of Close
+	// (broker.session.timeout.ms, 9 s when 0): past it the controller
+	// fences the broker anyway.
+	ShutdownTimeout time.Duration
+	// RetryBackoff is the wait before a call that failed is tried again,
+	// and between the heartbeats of a broker fenced or shutting down
+	// (100 ms when 0).
+	RetryBackoff time.Duration
+	// Applied is the index of the last metadata log entry the node has
+	// applied (meta.MetadataLog's Applied).
+	Applied func() uint64
+	// Controller is the node's controller role, nil on a broker-only
+	// node; IsController tells whether it is the controller now (nil:
+	// always, a node alone).
+	Controller   *meta.Controller
+	IsController func() bool
+	// Store is the node's state store: the controller's producer-id
+	// allocator and the registered brokers are read from it. Nil: the
+	// controlled shutdown always runs.
+	Store *state.Store
+	// Channel reaches the controller when this node is not it; nil on a
+	// node alone.
+	Channel ControllerChannel
+	Logger  *slog.Logger
+}
+
+// Lifecycle is a node's registration and heartbeats (see the top of
+// lifecycle.go). It is also the broker's source of producer-id blocks
+// (broker.ProducerIDBlocks): the controller's.
+type Lifecycle struct {
+	cfg         LifecycleConfig
+	incarnation [16]byte
+	listeners   []state.BrokerEndpoint
+	local       controllerClient // nil without cfg.Controller
+	remote      controllerClient // nil without cfg.Channel
+
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	kick   chan struct{}
+	wg     sync.WaitGroup
+
+	mu sync.Mutex
+	// epoch is the broker epoch of the registration, -1 before one (or
+	// after the controller refused it as stale).
+	epoch  int64
+	fenced bool
+	// wantShutdown: Shutdown was called; the heartbeats ask for it.
+	wantShutdown bool
+	// ready is closed when a shutdown heartbeat answers ShutdownReady.
+	ready chan struct{}
+	// changed is closed and replaced at each change of epoch or fenced.
+	changed chan struct{}
+	// failing: the last call failed (its error was logged at Warn; the
+	// next ones, alike, at Debug).
+	failing bool
+}
+
+// NewLifecycle is a node's lifecycle, not started: the broker asks it for
+// producer-id blocks from its start (broker.Config.ProducerIDs), before
+// its listeners, which the registration carries, are bound.
+func NewLifecycle(cfg LifecycleConfig) *Lifecycle {
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 2 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 9 * time.Second
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = 100 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Applied == nil {
+		cfg.Applied = func() uint64 { return 0 }
+	}
+	l := &Lifecycle{cfg: cfg, epoch: -1, fenced: true, kick: make(chan struct{}, 1),
+		ready: make(chan struct{}), changed: make(chan struct{})}
+	rand.Read(l.incarnation[:])
+	l.incarnation[6] = l.incarnation[6]&0x0f | 0x40 // a version 4 uuid, as Kafka's Uuid.randomUuid
+	l.incarnation[8] = l.incarnation[8]&0x3f | 0x80
+	if cfg.Controller != nil {
+		l.local = localController{c: cfg.Controller, store: cfg.Store}
+	}
+	if cfg.Channel != nil {
+		l.remote = remoteController{ch: cfg.Channel, clusterID: cfg.ClusterID}
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	return l
+}
+
+// Start registers the broker with listeners (its advertised listeners)
+// and heartbeats from then on, until Close.
+func (l *Lifecycle) Start(listeners []state.BrokerEndpoint) {
+	l.listeners = listeners
+	l.wg.Add(1)
+	go l.run()
+	if l.local != nil {
+		l.wg.Add(1)
+		go l.fenceLoop()
+	}
+}
+
+// Close stops the heartbeats (a broker that did not run Shutdown first is
+// fenced when its session expires). It waits for the loops to end.
+func (l *Lifecycle) Close() {
+	l.cancel()
+	l.wg.Wait()
+}
+
+// Epoch is the broker epoch of the registration, -1 before one.
+func (l *Lifecycle) Epoch() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch
+}
+
+// Fenced reports whether the broker is fenced (true until the controller
+// has unfenced it).
+func (l *Lifecycle) Fenced() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fenced
+}
+
+// WaitUnfenced waits until the broker is registered and unfenced, or ctx
+// ends.
+func (l *Lifecycle) WaitUnfenced(ctx context.Context) error {
+	return l.waitFor(ctx, func() bool { return l.epoch >= 0 && !l.fenced })
+}
+
+// waitFor waits until cond holds (it is called with l.mu held), or ctx or
+// the lifecycle ends.
+func (l *Lifecycle) waitFor(ctx context.Context, cond func() bool) error {
+	for {
+		l.mu.Lock()
+		ok, changed := cond(), l.changed
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.ctx.Done():
+			return fmt.Errorf("node: broker lifecycle closed")
+		}
+	}
+}
+
+// setState records a registration or a heartbeat's answer. REQUIRES:
+// l.mu held.
+func (l *Lifecycle) setState(epoch int64, fenced bool) {
+	if epoch == l.epoch && fenced == l.fenced {
+		return
+	}
+	l.epoch, l.fenced = epoch, fenced
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// wake makes the loop call the controller now instead of at its next
+// heartbeat.
+func (l *Lifecycle) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Shutdown is Kafka's controlled shutdown: the heartbeats ask to shut
+// down, and the controller moves the broker's leaderships to other
+// in-sync replicas (a partition with none goes offline); Shutdown returns
+// once it answers ShutdownReady, or with ctx's error when ctx ends first
+// (the controller fences the broker when its session expires). A broker
+// not registered, or the only one registered, has nowhere to move its
+// leaderships to: Shutdown returns at once.
+func (l *Lifecycle) Shutdown(ctx context.Context) error {
+	if l.alone() {
+		return nil
+	}
+	l.mu.Lock()
+	l.wantShutdown = true
+	l.mu.Unlock()
+	l.wake()
+	select {
+	case <-l.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("node: controlled shutdown of broker %d: %w", l.cfg.NodeID, ctx.Err())
+	case <-l.ctx.Done():
+		return fmt.Errorf("node: controlled shutdown of broker %d: the lifecycle is closed", l.cfg.NodeID)
+	}
+}
+
+// alone reports whether the broker is not registered, or is the only
+// broker the node's store knows.
+func (l *Lifecycle) alone() bool {
+	if l.Epoch() < 0 {
+		return true
+	}
+	if l.cfg.Store == nil {
+		return false
+	}
+	brokers, err := l.cfg.Store.Brokers()
+	if err != nil {
+		return false
+	}
+	for _, b := range brokers {
+		if b.ID != l.cfg.NodeID {
+			return false
+		}
+	}
+	return true
+}
+
+// client is the way to the controller now: this node's own role while it
+// is the controller, else the channel (remote).
+func (l *Lifecycle) client() (c controllerClient, remote bool) {
+	switch {
+	case l.local != nil && (l.remote == nil || l.cfg.IsController == nil || l.cfg.IsController()):
+		return l.local, false
+	case l.remote != nil:
+		return l.remote, true
+	}
+	return noController{}, false
+}
+
+// callTimeout bounds one call to the controller.
+func (l *Lifecycle) callTimeout() time.Duration { return max(2*l.cfg.HeartbeatInterval, 5*time.Second) }
+
+// run is the loop of registrations and heartbeats.
+func (l *Lifecycle) run() {
+	defer l.wg.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		case <-l.kick:
+		}
+		t.Stop()
+		t.Reset(l.step())
+	}
+}
+
+// step makes one call to the controller: a registration when the broker
+// has none, else a heartbeat (right after a registration too). It returns
+// the wait before the next.
+func (l *Lifecycle) step() time.Duration {
+	ctx, cancel := context.WithTimeout(l.ctx, l.callTimeout())
+	defer cancel()
+	c, _ := l.client()
+	l.mu.Lock()
+	epoch, wantShutdown := l.epoch, l.wantShutdown
+	l.mu.Unlock()
+	if epoch < 0 {
+		reg := state.BrokerRegistration{ID: l.cfg.NodeID, Incarnation: l.incarnation, Rack: l.cfg.Rack, Listeners: l.listeners}
+		e, err := c.register(ctx, reg)
+		if err != nil {
+			l.failed("registering with the controller", err)
+			return l.cfg.RetryBackoff
+		}
+		l.mu.Lock()
+		l.setState(e, true)
+		l.mu.Unlock()
+		epoch = e
+		l.cfg.Logger.Info("registered with the controller", "node_id", l.cfg.NodeID, "broker_epoch", e)
+	}
+	res, err := c.heartbeat(ctx, l.cfg.NodeID, epoch, l.cfg.Applied(), wantShutdown)
+	switch {
+	case errors.Is(err, meta.ErrStaleBrokerEpoch), errors.Is(err, meta.ErrUnknownBroker):
+		l.failed("heartbeat", err)
+		l.mu.Lock()
+		if l.epoch == epoch {
+			l.setState(-1, true) // register again, at once
+		}
+		l.mu.Unlock()
+		return 0
+	case err != nil:
+		l.failed("heartbeat", err)
+		return l.cfg.RetryBackoff
+	}
+	l.succeeded()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.epoch == epoch {
+		l.setState(epoch, res.Fenced)
+	}
+	if wantShutdown && res.ShutdownReady {
+		select {
+		case <-l.ready:
+		default:
+			close(l.ready)
+		}
+	}
+	if wantShutdown || res.Fenced {
+		return l.cfg.RetryBackoff // catching up, or moving leaderships off: soon
+	}
+	return l.cfg.HeartbeatInterval
+}
+
+// failed logs a failed call: at Warn the first time in a row, then at
+// Debug (an election or a controller restart repeats the same error at
+// every retry).
+func (l *Lifecycle) failed(what string, err error) {
+	if l.ctx.Err() != nil {
+		return // closing
+	}
+	l.mu.Lock()
+	first := !l.failing
+	l.failing = true
+	l.mu.Unlock()
+	level := slog.LevelDebug
+	if first {
+		level = slog.LevelWarn
+	}
+	l.cfg.Logger.Log(context.Background(), level, "broker lifecycle: "+what+" failed, retrying", "node_id", l.cfg.NodeID, "err", err)
+}
+
+func (l *Lifecycle) succeeded() {
+	l.mu.Lock()
+	l.failing = false
+	l.mu.Unlock()
+}
+
+// fenceLoop fences the brokers whose sessions expired, every half
+// heartbeat interval while this node is the controller.
+func (l *Lifecycle) fenceLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(max(l.cfg.HeartbeatInterval/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if l.cfg.IsController != nil && !l.cfg.IsController() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, l.callTimeout())
+		err := l.cfg.Controller.FenceExpired(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, meta.ErrNotController) && l.ctx.Err() == nil {
+			l.cfg.Logger.Warn("fencing the brokers whose sessions expired", "err", err)
+		}
+	}
+}
+
+// ProducerIDBlock is broker.ProducerIDBlocks: a block from the
+// controller, directly on the controller (past after: it asks for a block
+// that large), else over AllocateProducerIds once the broker is
+// registered. It retries through elections and re-registrations until ctx
+// ends.
+func (l *Lifecycle) ProducerIDBlock(ctx context.Context, after int64) (first, n int64, err error) {
+	for {
+		c, remote := l.client()
+		epoch := int64(-1)
+		if remote {
+			if err := l.waitFor(ctx, func() bool { return l.epoch >= 0 }); err != nil {
+				return 0, 0, fmt.Errorf("node: waiting for the broker's registration: %w", err)
+			}
+			epoch = l.Epoch()
+		}
+		first, n, err = c.producerIDBlock(ctx, l.cfg.NodeID, epoch, after)
+		if err == nil {
+			return first, n, nil
+		}
+		if errors.Is(err, meta.ErrStaleBrokerEpoch) || errors.Is(err, meta.ErrUnknownBroker) {
+			l.wake() // the heartbeat finds out and registers again
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("node: allocating producer ids: %w (last error: %w)", ctx.Err(), err)
+		case <-time.After(l.cfg.RetryBackoff):
+		}
+	}
+}
+
+// controllerClient is the controller's calls as a broker makes them. Its
+// errors are meta's: ErrNotController, ErrStaleBrokerEpoch and
+// ErrUnknownBroker, whichever way the call went.
+type controllerClient interface {
+	register(ctx context.Context, reg state.BrokerRegistration) (epoch int64, err error)
+	heartbeat(ctx context.Context, id int32, epoch int64, applied uint64, wantShutdown bool) (meta.HeartbeatResult, error)
+	// producerIDBlock: epoch is -1 on the local controller, which does
+	// not check it.
+	producerIDBlock(ctx context.Context, id int32, epoch, after int64) (first, n int64, err error)
+}
+
+// producerIDBlockSize is the block a broker asks for, Kafka's.
+const producerIDBlockSize = 1000
+
+// localController calls this node's controller role.
+type localController struct {
+	c     *meta.Controller
+	store *state.Store
+}
+
+func (lc localController) register(ctx context.Context, reg state.BrokerRegistration) (int64, error) {
+	return lc.c.RegisterBroker(ctx, reg)
+}
+
+func (lc localController) heartbeat(ctx context.Context, id int32, epoch int64, applied uint64, wantShutdown bool) (meta.HeartbeatResult, error) {
+	return lc.c.Heartbeat(ctx, id, epoch, applied, wantShutdown)
+}
+
+// producerIDBlock asks for a block that reaches a full block past after:
+// the controller's allocator then moves past the ids the logs know, in
+// one entry, which the AllocateProducerIds RPC cannot ask for.
+func (lc localController) producerIDBlock(ctx context.Context, _ int32, _, after int64) (int64, int64, error) {
+	n := int64(producerIDBlockSize)
+	if lc.store != nil && after >= 0 {
+		next, err := lc.store.NextProducerID()
+		if err != nil {
+			return 0, 0, err
+		}
+		if after >= next {
+			n += after + 1 - next
+		}
+	}
+	first, err := lc.c.AllocateProducerIDs(ctx, n)
+	return first, n, err
+}
+
+// remoteController calls the controller over the channel.
+type remoteController struct {
+	ch        ControllerChannel
+	clusterID string
+}
+
+// controllerError is the error of a controller RPC's code, meta's
+// sentinels for the codes the lifecycle acts on.
+func controllerError(code int16) error {
+	switch code {
+	case 0:
+		return nil
+	case kerr.NotController.Code:
+		return meta.ErrNotController
+	case kerr.StaleBrokerEpoch.Code:
+		return meta.ErrStaleBrokerEpoch
+	case kerr.BrokerIDNotRegistered.Code:
+		return meta.ErrUnknownBroker
+	}
+	return fmt.Errorf("node: the controller answered %w", kerr.ErrorForCode(code))
+}
+
+func (rc remoteController) register(ctx context.Context, reg state.BrokerRegistration) (int64, error) {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = reg.ID, rc.clusterID, reg.Incarnation, reg.Rack
+	req.PreviousBrokerEpoch = -1
+	for _, e := range reg.Listeners {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port = e.Name, e.Host, uint16(e.Port)
+		req.Listeners = append(req.Listeners, l)
+	}
+	resp, err := rc.ch.Request(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	r, ok := resp.(*kmsg.BrokerRegistrationResponse)
+	if !ok {
+		return 0, fmt.Errorf("node: BrokerRegistration answered with a %T", resp)
+	}
+	if err := controllerError(r.ErrorCode); err != nil {
+		return 0, err
+	}
+	return r.BrokerEpoch, nil
+}
+
+func (rc remoteController) heartbeat(ctx context.Context, id int32, epoch int64, applied uint64, wantShutdown bool) (meta.HeartbeatResult, error) {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset, req.WantShutdown = id, epoch, int64(applied), wantShutdown
+	resp, err := rc.ch.Request(ctx, req)
+	if err != nil {
+		return meta.HeartbeatResult{}, err
+	}
+	r, ok := resp.(*kmsg.BrokerHeartbeatResponse)
+	if !ok {
+		return meta.HeartbeatResult{}, fmt.Errorf("node: BrokerHeartbeat answered with a %T", resp)
+	}
+	if err := controllerError(r.ErrorCode); err != nil {
+		return meta.HeartbeatResult{}, err
+	}
+	return meta.HeartbeatResult{Fenced: r.IsFenced, ShutdownReady: r.ShouldShutdown}, nil
+}
+
+func (rc remoteController) producerIDBlock(ctx context.Context, id int32, epoch, _ int64) (int64, int64, error) {
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = id, epoch
+	resp, err := rc.ch.Request(ctx, req)
+	if err != nil {
+		return 0, 0, err
+	}
+	r, ok := resp.(*kmsg.AllocateProducerIDsResponse)
+	if !ok {
+		return 0, 0, fmt.Errorf("node: AllocateProducerIds answered with a %T", resp)
+	}
+	if err := controllerError(r.ErrorCode); err != nil {
+		return 0, 0, err
+	}
+	if r.ProducerIDStart < 0 || r.ProducerIDLen <= 0 {
+		return 0, 0, fmt.Errorf("node: AllocateProducerIds answered the block %d+%d", r.ProducerIDStart, r.ProducerIDLen)
+	}
+	return r.ProducerIDStart, int64(r.ProducerIDLen), nil
+}
+
+// noController is the client of a lifecycle with neither a controller
+// role nor a channel: every call fails.
+type noController struct{}
+
+func (noController) register(context.Context, state.BrokerRegistration) (int64, error) {
+	return 0, meta.ErrNotController
+}
+
+func (noController) heartbeat(context.Context, int32, int64, uint64, bool) (meta.HeartbeatResult, error) {
+	return meta.HeartbeatResult{}, meta.ErrNotController
+}
+
+func (noController) producerIDBlock(context.Context, int32, int64, int64) (int64, int64, error) {
+	return 0, 0, meta.ErrNotController
+}
+
+// newNodeLifecycle is the lifecycle of a node alone, as Start builds it:
+// one voter, so the node is its own controller (the multi-node wiring,
+// a channel to another controller, is not built yet).
+// broker.heartbeat.interval.ms, broker.session.timeout.ms and
+// broker.rack come from cfg's Kafka settings.
+func newNodeLifecycle(cfg broker.Config, store *state.Store, log *meta.MetadataLog) *Lifecycle {
+	session := settingMillis(cfg.KafkaSettings, "broker.session.timeout.ms")
+	c := meta.NewController(log, store, meta.ControllerConfig{SessionTimeout: session})
+	var rack *string
+	if r, ok := cfg.KafkaSettings["broker.rack"]; ok && r != "" {
+		rack = &r
+	}
+	return NewLifecycle(LifecycleConfig{NodeID: cfg.NodeID, ClusterID: store.ClusterID(), Rack: rack,
+		HeartbeatInterval: settingMillis(cfg.KafkaSettings, "broker.heartbeat.interval.ms"), ShutdownTimeout: session,
+		Applied: log.Applied, Controller: c, IsController: log.IsController, Store: store, Logger: cfg.Logger})
+}
+
+// settingMillis is the duration of a *.ms Kafka setting, 0 (the default)
+// when unset or not a positive number.
+func settingMillis(settings map[string]string, name string) time.Duration {
+	ms, err := strconv.ParseInt(settings[name], 10, 64)
+	if err != nil || ms <= 0 {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// brokerEndpoints are the broker's advertised listeners as its
+// registration carries them.
+func brokerEndpoints(ls []broker.Listener) []state.BrokerEndpoint {
+	out := make([]state.BrokerEndpoint, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, state.BrokerEndpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
+	}
+	return out
+}
+
+// Lifecycle is the node's registration and heartbeats with the
+// controller.
+func (n *Node) Lifecycle() *Lifecycle { return n.life }
