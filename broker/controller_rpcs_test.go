@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -183,5 +184,74 @@ func TestControllerRPCsNotController(t *testing.T) {
 	req.BrokerID, req.BrokerEpoch = 2, 1
 	if r := rc.roundTrip(req).(*kmsg.AllocateProducerIDsResponse); r.ErrorCode != kerr.NotController.Code {
 		t.Fatalf("allocation: %+v", r)
+	}
+}
+
+// The controller RPCs need CLUSTER_ACTION on the cluster: ops (ALL on
+// the cluster) is let through (to NOT_CONTROLLER: this broker runs no
+// controller), bob and alice are refused.
+func TestAuthzControllerRPCs(t *testing.T) {
+	t.Parallel()
+	b := authzFixture(t)
+	alice, bob, ops := rawAs(t, b, aliceIP), rawAs(t, b, bobIP), rawAs(t, b, opsIP)
+	codes := func(rc *rawConn) []int16 {
+		alloc := kmsg.NewPtrAllocateProducerIDsRequest()
+		alloc.BrokerID, alloc.BrokerEpoch = 2, 1
+		return []int16{
+			rc.roundTrip(registrationRequest(b, 2, 1)).(*kmsg.BrokerRegistrationResponse).ErrorCode,
+			rc.roundTrip(heartbeatRequest(2, 1, 0, false)).(*kmsg.BrokerHeartbeatResponse).ErrorCode,
+			rc.roundTrip(alloc).(*kmsg.AllocateProducerIDsResponse).ErrorCode,
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		rc   *rawConn
+		want int16
+	}{
+		{"alice", alice, codeClusterAuth},
+		{"bob", bob, codeClusterAuth},
+		{"ops", ops, kerr.NotController.Code},
+	} {
+		for i, got := range codes(tc.rc) {
+			wantCode(t, fmt.Sprintf("%s, request %d", tc.name, i), got, tc.want)
+		}
+	}
+}
+
+// blocksFrom is a ProducerIDBlocks that answers the blocks given, in
+// order, whatever after is (as the AllocateProducerIds RPC does).
+type blocksFrom struct{ firsts []int64 }
+
+func (s *blocksFrom) ProducerIDBlock(_ context.Context, _ int64) (int64, int64, error) {
+	first := s.firsts[0]
+	s.firsts = s.firsts[1:]
+	return first, producerIDBlock, nil
+}
+
+// The allocator hands out no id at or below the highest the logs know
+// (after), from a source that answers blocks below it too: they are
+// skipped, and a block that reaches past it is used from there on.
+func TestProducerIDsSkipKnown(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		after  int64
+		firsts []int64
+		want   []int64 // the ids handed out, in order
+	}{
+		{"none known", -1, []int64{0}, []int64{0, 1}},
+		{"inside the first block", 10, []int64{0}, []int64{11, 12}},
+		{"past a block", 1500, []int64{0, 1000, 2000}, []int64{1501, 1502}},
+		{"below the blocks", 5, []int64{3000}, []int64{3000, 3001}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := producerIDs{src: &blocksFrom{firsts: tc.firsts}, after: tc.after}
+			for _, want := range tc.want {
+				if got, err := p.allocate(); err != nil || got != want {
+					t.Fatalf("allocated %d, %v; want %d", got, err, want)
+				}
+			}
+		})
 	}
 }
