@@ -297,3 +297,56 @@ func TestLifecycleShutdownUnregistered(t *testing.T) {
 		t.Fatalf("Shutdown: %v, epoch %d", err, l.Epoch())
 	}
 }
+
+// On the controller the lifecycle fences a broker whose session expired
+// (broker.session.timeout.ms), and a node that is not the only broker
+// runs a controlled shutdown through its own controller.
+func TestNodeFencesExpiredAndShutsDown(t *testing.T) {
+	t.Parallel()
+	cfg := nodetest.Config(t)
+	cfg.KafkaSettings = map[string]string{"broker.session.timeout.ms": "300", "broker.heartbeat.interval.ms": "50"}
+	n, err := Start(cfg, control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := n.Lifecycle().WaitUnfenced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := n.Lifecycle().cfg.Controller
+	other := state.BrokerRegistration{ID: cfg.NodeID + 1, Incarnation: [16]byte{9},
+		Listeners: []state.BrokerEndpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 1}}}
+	epoch, err := c.RegisterBroker(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Heartbeat(ctx, other.ID, epoch, n.log.Applied(), false); err != nil || res.Fenced {
+		t.Fatalf("the other broker's heartbeat: %+v, %v", res, err)
+	}
+	broker := func(id int32) state.BrokerRegistration {
+		brokers, err := n.store.Brokers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range brokers {
+			if b.ID == id {
+				return b
+			}
+		}
+		t.Fatalf("broker %d not registered: %+v", id, brokers)
+		return state.BrokerRegistration{}
+	}
+	checkFor(t, "the silent broker fenced", func() bool { return broker(other.ID).Fenced })
+	if self := broker(cfg.NodeID); self.Fenced {
+		t.Fatalf("the node's own heartbeats keep it unfenced: %+v", self)
+	}
+
+	if err := n.Lifecycle().Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if self := broker(cfg.NodeID); !self.ShuttingDown {
+		t.Fatalf("after the controlled shutdown: %+v", self)
+	}
+}
