@@ -18,10 +18,11 @@ import (
 // registration is unfenced (IsFenced false); WantShutdown starts or goes
 // on with a controlled shutdown, and ShouldShutdown says the broker leads
 // nothing more and may exit, as in Kafka. IsCaughtUp is whether the
-// broker has applied the log as far as the controller has (Kafka's
-// "caught up", computed there from the broker's offset too). WantFence
-// (a broker that asks to stay fenced) keeps the broker's state as it is
-// and answers IsFenced true, without starting a shutdown. An epoch that
+// broker has applied the log as far as the controller had when the
+// heartbeat came. WantFence (a broker not ready to serve, or giving up)
+// fences the broker, or keeps it fenced (meta.Controller's
+// HeartbeatFence); with WantShutdown too it may exit at once, as in
+// Kafka. An epoch that
 // is not the registration's, or a broker not registered, is
 // STALE_BROKER_EPOCH; a node that is not the controller answers
 // NOT_CONTROLLER.
@@ -47,20 +48,19 @@ func (b *Broker) handleBrokerHeartbeat(r *request) (kmsg.Response, error) {
 		// Caught up: as far as the log was when the heartbeat came, not
 		// counting the entry the heartbeat itself writes.
 		caughtUp := applied >= c.Applied()
+		var res meta.HeartbeatResult
 		var err error
-		if req.WantFence && !req.WantShutdown {
-			// Renews nothing and unfences nothing: the epoch check only.
-			err = c.CheckBrokerEpoch(ctx, req.BrokerID, req.BrokerEpoch)
-			resp.IsFenced = true
+		if req.WantFence {
+			res, err = c.HeartbeatFence(ctx, req.BrokerID, req.BrokerEpoch)
+			res.ShutdownReady = res.ShutdownReady && req.WantShutdown
 		} else {
-			var res meta.HeartbeatResult
 			res, err = c.Heartbeat(ctx, req.BrokerID, req.BrokerEpoch, applied, req.WantShutdown)
-			resp.IsFenced, resp.ShouldShutdown = res.Fenced, res.ShutdownReady
 		}
-		if err == nil {
-			resp.IsCaughtUp = caughtUp
+		if err != nil {
+			return err
 		}
-		return err
+		resp.IsFenced, resp.ShouldShutdown, resp.IsCaughtUp = res.Fenced, res.ShutdownReady, caughtUp
+		return nil
 	})
 	return resp, nil
 }

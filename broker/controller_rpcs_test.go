@@ -87,8 +87,14 @@ func TestBrokerRegistrationAndHeartbeat(t *testing.T) {
 	}
 	fence := heartbeatRequest(2, reg.BrokerEpoch, int64(l.Applied()), false)
 	fence.WantFence = true
-	if r := rc.roundTrip(fence).(*kmsg.BrokerHeartbeatResponse); r.ErrorCode != 0 || !r.IsFenced {
+	if r := rc.roundTrip(fence).(*kmsg.BrokerHeartbeatResponse); r.ErrorCode != 0 || !r.IsFenced || r.ShouldShutdown {
 		t.Fatalf("WantFence: %+v", r)
+	}
+	if brokers, err := b.store.Brokers(); err != nil || !brokers[0].Fenced {
+		t.Fatalf("after WantFence: %+v, %v", brokers, err)
+	}
+	if r := rc.roundTrip(heartbeatRequest(2, reg.BrokerEpoch, int64(l.Applied()), false)).(*kmsg.BrokerHeartbeatResponse); r.ErrorCode != 0 || r.IsFenced {
+		t.Fatalf("a heartbeat after WantFence: %+v", r)
 	}
 	// Broker 2 leads nothing: its controlled shutdown is ready at once.
 	down := rc.roundTrip(heartbeatRequest(2, reg.BrokerEpoch, int64(l.Applied()), true)).(*kmsg.BrokerHeartbeatResponse)

@@ -33,3 +33,43 @@ func (c *Controller) CheckBrokerEpoch(ctx context.Context, id int32, epoch int64
 // store holds: a broker that has applied as far is caught up (Kafka's
 // BrokerHeartbeat IsCaughtUp).
 func (c *Controller) Applied() uint64 { return c.log.Applied() }
+
+// HeartbeatFence is a heartbeat that asks to be fenced, Kafka's
+// BrokerHeartbeat with WantFence: it renews broker id's session and,
+// when the broker is unfenced, fences it as an expired session would
+// (its leaderships move, it leaves the ISRs); it stays fenced until a
+// heartbeat without WantFence unfences it. A fenced broker leads nothing:
+// the result is Fenced and ShutdownReady (Kafka answers a WantFence with
+// WantShutDown by shutting the broker down at once).
+func (c *Controller) HeartbeatFence(ctx context.Context, id int32, epoch int64) (HeartbeatResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ready(ctx); err != nil {
+		return HeartbeatResult{}, err
+	}
+	b, ok, err := c.broker(id)
+	switch {
+	case err != nil:
+		return HeartbeatResult{}, err
+	case !ok:
+		return HeartbeatResult{}, fmt.Errorf("%w: broker %d", ErrUnknownBroker, id)
+	case b.Epoch != epoch:
+		return HeartbeatResult{}, fmt.Errorf("%w: broker %d heartbeat at epoch %d, registered at %d", ErrStaleBrokerEpoch, id, epoch, b.Epoch)
+	}
+	c.lastContact[id] = c.cfg.Now()
+	if !b.Fenced {
+		b.Fenced, b.ShuttingDown = true, false
+		ops, err := c.brokerChange(b, c.fenceOps)
+		if err != nil {
+			return HeartbeatResult{}, err
+		}
+		if _, err := c.apply(ctx, ops); err != nil {
+			return HeartbeatResult{}, fmt.Errorf("fencing broker %d: %w", id, err)
+		}
+	}
+	leads, err := c.leads(id)
+	if err != nil {
+		return HeartbeatResult{}, err
+	}
+	return HeartbeatResult{Fenced: true, ShutdownReady: !leads}, nil
+}
