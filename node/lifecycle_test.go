@@ -350,3 +350,27 @@ func TestNodeFencesExpiredAndShutsDown(t *testing.T) {
 		t.Fatalf("after the controlled shutdown: %+v", self)
 	}
 }
+
+// On the controller a block asked past the ids the logs know (after)
+// moves the allocator past them in one entry, a full block beyond.
+func TestLifecycleLocalBlockPastKnownIDs(t *testing.T) {
+	t.Parallel()
+	n, err := Start(nodetest.Config(t), control.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	first, size, err := n.Lifecycle().ProducerIDBlock(ctx, 5000)
+	if err != nil || first > 5001 || first+size != 6001 {
+		t.Fatalf("block %d+%d, %v; want one ending at 6001", first, size, err)
+	}
+	again, size2, err := n.Lifecycle().ProducerIDBlock(ctx, 5000)
+	if err != nil || again != 6001 || size2 != 1000 {
+		t.Fatalf("the next block %d+%d, %v; want 6001+1000", again, size2, err)
+	}
+	if next, err := n.store.NextProducerID(); err != nil || next != 7001 {
+		t.Fatalf("the allocator at %d, %v", next, err)
+	}
+}
