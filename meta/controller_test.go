@@ -169,7 +169,7 @@ func TestControllerFencing(t *testing.T) {
 	}
 	brokers, _ := c.store.Brokers()
 	topics, _ := c.store.Topics()
-	im := ImageFromRecords("c", 1, 1, brokers, topics, parts)
+	im := ImageFromRecords("c", 1, 1, brokers, topics, parts, nil)
 	if len(im.Brokers()) != 2 || im.Broker(2) != nil {
 		t.Fatalf("the image lists %+v", im.Brokers())
 	}
