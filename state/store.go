@@ -69,8 +69,8 @@ const maxConflictRetries = 16
 // Store is a node's state store. Create it with Open; all methods are safe
 // for concurrent use and may block on disk I/O.
 type Store struct {
-	db        *badger.DB
-	log       *slog.Logger
+	db  *badger.DB
+	log *slog.Logger
 	// clusterID is the cluster id; it changes only when the store joins
 	// the metadata log's cluster (joinCluster), which handlers may race.
 	clusterID atomic.Pointer[string]
