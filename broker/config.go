@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/kmirror/kmirror/group"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 )
@@ -75,6 +77,9 @@ type Config struct {
 	// timeouts members may ask for (group.min.session.timeout.ms 6 s,
 	// group.max.session.timeout.ms 30 min).
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
+	// Cluster is the node's KRaft settings; the zero value is a node
+	// alone, a one-voter quorum that needs no network.
+	Cluster ClusterConfig
 	// MetadataQuorum is the node's metadata log, which DescribeQuorum
 	// describes; nil for a bare broker.
 	MetadataQuorum QuorumDescriber
@@ -243,6 +248,65 @@ func (s Security) saslUsable() bool {
 	return false
 }
 
+// ClusterConfig is a node's KRaft settings, with Kafka's names.
+type ClusterConfig struct {
+	// Voters is controller.quorum.voters; empty, or this node alone, is a
+	// single node. Every node of a cluster must be a voter today
+	// (process.roles=broker,controller).
+	Voters []meta.Voter
+	// ControllerListener is the listener controller.listener.names
+	// names, which this node binds for the quorum's traffic and the
+	// other nodes' requests to the controller; PLAINTEXT only. Unused
+	// (and dropped) on a single node.
+	ControllerListener *Listener
+	// SessionTimeout is broker.session.timeout.ms (9 s): a broker whose
+	// heartbeats stop this long is fenced. HeartbeatInterval is
+	// broker.heartbeat.interval.ms (2 s).
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+}
+
+// Default session and heartbeat, Kafka's.
+const (
+	DefaultBrokerSessionTimeout    = 9 * time.Second
+	DefaultBrokerHeartbeatInterval = 2 * time.Second
+)
+
+// Several reports whether the settings name a quorum of several voters:
+// a cluster, not a node alone.
+func (c ClusterConfig) Several() bool { return len(c.Voters) > 1 }
+
+// validate checks the KRaft settings of node id.
+func (c *ClusterConfig) validate(id int32, bad func(prop, format string, args ...any) error) error {
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultBrokerSessionTimeout
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultBrokerHeartbeatInterval
+	}
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return bad("broker.heartbeat.interval.ms", "must be below broker.session.timeout.ms (%v), got %v", c.SessionTimeout, c.HeartbeatInterval)
+	}
+	if len(c.Voters) == 0 {
+		return nil
+	}
+	if !slices.ContainsFunc(c.Voters, func(v meta.Voter) bool { return v.ID == id }) {
+		return bad("controller.quorum.voters", "node %d is not a voter: every kmirror node of a cluster is a voter "+
+			"(process.roles=broker,controller) until broker-only nodes are supported", id)
+	}
+	if !c.Several() {
+		return nil
+	}
+	switch {
+	case c.ControllerListener == nil:
+		return bad("controller.listener.names", "a voter of a quorum of several needs its CONTROLLER listener in listeners")
+	case c.ControllerListener.Protocol != "" && c.ControllerListener.Protocol != "PLAINTEXT":
+		return bad("listener.security.protocol.map", "the controller listener %s is %s: only PLAINTEXT is supported",
+			c.ControllerListener.Name, c.ControllerListener.Protocol)
+	}
+	return nil
+}
+
 // ErrInvalidConfig marks a configuration the broker refuses to start with.
 var ErrInvalidConfig = errors.New("broker: invalid config")
 
@@ -254,6 +318,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeID < 0 {
 		return bad("node.id", "must be >= 0, got %d", c.NodeID)
+	}
+	if err := c.Cluster.validate(c.NodeID, bad); err != nil {
+		return err
 	}
 	if len(c.Listeners) == 0 {
 		return bad("listeners", "at least one listener is required")
