@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,5 +172,83 @@ func TestControllerListenerNameClash(t *testing.T) {
 	cfg.ControllerListenerName = "CONTROLLER2"
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// describeQuorumReq asks for the metadata log's partition.
+func describeQuorumReq() *kmsg.DescribeQuorumRequest {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = metadataTopic
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// meta.ControllerChannel reaches the controller's CONTROLLER listener:
+// it waits while no controller is known, moves on from a voter that
+// cannot be reached when the leader changes, and gives up when ctx ends.
+func TestControllerChannel(t *testing.T) {
+	t.Parallel()
+	_, addr := newControllerTestBroker(t)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close() // connections to it are refused
+	voters := []meta.Voter{{ID: 1, Addr: addr}, {ID: 2, Addr: deadAddr}}
+
+	var mu sync.Mutex
+	calls := 0
+	// No controller for two calls, then node 2 (unreachable) for two,
+	// then node 1.
+	leader := func() (int32, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		switch {
+		case calls <= 2:
+			return -1, false
+		case calls <= 4:
+			return 2, true
+		}
+		return 1, true
+	}
+	ch := meta.NewControllerChannel(voters, leader)
+	defer ch.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	resp, err := ch.Request(ctx, describeQuorumReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	qr := resp.(*kmsg.DescribeQuorumResponse)
+	if len(qr.Topics) != 1 || qr.Topics[0].Partitions[0].LeaderID != 1 {
+		t.Fatalf("DescribeQuorum through the channel: %+v", qr)
+	}
+	mu.Lock()
+	if calls != 5 {
+		t.Errorf("leader asked %d times, want 5", calls)
+	}
+	mu.Unlock()
+	// A key the controller listener does not serve fails at once, unsent.
+	if _, err := ch.Request(ctx, kmsg.NewPtrMetadataRequest()); !errors.Is(err, meta.ErrControllerUnsupported) {
+		t.Fatalf("Metadata through the controller channel: %v", err)
+	}
+	if _, err := ch.Request(ctx, describeQuorumReq()); err != nil {
+		t.Fatalf("DescribeQuorum after the refused Metadata: %v", err)
+	}
+
+	none := meta.NewControllerChannel(voters, func() (int32, bool) { return -1, false })
+	defer none.Close()
+	short, cancelShort := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancelShort()
+	if _, err := none.Request(short, describeQuorumReq()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("no controller: %v, want the deadline", err)
+	}
+	ch.Close()
+	if _, err := ch.Request(ctx, describeQuorumReq()); !errors.Is(err, meta.ErrChannelClosed) {
+		t.Fatalf("after Close: %v", err)
 	}
 }
