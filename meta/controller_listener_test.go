@@ -159,14 +159,32 @@ func TestControllerListenerDemux(t *testing.T) {
 	}
 }
 
-// Close returns at once with connections whose first byte is awaited,
-// and a log cannot attach to a closed listener.
+// Close returns at once with connections whose first byte is awaited;
+// one log at a time attaches, and none to a closed listener.
 func TestControllerListenerClose(t *testing.T) {
 	t.Parallel()
 	cl, err := ListenController("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, err := newStreamLayer(cl, "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newStreamLayer(cl, "127.0.0.1:1"); err == nil {
+		t.Fatal("a second raft side attached")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept on a closed raft side: %v", err)
+	}
+	s, err = newStreamLayer(cl, "127.0.0.1:1") // reattaches once detached
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	c, err := net.Dial("tcp", cl.Addr().String())
 	if err != nil {
 		t.Fatal(err)
