@@ -226,7 +226,7 @@ func New(cfg Config) (*Broker, error) {
 	b.warnUnnamedPartitions()
 	ntopics := len(b.partitions.Topics())
 	srv, err := netio.Listen(netio.Config{
-		Listeners:       netioListeners(cfg.Listeners, b.tlsListenerConfig()),
+		Listeners:       append(netioListeners(cfg.Listeners, b.tlsListenerConfig()), controllerNetioListener(cfg)...),
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 		Logger:          cfg.Logger,
 	}, b)
@@ -238,7 +238,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.srv = srv
-	b.advertised = advertisedListeners(cfg, srv.Listeners())
+	b.advertised = advertisedListeners(cfg, srv.Listeners()[:len(cfg.Listeners)]) // not the CONTROLLER one
 	b.publishImage()
 	b.bg.Add(2)
 	go b.maintain()

@@ -83,6 +83,20 @@ type Config struct {
 	// MetadataQuorum is the node's metadata log, which DescribeQuorum
 	// describes; nil for a bare broker.
 	MetadataQuorum QuorumDescriber
+	// ControllerListener is the Kafka side of the node's CONTROLLER
+	// listener (meta.ControllerListener.KafkaListener), bound by the
+	// composition root (node/), which also owns the port; nil: none. The
+	// broker serves it (netio's Listener.Conns) with the controller's APIs
+	// only (controllerListenerAPIs, controller_listener.go), and Close
+	// closes it (when New fails, the caller does; closing it twice is
+	// harmless for a KafkaListener). It is PLAINTEXT only for now: an SSL or SASL controller
+	// listener (listener.security.protocol.map) is not served yet. It is
+	// not advertised to clients.
+	ControllerListener net.Listener
+	// ControllerListenerName is the first name of controller.listener.names
+	// (default "CONTROLLER"): the listener name Conn.Listener reports for
+	// ControllerListener's connections. It must not name one of Listeners.
+	ControllerListenerName string
 
 	// Store is the node's state store when the composition root (node/)
 	// opened it (OpenStore) to put the metadata log under it; it stays
@@ -204,7 +218,10 @@ const (
 	DefaultSocketRequestMaxBytes = 104857600
 	DefaultLogDir                = "/tmp/kmirror-logs"
 	DefaultMetricsListener       = "127.0.0.1:9308"
-	stateDirName                 = "__kmirror_state"
+	// DefaultControllerListenerName is Kafka's usual
+	// controller.listener.names.
+	DefaultControllerListenerName = "CONTROLLER"
+	stateDirName                  = "__kmirror_state"
 )
 
 // DefaultConfig is what `kmirror serve` runs with no file and no flags.
@@ -358,6 +375,14 @@ func (c *Config) Validate() error {
 		seen[l.Name] = true
 		if l.Port < 0 || l.Port > 65535 {
 			return bad("listeners", "port %d out of range", l.Port)
+		}
+	}
+	if c.ControllerListener != nil {
+		if c.ControllerListenerName == "" {
+			c.ControllerListenerName = DefaultControllerListenerName
+		}
+		if seen[c.ControllerListenerName] {
+			return bad("controller.listener.names", "listener %s is the controller listener and also in listeners", c.ControllerListenerName)
 		}
 	}
 	for _, l := range c.AdvertisedListeners {
