@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/broker"
-	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/internal/kafkaconfigs"
 	"github.com/kmirror/kmirror/internal/settings"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/storage"
 )
 
