@@ -8,8 +8,10 @@ import (
 // ApiVersions: v0-4
 //
 // Behavior:
-// Lists every API key served with its exact version range, from the
-// handler table. A version newer than ours is answered in v0 form with
+// Lists every API key served on the request's listener with its exact
+// version range, from the handler table: the CONTROLLER listener serves
+// and lists only the controller's keys, the others all but the inter-node
+// ones (controller_listener.go). A version newer than ours is answered in v0 form with
 // UNSUPPORTED_VERSION and the ranges (KIP-511), so the client retries
 // with a version we know.
 //
@@ -20,13 +22,14 @@ func init() { regKey(apiVersionsKey, 0, 4, (*Broker).handleApiVersions) }
 
 func (b *Broker) handleApiVersions(r *request) (kmsg.Response, error) {
 	resp := r.kreq.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = appendApiKeys(resp.ApiKeys)
+	resp.ApiKeys = appendApiKeys(resp.ApiKeys, b.scope(r.conn))
 	return resp, nil
 }
 
-func appendApiKeys(dst []kmsg.ApiVersionsResponseApiKey) []kmsg.ApiVersionsResponseApiKey {
+// appendApiKeys appends the keys a listener of scope serves.
+func appendApiKeys(dst []kmsg.ApiVersionsResponseApiKey, scope listenerScope) []kmsg.ApiVersionsResponseApiKey {
 	for key, h := range handlers {
-		if h == nil {
+		if h == nil || !scope.serves(int16(key)) {
 			continue
 		}
 		min := h.min
@@ -43,11 +46,11 @@ func appendApiKeys(dst []kmsg.ApiVersionsResponseApiKey) []kmsg.ApiVersionsRespo
 }
 
 // apiVersionsFallback answers an ApiVersions request of a version we do not
-// know.
-func (b *Broker) apiVersionsFallback(out []byte) []byte {
+// know, on a listener of scope.
+func (b *Broker) apiVersionsFallback(out []byte, scope listenerScope) []byte {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = appendApiKeys(nil)
+	resp.ApiKeys = appendApiKeys(nil, scope)
 	return resp.AppendTo(out)
 }

@@ -189,7 +189,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.partitions, err = partition.Open(partition.Config{Store: store, LogDirs: cfg.LogDirs, SpaceGuards: logSpace,
-		FS: cfg.Log.FS, LogConfig: b.partitionConfig, TopicsChanged: b.publishImageLocked, EpochMoved: b.epochMoved,
+		FS: cfg.Log.FS, LogConfig: b.partitionConfig, Place: b.placeReplicas, TopicsChanged: b.publishImageLocked, EpochMoved: b.epochMoved,
 		Logger: cfg.Logger})
 	if err != nil {
 		closeStore()
@@ -225,7 +225,7 @@ func New(cfg Config) (*Broker, error) {
 	b.warnUnnamedPartitions()
 	ntopics := len(b.partitions.Topics())
 	srv, err := netio.Listen(netio.Config{
-		Listeners:       netioListeners(cfg.Listeners, b.tlsListenerConfig()),
+		Listeners:       append(netioListeners(cfg.Listeners, b.tlsListenerConfig()), controllerNetioListener(cfg)...),
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 		Logger:          cfg.Logger,
 	}, b)
@@ -237,7 +237,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.srv = srv
-	b.advertised = advertisedListeners(cfg, srv.Listeners())
+	b.advertised = advertisedListeners(cfg, srv.Listeners()[:len(cfg.Listeners)]) // not the CONTROLLER one
 	b.publishImage()
 	b.bg.Add(2)
 	go b.maintain()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -76,6 +77,9 @@ type Config struct {
 	// timeouts members may ask for (group.min.session.timeout.ms 6 s,
 	// group.max.session.timeout.ms 30 min).
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
+	// Cluster is the node's KRaft settings; the zero value is a node
+	// alone, a one-voter quorum that needs no network.
+	Cluster ClusterConfig
 	// MetadataQuorum is the node's metadata log, which DescribeQuorum
 	// describes; nil for a bare broker.
 	MetadataQuorum QuorumDescriber
@@ -88,6 +92,20 @@ type Config struct {
 	// (the controller, directly or over AllocateProducerIds); nil: the
 	// state store, for a bare broker without a metadata log.
 	ProducerIDs ProducerIDBlocks
+	// ControllerListener is the Kafka side of the node's CONTROLLER
+	// listener (meta.ControllerListener.KafkaListener), bound by the
+	// composition root (node/), which also owns the port; nil: none. The
+	// broker serves it (netio's Listener.Conns) with the controller's APIs
+	// only (controllerListenerAPIs, controller_listener.go), and Close
+	// closes it (when New fails, the caller does; closing it twice is
+	// harmless for a KafkaListener). It is PLAINTEXT only for now: an SSL or SASL controller
+	// listener (listener.security.protocol.map) is not served yet. It is
+	// not advertised to clients.
+	ControllerListener net.Listener
+	// ControllerListenerName is the first name of controller.listener.names
+	// (default "CONTROLLER"): the listener name Conn.Listener reports for
+	// ControllerListener's connections. It must not name one of Listeners.
+	ControllerListenerName string
 
 	// Store is the node's state store when the composition root (node/)
 	// opened it (OpenStore) to put the metadata log under it; it stays
@@ -209,7 +227,10 @@ const (
 	DefaultSocketRequestMaxBytes = 104857600
 	DefaultLogDir                = "/tmp/kmirror-logs"
 	DefaultMetricsListener       = "127.0.0.1:9308"
-	stateDirName                 = "__kmirror_state"
+	// DefaultControllerListenerName is Kafka's usual
+	// controller.listener.names.
+	DefaultControllerListenerName = "CONTROLLER"
+	stateDirName                  = "__kmirror_state"
 )
 
 // DefaultConfig is what `kmirror serve` runs with no file and no flags.
@@ -253,6 +274,65 @@ func (s Security) saslUsable() bool {
 	return false
 }
 
+// ClusterConfig is a node's KRaft settings, with Kafka's names.
+type ClusterConfig struct {
+	// Voters is controller.quorum.voters; empty, or this node alone, is a
+	// single node. Every node of a cluster must be a voter today
+	// (process.roles=broker,controller).
+	Voters []meta.Voter
+	// ControllerListener is the listener controller.listener.names
+	// names, which this node binds for the quorum's traffic and the
+	// other nodes' requests to the controller; PLAINTEXT only. Unused
+	// (and dropped) on a single node.
+	ControllerListener *Listener
+	// SessionTimeout is broker.session.timeout.ms (9 s): a broker whose
+	// heartbeats stop this long is fenced. HeartbeatInterval is
+	// broker.heartbeat.interval.ms (2 s).
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+}
+
+// Default session and heartbeat, Kafka's.
+const (
+	DefaultBrokerSessionTimeout    = 9 * time.Second
+	DefaultBrokerHeartbeatInterval = 2 * time.Second
+)
+
+// Several reports whether the settings name a quorum of several voters:
+// a cluster, not a node alone.
+func (c ClusterConfig) Several() bool { return len(c.Voters) > 1 }
+
+// validate checks the KRaft settings of node id.
+func (c *ClusterConfig) validate(id int32, bad func(prop, format string, args ...any) error) error {
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultBrokerSessionTimeout
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultBrokerHeartbeatInterval
+	}
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return bad("broker.heartbeat.interval.ms", "must be below broker.session.timeout.ms (%v), got %v", c.SessionTimeout, c.HeartbeatInterval)
+	}
+	if len(c.Voters) == 0 {
+		return nil
+	}
+	if !slices.ContainsFunc(c.Voters, func(v meta.Voter) bool { return v.ID == id }) {
+		return bad("controller.quorum.voters", "node %d is not a voter: every kmirror node of a cluster is a voter "+
+			"(process.roles=broker,controller) until broker-only nodes are supported", id)
+	}
+	if !c.Several() {
+		return nil
+	}
+	switch {
+	case c.ControllerListener == nil:
+		return bad("controller.listener.names", "a voter of a quorum of several needs its CONTROLLER listener in listeners")
+	case c.ControllerListener.Protocol != "" && c.ControllerListener.Protocol != "PLAINTEXT":
+		return bad("listener.security.protocol.map", "the controller listener %s is %s: only PLAINTEXT is supported",
+			c.ControllerListener.Name, c.ControllerListener.Protocol)
+	}
+	return nil
+}
+
 // ErrInvalidConfig marks a configuration the broker refuses to start with.
 var ErrInvalidConfig = errors.New("broker: invalid config")
 
@@ -264,6 +344,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeID < 0 {
 		return bad("node.id", "must be >= 0, got %d", c.NodeID)
+	}
+	if err := c.Cluster.validate(c.NodeID, bad); err != nil {
+		return err
 	}
 	if len(c.Listeners) == 0 {
 		return bad("listeners", "at least one listener is required")
@@ -301,6 +384,14 @@ func (c *Config) Validate() error {
 		seen[l.Name] = true
 		if l.Port < 0 || l.Port > 65535 {
 			return bad("listeners", "port %d out of range", l.Port)
+		}
+	}
+	if c.ControllerListener != nil {
+		if c.ControllerListenerName == "" {
+			c.ControllerListenerName = DefaultControllerListenerName
+		}
+		if seen[c.ControllerListenerName] {
+			return bad("controller.listener.names", "listener %s is the controller listener and also in listeners", c.ControllerListenerName)
 		}
 	}
 	for _, l := range c.AdvertisedListeners {

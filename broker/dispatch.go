@@ -112,11 +112,17 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 	case <-b.closing:
 		return out, false, errClosing // closed before it served anything
 	}
+	scope := b.scope(c)
+	if !scope.serves(hdr.Key) {
+		// Before lookupHandler: a key outside the listener's scope is
+		// refused whatever its version (controller_listener.go).
+		return out, false, errNotInScope(hdr.Key, hdr.Version, c.Listener())
+	}
 	h, ok := lookupHandler(hdr.Key, hdr.Version)
 	if !ok {
 		if hdr.Key == apiVersionsKey {
 			// KIP-511: a client newer than us gets v0 with our ranges.
-			return b.apiVersionsFallback(out), true, nil
+			return b.apiVersionsFallback(out, scope), true, nil
 		}
 		return out, false, fmt.Errorf("%w: key %d (%s) v%d", errUnsupported, hdr.Key, nameForKey(hdr.Key), hdr.Version)
 	}

@@ -25,33 +25,6 @@ import (
 // image returns the current metadata image.
 func (b *Broker) image() *meta.Image { return b.img.Load() }
 
-// publishImageLocked builds the image from the node's topics and
-// publishes it: the partition registry's TopicsChanged hook.
-// REQUIRES: the registry's lock held for writing.
-func (b *Broker) publishImageLocked(topics []*partition.Topic) {
-	b.imgMu.Lock()
-	defer b.imgMu.Unlock()
-	self := b.cfg.NodeID
-	bd := meta.NewBuilder(b.store.ClusterID(), self, self)
-	ls := make([]meta.Listener, len(b.advertised))
-	for i, l := range b.advertised {
-		ls[i] = meta.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port)}
-	}
-	bd.AddBroker(meta.Broker{ID: self, Listeners: ls})
-	replicas := []int32{self}
-	for _, t := range topics {
-		parts := t.Partitions()
-		mt := &meta.Topic{Name: t.Name(), ID: t.ID(), Partitions: make([]meta.Partition, len(parts))}
-		for i, p := range parts {
-			epoch := p.LeaderEpoch()
-			p.SetPublishedEpoch(epoch)
-			mt.Partitions[i] = meta.Partition{Leader: self, LeaderEpoch: epoch, Replicas: replicas, ISR: replicas}
-		}
-		bd.AddTopic(mt)
-	}
-	b.img.Store(bd.Build())
-}
-
 // publishImage publishes an image of the node's topics now.
 func (b *Broker) publishImage() { b.partitions.Republish() }
 

@@ -137,6 +137,18 @@ func (q *quotaSet) set(e state.QuotaEntity, values map[string]float64) {
 	q.refreshOn()
 }
 
+// replaceAll makes stored the quotas (reloading them from the store).
+func (q *quotaSet) replaceAll(stored []state.ClientQuota) {
+	next := make(map[state.QuotaEntity]map[string]float64, len(stored))
+	for _, c := range stored {
+		next[c.Entity] = c.Values
+	}
+	q.mu.Lock()
+	q.entities = next
+	q.mu.Unlock()
+	q.refreshOn()
+}
+
 func (q *quotaSet) refreshOn() {
 	q.mu.RLock()
 	on := false

@@ -444,3 +444,28 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, n int64) (int64, e
 	}
 	return first, nil
 }
+
+// EnsureClusterIdentity writes the controller's cluster id (and secret
+// salt) as the cluster's when the metadata log holds none yet: the first
+// entry of a new cluster's first controller, and of a single node whose
+// store predates its log. Nodes that apply it join that cluster or, when
+// their data belongs to another, stop applying (state's joinCluster). It
+// returns the cluster's id.
+func (c *Controller) EnsureClusterIdentity(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ready(ctx); err != nil {
+		return "", err
+	}
+	if id, ok, err := c.store.LogClusterID(); err != nil || ok {
+		return id, err
+	}
+	ops, err := c.store.ClusterIdentityOps()
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.apply(ctx, ops); err != nil {
+		return "", err
+	}
+	return c.store.ClusterID(), nil
+}

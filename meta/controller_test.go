@@ -3,11 +3,14 @@ package meta
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -169,7 +172,7 @@ func TestControllerFencing(t *testing.T) {
 	}
 	brokers, _ := c.store.Brokers()
 	topics, _ := c.store.Topics()
-	im := ImageFromRecords("c", 1, 1, brokers, topics, parts)
+	im := ImageFromRecords("c", 1, 1, brokers, topics, parts, nil)
 	if len(im.Brokers()) != 2 || im.Broker(2) != nil {
 		t.Fatalf("the image lists %+v", im.Brokers())
 	}
@@ -253,4 +256,58 @@ func TestControllerFailover(t *testing.T) {
 			t.Fatalf("broker %d fenced by the new controller at once", b.ID)
 		}
 	}
+}
+
+// The first controller's identity entry makes the quorum one cluster:
+// the other fresh nodes adopt its id; a second call writes nothing.
+func TestEnsureClusterIdentity(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 3, nil)
+	c := controllerOf(t, nodes, &fakeClock{now: time.Unix(1, 0)})
+	ctx := context.Background()
+	id, err := c.EnsureClusterIdentity(ctx)
+	if err != nil || id != c.store.ClusterID() {
+		t.Fatalf("identity %q, %v; want the controller's %q", id, err, c.store.ClusterID())
+	}
+	before := c.log.Applied()
+	if again, err := c.EnsureClusterIdentity(ctx); err != nil || again != id || c.log.Applied() != before {
+		t.Fatalf("a second call: %q, %v, applied %d -> %d", again, err, before, c.log.Applied())
+	}
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		for _, nd := range nodes {
+			if got := nd.store.ClusterID(); got != id {
+				return fmt.Errorf("node %d: cluster id %s, want %s", nd.cfg.NodeID, got, id)
+			}
+		}
+		return nil
+	})
+}
+
+// A node formatted with another cluster's id stops applying the log at
+// the identity entry, and says so with both ids.
+func TestOtherClustersNodeStopsApplying(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 3, nil)
+	c := controllerOf(t, nodes, &fakeClock{now: time.Unix(1, 0)})
+	stranger := nodes[0]
+	if stranger.log == c.log {
+		stranger = nodes[1]
+	}
+	if err := stranger.store.RestoreClusterID("AAAAAAAAAAAAAAAAAAAAAg"); err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.EnsureClusterIdentity(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		err := stranger.log.Err()
+		if !errors.Is(err, state.ErrOtherCluster) {
+			return fmt.Errorf("the stranger's log: %v, want ErrOtherCluster", err)
+		}
+		if !strings.Contains(err.Error(), id) || !strings.Contains(err.Error(), "AAAAAAAAAAAAAAAAAAAAAg") {
+			return fmt.Errorf("the error does not name both ids: %v", err)
+		}
+		return nil
+	})
 }

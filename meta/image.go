@@ -141,19 +141,26 @@ func (im *Image) TopicNames() []string { return im.names }
 func (im *Image) Partition(name string, p int32) *Partition { return im.topics[name].Partition(p) }
 
 // Coordinator returns the broker coordinating key: as in Kafka, the leader
-// of partition abs(javaHash(key)) % n of the kind's internal topic; while
-// that topic does not exist (a single node keeps coordinator state in its
-// store), the node that built the image. ok is false when the coordinator
-// is unknown (no leader, or a leader that is not a broker of the image):
-// Kafka's COORDINATOR_NOT_AVAILABLE.
+// of partition abs(javaHash(key)) % n of the kind's internal topic. While
+// that topic does not exist (each node keeps the state of the keys it
+// coordinates in its own store), a node alone coordinates every key, and
+// in a cluster the key hashes the same way over the brokers of the image,
+// so every node names the same coordinator and a group is never split
+// between two; its state stays on that node (it moves with the
+// coordinator once the internal topics exist). ok is false when the
+// coordinator is unknown (no leader, or a leader that is not a broker of
+// the image): Kafka's COORDINATOR_NOT_AVAILABLE.
 func (im *Image) Coordinator(kind CoordinatorKind, key string) (b *Broker, ok bool) {
 	name := GroupTopic
 	if kind == CoordinatorTransaction {
 		name = TransactionTopic
 	}
 	id := im.self
-	if t := im.topics[name]; t != nil && len(t.Partitions) > 0 {
+	switch t := im.topics[name]; {
+	case t != nil && len(t.Partitions) > 0:
 		id = t.Partitions[partitionFor(key, len(t.Partitions))].Leader
+	case len(im.brokers) > 1:
+		id = im.brokers[partitionFor(key, len(im.brokers))].ID
 	}
 	b = im.Broker(id)
 	return b, b != nil

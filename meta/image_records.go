@@ -16,8 +16,13 @@ import (
 // broker it is led by self, its only replica; in a larger cluster it is
 // offline (leader -1) until the controller assigns it, so that no two
 // nodes both claim it.
+//
+// localEpoch, when not nil, is the leader epoch of self's own log for a
+// partition self leads: the image shows the larger of it and the
+// assignment's, since a mirrored log carries the source's epochs, which
+// may be above any the controller gave.
 func ImageFromRecords(clusterID string, self, controller int32, brokers []state.BrokerRegistration,
-	topics []state.Topic, parts []state.PartitionAssignment) *Image {
+	topics []state.Topic, parts []state.PartitionAssignment, localEpoch func(topic string, p int32) int32) *Image {
 	bd := NewBuilder(clusterID, self, controller)
 	for _, b := range brokers {
 		if b.Fenced {
@@ -46,6 +51,13 @@ func ImageFromRecords(clusterID string, self, controller int32, brokers []state.
 			if p.Partition < t.Partitions {
 				mt.Partitions[p.Partition] = Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 					Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)}
+			}
+		}
+		if localEpoch != nil {
+			for i := range mt.Partitions {
+				if p := &mt.Partitions[i]; p.Leader == self {
+					p.LeaderEpoch = max(p.LeaderEpoch, localEpoch(t.Name, int32(i)))
+				}
 			}
 		}
 		bd.AddTopic(mt)

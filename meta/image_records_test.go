@@ -25,7 +25,7 @@ func TestImageFromRecords(t *testing.T) {
 		{TopicID: orders, Partition: 1, Replicas: []int32{2, 3, 1}, ISR: []int32{2}, Leader: -1, LeaderEpoch: 4, PartitionEpoch: 4},
 		{TopicID: offsets, Partition: 0, Replicas: []int32{3, 1}, ISR: []int32{3, 1}, Leader: 3},
 	}
-	im := ImageFromRecords("c", 1, 3, brokers, topics, parts)
+	im := ImageFromRecords("c", 1, 3, brokers, topics, parts, nil)
 	var ids []int32
 	for _, b := range im.Brokers() {
 		ids = append(ids, b.ID)
@@ -45,8 +45,8 @@ func TestImageFromRecords(t *testing.T) {
 	if c, ok := im.Coordinator(CoordinatorGroup, "any-group"); !ok || c.ID != 3 {
 		t.Fatalf("group coordinator %+v, %v; want broker 3", c, ok)
 	}
-	single := ImageFromRecords("c", 1, 1, brokers[:1], topics, nil)
-	if p := single.Partition("orders", 2); p == nil || p.Leader != 1 || !reflect.DeepEqual(p.Replicas, []int32{1}) {
-		t.Fatalf("a single node's partition without an assignment: %+v", p)
+	single := ImageFromRecords("c", 1, 1, brokers[:1], topics, nil, func(string, int32) int32 { return 7 })
+	if p := single.Partition("orders", 2); p == nil || p.Leader != 1 || p.LeaderEpoch != 7 || !reflect.DeepEqual(p.Replicas, []int32{1}) {
+		t.Fatalf("a single node's partition without an assignment, its log at epoch 7: %+v", p)
 	}
 }

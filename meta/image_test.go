@@ -56,10 +56,20 @@ func TestImageLookups(t *testing.T) {
 
 func TestCoordinator(t *testing.T) {
 	t.Parallel()
-	im := twoBrokers()
-	// No coordinator topic: the node that built the image.
-	if b, ok := im.Coordinator(CoordinatorGroup, "g"); !ok || b.ID != 1 {
+	// No coordinator topic: a node alone coordinates every key; in a
+	// cluster the key hashes over the brokers, the same on every node.
+	alone := NewBuilder("c1", 1, 1).AddBroker(Broker{ID: 1}).Build()
+	if b, ok := alone.Coordinator(CoordinatorGroup, "g"); !ok || b.ID != 1 {
 		t.Fatalf("group coordinator %+v %v, want 1", b, ok)
+	}
+	// "txn".hashCode() = 115306, even: broker 1 of [1 2]; "txn1" 3574535, odd: broker 2.
+	for self := int32(1); self <= 2; self++ {
+		im := NewBuilder("c1", self, 1).AddBroker(Broker{ID: 2}).AddBroker(Broker{ID: 1}).Build()
+		for key, want := range map[string]int32{"txn": 1, "txn1": 2} {
+			if b, ok := im.Coordinator(CoordinatorGroup, key); !ok || b.ID != want {
+				t.Fatalf("node %d: coordinator of %q without the topic: %+v %v, want %d", self, key, b, ok, want)
+			}
+		}
 	}
 	bd := NewBuilder("c1", 1, 1)
 	bd.AddBroker(Broker{ID: 1}).AddBroker(Broker{ID: 2})
@@ -68,7 +78,7 @@ func TestCoordinator(t *testing.T) {
 		parts[i].Leader = int32(1 + i%2)
 	}
 	bd.AddTopic(&Topic{Name: TransactionTopic, Partitions: parts})
-	im = bd.Build()
+	im := bd.Build()
 	// "txn".hashCode() = 115306 (Java); % 50 = 6, led by 1.
 	// "txn1".hashCode() = 3574535; % 50 = 35, led by 2.
 	for key, want := range map[string]int32{"txn": 1, "txn1": 2} {

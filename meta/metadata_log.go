@@ -70,12 +70,15 @@ func ParseVoters(s string) ([]Voter, error) {
 
 // LogConfig configures a node's metadata log.
 type LogConfig struct {
-	// NodeID is node.id; Bind the host:port its CONTROLLER listener
-	// binds, which the other voters reach it on. A node alone in Voters
-	// may leave Bind empty: its log then needs no network (a single node
-	// is a one-voter cluster without any setting).
-	NodeID int32
-	Bind   string
+	// NodeID is node.id; Listener its CONTROLLER listener, whose raft
+	// side the log uses (it advertises the node's controller.quorum.voters
+	// address, whatever the listener binds). The log does not own the
+	// listener: closing the log detaches its raft side, and the caller
+	// closes the listener after the log. A node alone in Voters may leave
+	// Listener nil: its log then needs no network (a single node is a
+	// one-voter cluster without any setting).
+	NodeID   int32
+	Listener *ControllerListener
 	// Dir holds the Raft log and stable store (raft.db) and the snapshots.
 	Dir    string
 	Voters []Voter
@@ -107,8 +110,8 @@ type MetadataLog struct {
 	fsm   *storeFSM
 }
 
-// transport is raft's transport: TCP between voters, in memory for a
-// node alone.
+// transport is raft's transport: the CONTROLLER listener's raft side
+// between voters, in memory for a node alone.
 type transport interface {
 	raft.Transport
 	Close() error
@@ -131,7 +134,7 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 		return nil, fmt.Errorf("metadata log: %w", err)
 	}
 	level := hclog.Warn
-	if cfg.Bind == "" {
+	if cfg.Listener == nil {
 		level = hclog.Error // alone: "starting election" at every start is no news
 	}
 	hlog := newRaftLogger(cfg.Logger, level)
@@ -158,7 +161,7 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 	rc.LocalID = serverID(cfg.NodeID)
 	rc.Logger = hlog
 	rc.NoSnapshotRestoreOnStart = true
-	if cfg.Bind == "" && cfg.HeartbeatTimeout == 0 {
+	if cfg.Listener == nil && cfg.HeartbeatTimeout == 0 {
 		// Alone, with no network: no reason to wait a second to elect
 		// itself at every start.
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Millisecond, 20*time.Millisecond
@@ -229,27 +232,27 @@ func (l *MetadataLog) warnChangedVoters() {
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
 
 // newTransport is the transport of cfg: in memory for a node alone
-// without a controller listener, else TCP on Bind. Bind may be a wildcard
-// (0.0.0.0:9093), which raft cannot advertise: the others reach this node
-// at its controller.quorum.voters address.
+// without a controller listener, else raft's network transport on the
+// listener's raft side. The listener may bind a wildcard (0.0.0.0:9093),
+// which raft cannot advertise: the others reach this node at its
+// controller.quorum.voters address.
 func newTransport(cfg LogConfig, hlog hclog.Logger) (transport, error) {
 	self := cfg.Voters[slices.IndexFunc(cfg.Voters, func(v Voter) bool { return v.ID == cfg.NodeID })]
-	if cfg.Bind == "" {
+	if cfg.Listener == nil {
 		if len(cfg.Voters) != 1 {
 			return nil, fmt.Errorf("metadata log: node %d has no controller listener, and %d voters", cfg.NodeID, len(cfg.Voters))
 		}
 		_, t := raft.NewInmemTransport(raft.ServerAddress(self.Addr))
 		return t, nil
 	}
-	addr, err := net.ResolveTCPAddr("tcp", self.Addr)
+	stream, err := newStreamLayer(cfg.Listener, self.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("metadata log: controller.quorum.voters address of node %d: %w", cfg.NodeID, err)
+		return nil, fmt.Errorf("metadata log: %w", err)
 	}
-	t, err := raft.NewTCPTransportWithLogger(cfg.Bind, addr, 3, 10*time.Second, hlog)
-	if err != nil {
-		return nil, fmt.Errorf("metadata log: listening on %s: %w", cfg.Bind, err)
-	}
-	return t, nil
+	// NetworkTransport.Close closes stream, which detaches it.
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+	}), nil
 }
 
 // WaitController waits until this node is the controller (a node alone
@@ -377,7 +380,8 @@ func (l *MetadataLog) WaitApplied(ctx context.Context, index uint64) error {
 }
 
 // Close leaves the quorum's work to the others and closes the log. It
-// does not remove the node from the voters.
+// does not remove the node from the voters, nor close the controller
+// listener (its owner does): the log's raft side detaches from it.
 func (l *MetadataLog) Close() error {
 	err := l.raft.Shutdown().Error()
 	return errors.Join(err, l.trans.Close(), l.db.Close())

@@ -20,35 +20,47 @@ import (
 )
 
 // logNode is one voter of a test quorum: its store and log survive a
-// restart, its port stays.
+// restart, its controller listener (and so its port) stays.
 type logNode struct {
 	cfg   LogConfig
 	store *state.Store
 	log   *MetadataLog
 }
 
-// freeAddr is a loopback address no listener holds now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// startQuorum starts n voters with empty dirs and the same voter list.
+// startQuorum starts n voters with empty dirs and the same voter list,
+// each on a controller listener bound on 127.0.0.1 port 0.
 func startQuorum(t *testing.T, n int, tune func(*LogConfig)) []*logNode {
 	t.Helper()
+	return startQuorumOn(t, n, "127.0.0.1", tune)
+}
+
+// startQuorumOn is startQuorum with the listeners bound on host (a
+// wildcard, say); the voters' addresses are on 127.0.0.1. The listeners
+// are bound first: each voter's address is its listener's port.
+func startQuorumOn(t *testing.T, n int, host string, tune func(*LogConfig)) []*logNode {
+	t.Helper()
 	var voters []Voter
+	var lns []*ControllerListener
+	t.Cleanup(func() { // after the nodes' cleanup: the logs close first
+		for _, cl := range lns {
+			if err := cl.Close(); err != nil {
+				t.Errorf("closing a controller listener: %v", err)
+			}
+		}
+	})
 	for i := range n {
-		voters = append(voters, Voter{ID: int32(i + 1), Addr: freeAddr(t)})
+		cl, err := ListenController(net.JoinHostPort(host, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, cl)
+		port := cl.Addr().(*net.TCPAddr).Port
+		voters = append(voters, Voter{ID: int32(i + 1), Addr: fmt.Sprintf("127.0.0.1:%d", port)})
 	}
 	nodes := make([]*logNode, n)
 	for i := range nodes {
 		dir := t.TempDir()
-		cfg := LogConfig{NodeID: voters[i].ID, Bind: voters[i].Addr, Dir: filepath.Join(dir, "metadata"), Voters: voters,
+		cfg := LogConfig{NodeID: voters[i].ID, Listener: lns[i], Dir: filepath.Join(dir, "metadata"), Voters: voters,
 			HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond}
 		if tune != nil {
 			tune(&cfg)
@@ -407,10 +419,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // advertises its controller.quorum.voters address.
 func TestMetadataLogWildcardBind(t *testing.T) {
 	t.Parallel()
-	nodes := startQuorum(t, 1, func(c *LogConfig) {
-		_, port, _ := net.SplitHostPort(c.Bind)
-		c.Bind = "0.0.0.0:" + port
-	})
+	nodes := startQuorumOn(t, 3, "0.0.0.0", nil)
 	applyTopic(t, nodes, "orders", 1)
 }
 

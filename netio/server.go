@@ -6,8 +6,9 @@
 // are cut on the loop, served on a per-connection worker goroutine, and
 // responses written by the worker to a dup of the socket, file ranges with
 // sendfile(2). TLS listeners, which gnet cannot serve, run on crypto/tls
-// with a goroutine per connection (tls.go). The Handler sees the same
-// *Conn on both.
+// with a goroutine per connection (tls.go), as do the connections of a
+// listener handed in (Listener.Conns). The Handler sees the same *Conn on
+// both.
 package netio
 
 import (
@@ -77,6 +78,13 @@ type Listener struct {
 	// to ask for client certificates (Conn.TLS shows them). It must not be
 	// modified after Listen. Nil listeners are plaintext, on gnet.
 	TLS *tls.Config
+	// Conns, when set, is a listener bound by someone else (the CONTROLLER
+	// listener's Kafka side, meta.ControllerListener): Addr is not bound,
+	// and the connections Conns accepts are served with a goroutine per
+	// connection as on TLS listeners (tls.go), through crypto/tls when TLS
+	// is also set, plain otherwise. Listeners reports Conns.Addr; Close
+	// closes Conns.
+	Conns net.Listener
 }
 
 // BoundListener is a listener with the address it actually bound (port 0
@@ -87,7 +95,7 @@ type BoundListener struct {
 }
 
 // Server runs one gnet engine per plaintext listener and one accept loop
-// per TLS listener.
+// per TLS listener or Conns listener.
 type Server struct {
 	cfg     Config
 	handler Handler
@@ -140,7 +148,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger}
 	for _, l := range cfg.Listeners {
 		var addr *net.TCPAddr
-		if l.TLS != nil {
+		if l.TLS != nil || l.Conns != nil {
 			tl, err := s.listenTLS(l)
 			if err != nil {
 				s.Close(context.Background())

@@ -45,6 +45,11 @@ import (
 // when full: few large writes, so few TLS records and syscalls, also for
 // Fetch responses made of many small pieces.
 //
+// The same goroutine-per-connection path serves a listener handed in
+// (Listener.Conns), TLS or plain: a plain connection skips the handshake
+// and reads and writes the net.Conn itself (tlsConn.rw), with the same
+// frame loop, ordering and write deadlines.
+//
 // Limits: frames are bounded by MaxRequestBytes as on gnet; the handshake
 // must finish within 10 s; each write of a chunk must finish within
 // writeTimeoutMs (a client that reads nothing for 120 s is cut off, as on
@@ -67,11 +72,12 @@ const tlsChunkBytes = 256 << 10
 // MaxRequestBytes (on gnet, bytes are buffered only as they arrive).
 const tlsFirstFrameBytes = 1 << 20
 
-// tlsListener is one TLS listener: its accept loop and its connections.
+// tlsListener is one TLS listener, or one Conns listener (TLS or plain):
+// its accept loop and its connections.
 type tlsListener struct {
 	srv  *Server
 	name string
-	cfg  *tls.Config
+	cfg  *tls.Config // nil: plain connections (a Conns listener)
 	ln   net.Listener
 	addr *net.TCPAddr
 	// wg counts the accept loop and every connection's goroutine.
@@ -86,22 +92,33 @@ type tlsListener struct {
 }
 
 func (s *Server) listenTLS(l Listener) (*tlsListener, error) {
-	ln, err := net.Listen("tcp", l.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listener %s on %s: %w", l.Name, l.Addr, err)
+	ln := l.Conns
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", l.Addr); err != nil {
+			return nil, fmt.Errorf("listener %s on %s: %w", l.Name, l.Addr, err)
+		}
+	}
+	addr, ok := ln.Addr().(*net.TCPAddr)
+	if !ok {
+		var err error
+		if addr, err = net.ResolveTCPAddr("tcp", ln.Addr().String()); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("listener %s: address %s: %w", l.Name, ln.Addr(), err)
+		}
 	}
 	tl := &tlsListener{
 		srv:     s,
 		name:    l.Name,
 		cfg:     l.TLS,
 		ln:      ln,
-		addr:    ln.Addr().(*net.TCPAddr),
+		addr:    addr,
 		closing: make(chan struct{}),
 		conns:   map[*tlsConn]struct{}{},
 	}
 	tl.wg.Add(1)
 	go tl.accept()
-	s.log.Info("listening", "listener", l.Name, "addr", tl.addr.String(), "tls", true)
+	s.log.Info("listening", "listener", l.Name, "addr", tl.addr.String(), "tls", l.TLS != nil)
 	return tl, nil
 }
 
@@ -202,13 +219,17 @@ func (l *tlsListener) close(ctx context.Context) error {
 	}
 }
 
-// tlsConn is a connection on a TLS listener, served by its own goroutine
-// (run). Every field but Conn's is that goroutine's, except nc, which
-// close may also close.
+// tlsConn is a connection on a TLS listener or a Conns listener, served
+// by its own goroutine (run). Every field but Conn's is that goroutine's,
+// except nc, which close may also close.
 type tlsConn struct {
 	Conn
 	l  *tlsListener
 	nc net.Conn
+	// rw is what frames are read from and responses written to: tc, or
+	// nc on a plain connection.
+	rw net.Conn
+	// tc is the TLS session over cc; nil on a plain connection, as cc.
 	tc *tls.Conn
 	// cc sits between tc and nc and gathers the TLS records of one write
 	// into one syscall (see coalescingConn).
@@ -225,13 +246,16 @@ type tlsConn struct {
 }
 
 func newTLSConn(l *tlsListener, nc net.Conn) *tlsConn {
-	cc := &coalescingConn{Conn: nc}
 	c := &tlsConn{
 		Conn: Conn{srv: l.srv, listener: l.name, remote: nc.RemoteAddr().String()},
 		l:    l,
 		nc:   nc,
-		tc:   tls.Server(cc, l.cfg),
-		cc:   cc,
+		rw:   nc,
+	}
+	if l.cfg != nil {
+		c.cc = &coalescingConn{Conn: nc}
+		c.tc = tls.Server(c.cc, l.cfg)
+		c.rw = c.tc
 	}
 	c.out = c
 	return c
@@ -284,12 +308,16 @@ func (c *coalescingConn) Close() error {
 	return err
 }
 
-// run is the connection's goroutine: handshake, then serve until the
-// client leaves, a request fails or the listener closes.
+// run is the connection's goroutine: the handshake (TLS only), then
+// serve until the client leaves, a request fails or the listener closes.
 func (c *tlsConn) run() {
 	defer c.l.wg.Done()
 	defer c.finish()
 	srv := c.srv
+	if c.tc == nil {
+		c.serveFrames()
+		return
+	}
 	if err := c.handshake(); err != nil {
 		switch {
 		case c.l.isClosing():
@@ -305,6 +333,13 @@ func (c *tlsConn) run() {
 	}
 	c.state = c.tc.ConnectionState()
 	c.tlsState = &c.state
+	c.serveFrames()
+}
+
+// serveFrames reads, serves and answers frames until the client leaves,
+// a request fails or the listener closes.
+func (c *tlsConn) serveFrames() {
+	srv := c.srv
 	for {
 		// A muted connection is not read (mute.go).
 		c.waitMuted(c.l.closing)
@@ -346,7 +381,7 @@ func (c *tlsConn) handshake() error {
 // finish closes the connection and forgets it.
 func (c *tlsConn) finish() {
 	c.l.untrack(c)
-	if c.writeFailed || c.l.isClosing() {
+	if c.tc == nil || c.writeFailed || c.l.isClosing() {
 		_ = c.nc.Close()
 	} else {
 		// Sends close_notify after a completed handshake (crypto/tls
@@ -359,7 +394,7 @@ func (c *tlsConn) finish() {
 // readFrame reads one request frame into a pooled buffer; the caller owns
 // it and Puts it. Sizes are checked before anything is allocated.
 func (c *tlsConn) readFrame() ([]byte, error) {
-	if _, err := io.ReadFull(c.tc, c.size[:]); err != nil {
+	if _, err := io.ReadFull(c.rw, c.size[:]); err != nil {
 		return nil, err
 	}
 	size, err := checkFrameSize(c.size[:], c.srv.cfg.MaxRequestBytes)
@@ -373,7 +408,7 @@ func (c *tlsConn) readFrame() ([]byte, error) {
 			bufpool.Put(frame)
 			frame = grown
 		}
-		n, err := c.tc.Read(frame[len(frame):min(cap(frame), size)])
+		n, err := c.rw.Read(frame[len(frame):min(cap(frame), size)])
 		frame = frame[:len(frame)+n]
 		if err != nil && len(frame) < size {
 			bufpool.Put(frame)
@@ -481,12 +516,12 @@ func (c *tlsConn) flush() error {
 // not.
 func (c *tlsConn) write(b []byte) error {
 	for len(b) > 0 {
-		if err := c.tc.SetWriteDeadline(time.Now().Add(c.srv.cfg.tlsWriteTimeout)); err != nil {
+		if err := c.rw.SetWriteDeadline(time.Now().Add(c.srv.cfg.tlsWriteTimeout)); err != nil {
 			c.writeFailed = true
 			return err
 		}
-		n, err := c.tc.Write(b[:min(len(b), tlsChunkBytes)])
-		if err == nil {
+		n, err := c.rw.Write(b[:min(len(b), tlsChunkBytes)])
+		if err == nil && c.cc != nil {
 			err = c.cc.flush()
 		}
 		c.srv.stats.BytesOut.Add(int64(n))

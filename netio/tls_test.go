@@ -651,7 +651,8 @@ func TestTLSWriteResponseNoAllocs(t *testing.T) {
 	defer sc.Close()
 	srv := &Server{cfg: Config{tlsWriteTimeout: ioTimeout}}
 	cc := &coalescingConn{Conn: sc}
-	c := &tlsConn{Conn: Conn{srv: srv}, nc: sc, tc: tls.Server(cc, serverTLS(tls.NoClientCert)), cc: cc}
+	tc := tls.Server(cc, serverTLS(tls.NoClientCert))
+	c := &tlsConn{Conn: Conn{srv: srv}, nc: sc, rw: tc, tc: tc, cc: cc}
 	c.out = c
 	shook := make(chan error, 1)
 	go func() { shook <- c.tc.Handshake() }()

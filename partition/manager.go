@@ -45,6 +45,11 @@ type Config struct {
 	// its published one (Partition.SetPublishedEpoch): after an append in
 	// a newer epoch or a raised floor. The registry's lock may be held.
 	EpochMoved func(p *Partition)
+	// Place assigns replicas to new partitions from..to-1 of topic id
+	// (the controller's placement, meta.PlaceReplicas), written with the
+	// topic's record; nil, or no assignments returned, leaves them
+	// unassigned (a node alone leads what has no assignment).
+	Place func(id [16]byte, from, to int32) ([]state.PartitionAssignment, error)
 	// Logger receives topic creations and maintenance failures; nil
 	// discards them.
 	Logger *slog.Logger
@@ -269,11 +274,15 @@ func (m *Manager) Create(name string, partitions int32, configs map[string]strin
 	// Logs first, registry second: a crash in between leaves empty
 	// directories the next create reuses, never a registered topic
 	// without logs.
+	assigned, err := m.place(id, 0, partitions)
+	if err != nil {
+		return nil, err
+	}
 	t, err := m.openTopic(st)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.cfg.Store.PutTopic(st); err != nil {
+	if err := m.cfg.Store.PutTopic(st, assigned...); err != nil {
 		for _, p := range t.Partitions() {
 			p.log.Close()
 		}
@@ -284,6 +293,18 @@ func (m *Manager) Create(name string, partitions int32, configs map[string]strin
 	m.changedLocked()
 	m.log.Info("topic created", "topic", name, "partitions", partitions)
 	return t, nil
+}
+
+// place is Config.Place, none without it.
+func (m *Manager) place(id [16]byte, from, to int32) ([]state.PartitionAssignment, error) {
+	if m.cfg.Place == nil {
+		return nil, nil
+	}
+	assigned, err := m.cfg.Place(id, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("placing the replicas of partitions %d-%d: %w", from, to-1, err)
+	}
+	return assigned, nil
 }
 
 // Delete unregisters a topic and removes its logs and leader epochs. The
@@ -303,6 +324,14 @@ func (m *Manager) Create(name string, partitions int32, configs map[string]strin
 //     mirror append still holding the partition gets ErrClosed, and the
 //     Close at the end of the delay writes nothing.
 func (m *Manager) Delete(t *Topic) (deleted bool, err error) {
+	return m.remove(t, true)
+}
+
+// remove takes t off the node: its record too when unregister is set
+// (Delete), only its logs when the record is already gone (Sync: another
+// node's controller deleted it). deleted is false when t was no longer
+// registered here.
+func (m *Manager) remove(t *Topic, unregister bool) (deleted bool, err error) {
 	t.maintainMu.Lock()
 	defer t.maintainMu.Unlock()
 	m.mu.Lock()
@@ -310,9 +339,11 @@ func (m *Manager) Delete(t *Topic) (deleted bool, err error) {
 		m.mu.Unlock()
 		return false, nil
 	}
-	if err := m.cfg.Store.DeleteTopic(t.name); err != nil && !errors.Is(err, state.ErrNotFound) {
-		m.mu.Unlock()
-		return false, fmt.Errorf("unregistering topic %s: %w", t.name, err)
+	if unregister {
+		if err := m.cfg.Store.DeleteTopic(t.name); err != nil && !errors.Is(err, state.ErrNotFound) {
+			m.mu.Unlock()
+			return false, fmt.Errorf("unregistering topic %s: %w", t.name, err)
+		}
 	}
 	delete(m.topics, t.name)
 	delete(m.topicsByID, t.id)
@@ -393,11 +424,15 @@ func (m *Manager) Grow(t *Topic, n int32) error {
 	if n <= int32(len(old)) {
 		return fmt.Errorf("topic %s already has %d partitions", t.name, len(old))
 	}
+	assigned, err := m.place(t.id, int32(len(old)), n)
+	if err != nil {
+		return err
+	}
 	if err := m.addPartitions(t, n); err != nil {
 		return err
 	}
 	st := state.Topic{Name: t.name, ID: t.id, Partitions: n, Configs: t.configs, Mirror: t.Mirror()}
-	if err := m.cfg.Store.PutTopic(st); err != nil {
+	if err := m.cfg.Store.PutTopic(st, assigned...); err != nil {
 		for _, p := range t.Partitions()[len(old):] {
 			p.log.Close()
 		}
@@ -416,15 +451,25 @@ func (m *Manager) SetConfigs(t *Topic, configs map[string]string) error {
 	if m.topics[t.name] != t {
 		return ErrTopicGone
 	}
-	// Resolved under mu so a concurrent change of the defaults cannot be
-	// applied between resolving and storing.
-	cfg, settings, err := m.cfg.LogConfig(configs)
-	if err != nil {
+	// Resolved before storing, under mu, so that configs the node cannot
+	// apply are never stored and a concurrent change of the defaults
+	// cannot come between.
+	if _, _, err := m.cfg.LogConfig(configs); err != nil {
 		return err
 	}
 	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.Partitions())), Configs: configs, Mirror: t.Mirror()}
 	if err := m.cfg.Store.PutTopic(st); err != nil {
 		return fmt.Errorf("storing configs of %s: %w", t.name, err)
+	}
+	return m.applyConfigsLocked(t, configs)
+}
+
+// applyConfigsLocked makes configs t's and applies them to every
+// partition. REQUIRES: m.mu held for writing.
+func (m *Manager) applyConfigsLocked(t *Topic, configs map[string]string) error {
+	cfg, settings, err := m.cfg.LogConfig(configs)
+	if err != nil {
+		return fmt.Errorf("topic %s: %w", t.name, err)
 	}
 	t.configs = configs
 	for _, p := range t.Partitions() {

@@ -291,6 +291,25 @@ func (s *Store) PartitionAssignments() ([]PartitionAssignment, error) {
 	return out, err
 }
 
+// deletePartitionAssignments deletes the assignments of topic id's
+// partitions, with the topic (DeleteTopic).
+func deletePartitionAssignments(txn tx, id [16]byte) error {
+	prefix := hex.AppendEncode([]byte(keyPartitionPrefix), id[:])
+	var keys [][]byte
+	if err := scanPrefix(txn, string(prefix)+"/", func(suffix string, _ []byte) error {
+		keys = append(keys, []byte(string(prefix)+"/"+suffix))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := txn.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // NextProducerID is the first producer id not yet handed out, for the
 // controller's block allocation (NextProducerIDOp).
 func (s *Store) NextProducerID() (int64, error) {

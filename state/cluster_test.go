@@ -75,3 +75,35 @@ func TestClusterRecords(t *testing.T) {
 		t.Error("a broker without listeners accepted")
 	}
 }
+
+// A topic's assignments are written with it and deleted with it.
+func TestTopicAssignmentsLiveAndDieWithTheTopic(t *testing.T) {
+	t.Parallel()
+	s := openMem(t)
+	id := [16]byte{1}
+	other := [16]byte{2}
+	tp := Topic{Name: "t", ID: id, Partitions: 2, Configs: map[string]string{}}
+	a := []PartitionAssignment{{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		{TopicID: id, Partition: 1, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2}}
+	if err := s.PutTopic(tp, PartitionAssignment{TopicID: id, Partition: 2, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}); err == nil {
+		t.Fatal("an assignment past the topic's partitions was stored")
+	}
+	if err := s.PutTopic(Topic{Name: "u", ID: other, Partitions: 1, Configs: map[string]string{}},
+		PartitionAssignment{TopicID: other, Partition: 0, Replicas: []int32{3}, ISR: []int32{3}, Leader: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutTopic(tp, a...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PartitionAssignments()
+	if err != nil || len(got) != 3 {
+		t.Fatalf("assignments %v, %v; want 3", got, err)
+	}
+	if err := s.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.PartitionAssignments()
+	if err != nil || len(got) != 1 || got[0].TopicID != other {
+		t.Fatalf("after the delete: assignments %v, %v; want only topic u's", got, err)
+	}
+}

@@ -35,7 +35,7 @@ var (
 	replicatedPrefixes = []string{keyTopicPrefix, keyTopicIDPrefix, keyBrokerConfigPrefix, keyNodeConfigPrefix,
 		keyACLPrefix, keySCRAMPrefix, keyQuotaPrefix, keyMirrorPrefix, keyMirrorPartitionPrefix,
 		keyMirrorACLPrefix, keyMirrorQuotaPrefix, keyMirrorSyncPrefix, keyBrokerPrefix, keyPartitionPrefix}
-	replicatedKeys = []string{keyNextProducerID, keySecretSalt}
+	replicatedKeys = []string{keyNextProducerID, keySecretSalt, keyLogClusterID}
 )
 
 // Op is one change to a replicated record: Value is the record's encoded
@@ -71,6 +71,12 @@ func checkOp(op Op) error {
 		return fmt.Errorf("%w: %q", ErrNotReplicated, op.Key)
 	}
 	if op.Value == nil {
+		return nil
+	}
+	if string(op.Key) == keySecretSalt { // raw bytes, as initSealer writes them
+		if len(op.Value) != secretSaltLength {
+			return fmt.Errorf("state: key %q: %d bytes, want %d", op.Key, len(op.Value), secretSaltLength)
+		}
 		return nil
 	}
 	if len(op.Value) > 0 && (op.Value[0] == formatV1 ||
@@ -145,13 +151,17 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 	// the log: it passed the space check when the controller's store
 	// captured it, so applying it may use the margin kept for freeing
 	// space (a disk filled in between fails it only once that is gone).
-	return s.commitSynced(true, func(txn tx) error {
+	var joined func()
+	err := s.commitSynced(true, func(txn tx) error {
 		applied, err := readApplied(txn)
 		if err != nil {
 			return err
 		}
 		if index <= applied {
 			return nil
+		}
+		if joined, err = s.joinCluster(txn, ops); err != nil {
+			return err
 		}
 		if err := txn.Set([]byte(keyMetadataApplied), appliedValue(index)); err != nil {
 			return err
@@ -169,6 +179,25 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return s.afterJoin(joined, ops)
+}
+
+// afterJoin makes a join of the log's cluster (joinCluster) take effect
+// once its entry is committed, and derives the sealing key again when
+// the entry replaced the secret salt.
+func (s *Store) afterJoin(joined func(), ops []Op) error {
+	if joined != nil {
+		joined()
+	}
+	for _, op := range ops {
+		if string(op.Key) == keySecretSalt {
+			return s.initSealer(s.secret, s.isSecret)
+		}
+	}
+	return nil
 }
 
 // snapshotMagic starts a metadata snapshot (format version 1). Part of the
@@ -320,7 +349,17 @@ func decodeMetadataSnapshot(data []byte) ([]Op, uint64, error) {
 // the old index, so the metadata log restores the snapshot again at the
 // next start.
 func (s *Store) RestoreMetadata(index uint64, ops []Op) error {
-	return s.writing(false, true, func() error {
+	// The snapshot's cluster is checked (and joined) first: a snapshot of
+	// another cluster must not replace anything.
+	var joined func()
+	err := s.update(func(txn tx) (err error) {
+		joined, err = s.joinCluster(txn, ops)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = s.writing(false, true, func() error {
 		for _, k := range replicatedKeys {
 			if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(k)) }); err != nil {
 				return fmt.Errorf("state: restoring metadata: %w", err)
@@ -353,4 +392,8 @@ func (s *Store) RestoreMetadata(index uint64, ops []Op) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return s.afterJoin(joined, ops)
 }

@@ -51,7 +51,7 @@ var (
 
 // initSealer derives the store's sealing key when a secret is configured.
 func (s *Store) initSealer(secret string, isSecret func(string) bool) error {
-	s.isSecret = isSecret
+	s.isSecret, s.secret = isSecret, secret
 	if secret == "" {
 		return nil
 	}

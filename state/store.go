@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -68,14 +69,20 @@ const maxConflictRetries = 16
 // Store is a node's state store. Create it with Open; all methods are safe
 // for concurrent use and may block on disk I/O.
 type Store struct {
-	db        *badger.DB
-	log       *slog.Logger
-	clusterID string
+	db  *badger.DB
+	log *slog.Logger
+	// clusterID is the cluster id; it changes only when the store joins
+	// the metadata log's cluster (joinCluster), which handlers may race.
+	clusterID atomic.Pointer[string]
 
 	// aead seals credentials (nil without a secret); isSecret says which
-	// mirror configs are credentials. Both are set once by Open.
+	// mirror configs are credentials. Set by Open, and again when the
+	// store joins a cluster, before its node serves (afterJoin).
 	aead     cipher.AEAD
 	isSecret func(string) bool
+	// secret is password.encoder.secret, kept to derive the key again
+	// when the store joins a cluster and takes its salt (afterJoin).
+	secret string
 
 	// space keeps Badger's reserve free on its filesystem (space.go);
 	// nil in memory.
@@ -200,7 +207,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("state: opening %s: %w", dir, err)
 	}
 	logger.Info("state store opened", "dir", dir, "in_memory", opts.InMemory,
-		"cluster_id", s.clusterID, "cluster_id_created", created)
+		"cluster_id", s.ClusterID(), "cluster_id_created", created)
 	return s, nil
 }
 
@@ -234,7 +241,14 @@ func (s *Store) Close() error {
 // ClusterID returns the cluster id: 16 random bytes generated on the first
 // Open of the directory, written as Kafka's Uuid.toString does (22 chars of
 // unpadded base64url). It stays readable after Close.
-func (s *Store) ClusterID() string { return s.clusterID }
+func (s *Store) ClusterID() string {
+	if id := s.clusterID.Load(); id != nil {
+		return *id
+	}
+	return ""
+}
+
+func (s *Store) setClusterID(id string) { s.clusterID.Store(&id) }
 
 // initClusterID loads the cluster id, generating and persisting it when the
 // store is new. created reports a new id.
@@ -244,15 +258,15 @@ func (s *Store) initClusterID() (created bool, err error) {
 	err = s.view(func(txn tx) error {
 		found, err := getRecord(txn, []byte(keyClusterID), func(v []byte) error {
 			id, err := decodeClusterID(v)
-			s.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
+			s.setClusterID(base64.RawURLEncoding.EncodeToString(id[:]))
 			return err
 		})
 		if err == nil && !found {
-			s.clusterID = ""
+			s.setClusterID("")
 		}
 		return err
 	})
-	if err != nil || s.clusterID != "" {
+	if err != nil || s.ClusterID() != "" {
 		return false, err
 	}
 	err = s.update(func(txn tx) error {
@@ -274,8 +288,13 @@ func (s *Store) initClusterID() (created bool, err error) {
 			if err := txn.Set([]byte(keyClusterID), appendClusterID(nil, id)); err != nil {
 				return err
 			}
+			// Generated, not formatted: the store may still join a
+			// metadata log's cluster (joinCluster).
+			if err := txn.Set([]byte(keyClusterIDGenerated), []byte{1}); err != nil {
+				return err
+			}
 		}
-		s.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
+		s.setClusterID(base64.RawURLEncoding.EncodeToString(id[:]))
 		return nil
 	})
 	return created, err
@@ -304,14 +323,17 @@ func (s *Store) RestoreClusterID(id string) error {
 			return err
 		}
 		if named {
-			return fmt.Errorf("state: the store names topics of cluster %s: its cluster id stays", s.clusterID)
+			return fmt.Errorf("state: the store names topics of cluster %s: its cluster id stays", s.ClusterID())
+		}
+		if err := txn.Delete([]byte(keyClusterIDGenerated)); err != nil {
+			return err
 		}
 		return txn.Set([]byte(keyClusterID), appendClusterID(nil, [16]byte(raw)))
 	})
 	if err != nil {
 		return err
 	}
-	s.clusterID = id
+	s.setClusterID(id)
 	return nil
 }
 

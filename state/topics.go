@@ -24,9 +24,24 @@ type Topic struct {
 // its id index entry in one transaction. It refuses an invalid topic (a name
 // Kafka would refuse, fewer than 1 partition, an all-zero id, an empty config
 // name) and an id that already belongs to a topic of another name.
-func (s *Store) PutTopic(t Topic) error {
+// assigned are partition assignments (the controller's placement of new
+// partitions) written in the same transaction, so a topic never exists in
+// the metadata log without the replicas of its partitions; DeleteTopic
+// removes them with the topic.
+func (s *Store) PutTopic(t Topic, assigned ...PartitionAssignment) error {
 	if err := checkTopic(&t); err != nil {
 		return fmt.Errorf("state: put topic: %v", err)
+	}
+	assignOps := make([]Op, len(assigned))
+	for i, p := range assigned {
+		if p.TopicID != t.ID || p.Partition >= t.Partitions {
+			return fmt.Errorf("state: put topic %q: an assignment of partition %d of another topic or past its %d partitions", t.Name, p.Partition, t.Partitions)
+		}
+		op, err := PartitionOp(p)
+		if err != nil {
+			return err
+		}
+		assignOps[i] = op
 	}
 	val := appendTopic(nil, t)
 	idKey := topicIDKey(t.ID)
@@ -64,6 +79,11 @@ func (s *Store) PutTopic(t Topic) error {
 		}
 		if err := txn.Set(topicKey(t.Name), val); err != nil {
 			return err
+		}
+		for _, op := range assignOps {
+			if err := txn.Set(op.Key, op.Value); err != nil {
+				return err
+			}
 		}
 		return txn.Set(idKey, appendTopicIndex(nil, t.Name))
 	})
@@ -157,6 +177,9 @@ func (s *Store) DeleteTopic(name string) error {
 			return fmt.Errorf("%w: topic %q", ErrNotFound, name)
 		default:
 			if err := deleteIndexIfOwned(txn, topicIDKey(t.ID), name); err != nil {
+				return err
+			}
+			if err := deletePartitionAssignments(txn, t.ID); err != nil {
 				return err
 			}
 		}

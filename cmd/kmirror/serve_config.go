@@ -54,12 +54,50 @@ type setting struct {
 // after the listener lists it prunes. A key's position in a file does not
 // matter, as in Kafka.
 var serverSettings = []setting{
-	// Server basics. One kmirror node is the whole cluster: the KRaft
-	// quorum settings are accepted when they describe that (this node its
-	// only voter) and refused when they ask for more (checkQuorumSettings).
+	// Server basics, and the KRaft settings that make nodes one cluster
+	// (README "Running a cluster"); without them a node is a cluster of
+	// one.
 	{Def: brokerDef("node.id", "this node's id, an integer >= 0 (default "+strconv.Itoa(broker.DefaultNodeID)+")"),
 		apply: func(c *broker.Config, v string) (err error) { c.NodeID, err = settings.Int32(v, 0); return err }},
 	{Def: settings.Def{Name: "broker.id", Doc: "older name of node.id; if both are set they must agree"}, aliasOf: "node.id"},
+	{Def: settings.Def{Name: "process.roles", Doc: "broker,controller: every kmirror node of a cluster is both (broker-only and controller-only nodes are not supported yet)"},
+		apply: applyProcessRoles},
+	{Def: settings.Def{Name: "controller.quorum.voters", Doc: "comma list of id@host:port, the CONTROLLER listener of every node of the cluster; empty or this node alone: a single node"},
+		apply: func(c *broker.Config, v string) (err error) {
+			if strings.TrimSpace(v) == "" {
+				c.Cluster.Voters = nil
+				return nil
+			}
+			c.Cluster.Voters, err = meta.ParseVoters(v)
+			return err
+		}},
+	{Def: settings.Def{Name: "controller.quorum.bootstrap.servers", Doc: "accepted when it names at most one address: kmirror's quorum is static (controller.quorum.voters)"},
+		apply: func(c *broker.Config, v string) error {
+			if len(settings.Items(v)) > 1 {
+				return errors.New("a dynamic quorum (KIP-853) is not supported: list the voters in controller.quorum.voters")
+			}
+			return nil
+		}},
+	{Def: settings.Def{Name: "broker.session.timeout.ms", Doc: "a broker whose heartbeats stop this long is fenced, an integer >= 1 (default 9000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int64(v, 1)
+			c.Cluster.SessionTimeout = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "broker.heartbeat.interval.ms", Doc: "how often a node heartbeats to the controller, an integer >= 1 below broker.session.timeout.ms (default 2000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int64(v, 1)
+			c.Cluster.HeartbeatInterval = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "default.replication.factor", Doc: "replication factor of new topics: 1 (replicas on several nodes are not supported yet)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			if err == nil && n != 1 {
+				err = fmt.Errorf("only 1 is supported until kmirror replicates partitions between nodes (got %d)", n)
+			}
+			return err
+		}},
 
 	// Sockets.
 	{Def: brokerDef("listeners", "comma list of NAME://host:port to bind; empty host means 0.0.0.0, IPv6 in brackets (default "+broker.DefaultConfig().Listeners[0].String()+")"),
@@ -69,8 +107,8 @@ var serverSettings = []setting{
 			c.AdvertisedListeners, err = parseListeners(v, true)
 			return err
 		}},
-	{Def: settings.Def{Name: "controller.listener.names", Doc: "listeners with these names are dropped: kmirror serves no KRaft controller port"},
-		apply: dropControllerListeners},
+	{Def: settings.Def{Name: "controller.listener.names", Doc: "the listener (of listeners) that a node of a cluster binds for the quorum and for the other nodes' requests to the controller, PLAINTEXT; a single node binds none"},
+		apply: takeControllerListener},
 	{Def: settings.Def{Name: "listener.security.protocol.map", Doc: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)"},
 		apply: applyProtocolMap},
 	{Def: brokerDef("socket.request.max.bytes", "largest request frame, an integer >= 1 (default "+strconv.Itoa(broker.DefaultSocketRequestMaxBytes)+")"),
@@ -334,9 +372,6 @@ func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignore
 	if err := applyServerSecurity(&cfg, vals); err != nil {
 		return broker.Config{}, nil, err
 	}
-	if err := checkQuorumSettings(cfg.NodeID, skipped); err != nil {
-		return broker.Config{}, nil, err
-	}
 	if err := cfg.Validate(); err != nil {
 		return broker.Config{}, nil, err
 	}
@@ -346,34 +381,15 @@ func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignore
 	return cfg, slices.Sorted(maps.Keys(skipped)), nil
 }
 
-// checkQuorumSettings refuses KRaft settings that ask for a cluster of
-// several nodes: kmirror nodes do not form one yet, and a node that
-// quietly ran alone would be a DR copy the operator believes replicated.
-// Kafka's own single-node file (process.roles=broker,controller, this node
-// its only voter) passes; the settings have no effect beyond that.
-func checkQuorumSettings(nodeID int32, kafka map[string]string) error {
-	if v, ok := kafka["process.roles"]; ok {
-		roles := settings.Items(v)
-		slices.Sort(roles)
-		if !slices.Equal(roles, []string{"broker", "controller"}) {
-			return fmt.Errorf("process.roles=%s: a kmirror node is broker and controller (process.roles=broker,controller); "+
-				"a broker-only or controller-only node would belong to a quorum of several nodes, which kmirror "+
-				"does not form yet", v)
-		}
-	}
-	if v, ok := kafka["controller.quorum.voters"]; ok && v != "" {
-		voters, err := meta.ParseVoters(v)
-		if err != nil {
-			return err
-		}
-		if len(voters) != 1 || voters[0].ID != nodeID {
-			return fmt.Errorf("controller.quorum.voters=%s: kmirror nodes do not form a cluster of several nodes yet, "+
-				"each is its own one-voter quorum: list only this node (%d@host:port) or remove the setting", v, nodeID)
-		}
-	}
-	if v, ok := kafka["controller.quorum.bootstrap.servers"]; ok && len(settings.Items(v)) > 1 {
-		return fmt.Errorf("controller.quorum.bootstrap.servers=%s: kmirror nodes do not form a cluster of several "+
-			"nodes yet, each is its own quorum: list at most this node's controller address or remove the setting", v)
+// applyProcessRoles applies process.roles: a kmirror node of a cluster
+// is a broker and a controller (a voter); the other roles would need
+// non-voters, which are not built yet.
+func applyProcessRoles(c *broker.Config, v string) error {
+	roles := settings.Items(v)
+	slices.Sort(roles)
+	if !slices.Equal(roles, []string{"broker", "controller"}) {
+		return errors.New("a kmirror node is broker and controller (process.roles=broker,controller); " +
+			"broker-only and controller-only nodes are not supported yet")
 	}
 	return nil
 }
@@ -616,23 +632,31 @@ func parseMetricsListener(v string) (string, error) {
 	return v, nil
 }
 
-// dropControllerListeners applies controller.listener.names. Kafka's sample
-// KRaft file binds a CONTROLLER listener for the quorum; kmirror has no
-// quorum, so that listener is dropped rather than refused as not PLAINTEXT.
+// takeControllerListener applies controller.listener.names: the
+// listeners it names leave listeners and advertised.listeners (clients
+// are never told of them), and the first becomes the node's controller
+// listener, which a node of a cluster binds (a single node binds none).
 // It runs after listeners and advertised.listeners (table order).
-func dropControllerListeners(c *broker.Config, v string) error {
-	drop := map[string]bool{}
+func takeControllerListener(c *broker.Config, v string) error {
+	names := map[string]bool{}
 	for _, name := range settings.SplitList(v) {
-		drop[strings.ToUpper(name)] = true
+		names[strings.ToUpper(name)] = true
 	}
+	c.Cluster.ControllerListener = nil
 	keep := func(ls []broker.Listener) []broker.Listener {
 		var out []broker.Listener
 		for _, l := range ls {
-			if !drop[l.Name] {
+			if !names[l.Name] {
 				out = append(out, l)
 			}
 		}
 		return out
+	}
+	for _, l := range c.Listeners {
+		if names[l.Name] && c.Cluster.ControllerListener == nil {
+			cl := l
+			c.Cluster.ControllerListener = &cl
+		}
 	}
 	c.Listeners, c.AdvertisedListeners = keep(c.Listeners), keep(c.AdvertisedListeners)
 	return nil

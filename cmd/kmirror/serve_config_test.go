@@ -14,6 +14,7 @@ import (
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/kafkaconfigs"
 	"github.com/kmirror/kmirror/internal/settings"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/storage"
 )
 
@@ -60,6 +61,8 @@ func TestLoadServeConfig(t *testing.T) {
 		{name: "defaults"},
 		{name: "sample file", path: "testdata/server.properties", edit: func(c *broker.Config) {
 			c.NodeID = 3
+			c.Cluster.Voters = []meta.Voter{{ID: 3, Addr: "localhost:19093"}}
+			c.Cluster.ControllerListener = &broker.Listener{Name: "CONTROLLER", Host: "0.0.0.0", Port: 19093}
 			c.LogRetentionCheckInterval = 5 * time.Minute
 			c.Listeners = plain("0.0.0.0", 19092)
 			c.AdvertisedListeners = plain("broker.example.com", 19092)
@@ -154,7 +157,10 @@ func TestLoadServeConfig(t *testing.T) {
 				c.AdvertisedListeners = plain("2001:db8::1", 9093)
 			}},
 		{name: "controller listener dropped", contents: "listeners=PLAINTEXT://h:1,CONTROLLER://h:2\ncontroller.listener.names=controller\n",
-			edit: func(c *broker.Config) { c.Listeners = plain("h", 1) }},
+			edit: func(c *broker.Config) {
+				c.Listeners = plain("h", 1)
+				c.Cluster.ControllerListener = &broker.Listener{Name: "CONTROLLER", Host: "h", Port: 2}
+			}},
 		{name: "empty advertised listeners", overrides: []string{"advertised.listeners="}},
 		{name: "protocol map of PLAINTEXT", overrides: []string{"listener.security.protocol.map=CONTROLLER:PLAINTEXT, PLAINTEXT : plaintext"}},
 		{name: "metrics disabled", overrides: []string{"metrics.listener="},
@@ -164,7 +170,9 @@ func TestLoadServeConfig(t *testing.T) {
 		{name: "metrics partition labels", overrides: []string{"metrics.mirror.partition.labels=TRUE"},
 			edit: func(c *broker.Config) { c.MetricsMirrorPartitionLabels = true }},
 		{name: "ignored keys", contents: "process.roles=broker,controller\ncontroller.quorum.voters=1@localhost:9093\n" +
-			"num.network.threads=abc\ndefault.replication.factor=3\n"},
+			"num.network.threads=abc\nmin.insync.replicas=2\n", edit: func(c *broker.Config) {
+			c.Cluster.Voters = []meta.Voter{{ID: 1, Addr: "localhost:9093"}}
+		}},
 		{name: "mirror settings", overrides: []string{"mirror.metadata.refresh.interval.ms=0", "mirror.failed.retry.initial.backoff.ms=100",
 			"mirror.failed.retry.max.backoff.ms=300000", "mirror.failed.retry.max.attempts=0"},
 			edit: func(c *broker.Config) {
@@ -352,12 +360,11 @@ func TestSettingsTable(t *testing.T) {
 		}
 	}
 	// The keys of Kafka's sample KRaft file are accepted and ignored.
-	for _, name := range []string{"process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-		"inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
+	for _, name := range []string{"inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
 		"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
 		"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
 		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-		"default.replication.factor", "min.insync.replicas"} {
+		"min.insync.replicas"} {
 		if lookupSetting(name) != nil || !kafkaconfigs.Known(name) {
 			t.Errorf("%s: want an accepted, ignored key", name)
 		}
@@ -425,12 +432,12 @@ func TestLoadServeConfigIgnoresKafkaSettings(t *testing.T) {
 	if cfg.NumPartitions != 4 {
 		t.Errorf("num.partitions not applied: %d", cfg.NumPartitions)
 	}
-	if len(cfg.KafkaSettings) != 11 || cfg.KafkaSettings["delete.topic.enable"] != "false" || cfg.KafkaSettings["num.io.threads"] != "8" {
+	if len(cfg.KafkaSettings) != 10 || cfg.KafkaSettings["delete.topic.enable"] != "false" || cfg.KafkaSettings["num.io.threads"] != "8" {
 		t.Errorf("KafkaSettings (described as static) = %v", cfg.KafkaSettings)
 	}
 	want := []string{"delete.topic.enable", "inter.broker.protocol.version", "listener.name.internal.ssl.keystore.location",
 		"listener.name.sasl.scram-sha-256.sasl.jaas.config", "log.message.format.version", "num.io.threads",
-		"num.network.threads", "port", "process.roles", "unclean.leader.election.enable", "zookeeper.connect"}
+		"num.network.threads", "port", "unclean.leader.election.enable", "zookeeper.connect"}
 	if !reflect.DeepEqual(ignored, want) {
 		t.Fatalf("ignored\n got %q\nwant %q", ignored, want)
 	}
@@ -438,7 +445,7 @@ func TestLoadServeConfigIgnoresKafkaSettings(t *testing.T) {
 	logIgnored(slog.New(slog.NewTextHandler(&buf, nil)), ignored)
 	if line := buf.String(); strings.Count(line, "\n") != 1 || !strings.Contains(line, "level=INFO") ||
 		!strings.Contains(line, `msg="ignored Kafka settings: delete.topic.enable, inter.broker.protocol.version,`) ||
-		!strings.Contains(line, "zookeeper.connect\" count=11") {
+		!strings.Contains(line, "zookeeper.connect\" count=10") {
 		t.Fatalf("log line %q", line)
 	}
 	buf.Reset()
@@ -474,32 +481,52 @@ func TestServeHelpNamesIgnoredSettings(t *testing.T) {
 	}
 }
 
-// KRaft settings that describe a single node pass; those that ask for a
-// cluster of several nodes are refused, naming the setting: a node that
-// quietly ran alone would be a copy its operator believes replicated.
-func TestLoadServeConfigRefusesMultiNodeQuorum(t *testing.T) {
+// KRaft settings: Kafka's single-node file is a node alone; three voters
+// with a CONTROLLER listener are a cluster; what kmirror cannot be yet
+// (broker-only or controller-only nodes, a dynamic quorum, replication
+// factors above 1) is refused, naming the setting.
+func TestLoadServeConfigQuorum(t *testing.T) {
 	t.Parallel()
+	const three = "process.roles=broker,controller\nnode.id=2\n" +
+		"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\n" +
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n" +
+		"controller.quorum.voters=1@a:9093,2@127.0.0.1:9093,3@c:9093\n"
 	for _, c := range []struct {
 		name, contents, err string
+		voters              int
 	}{
 		{"Kafka's single-node file", "node.id=2\nprocess.roles=broker,controller\ncontroller.quorum.voters=2@localhost:9093\n" +
-			"controller.quorum.bootstrap.servers=localhost:9093\n", ""},
-		{"roles in another order", "process.roles=controller, broker\n", ""},
-		{"three voters", "controller.quorum.voters=1@a:9093,2@b:9093,3@c:9093\n", "controller.quorum.voters=1@a:9093,2@b:9093,3@c:9093: kmirror nodes do not form a cluster"},
-		{"another node as the voter", "node.id=1\ncontroller.quorum.voters=2@b:9093\n", "list only this node (1@host:port)"},
-		{"a bad voter list", "controller.quorum.voters=x\n", "controller.quorum.voters: want id@host:port"},
-		{"broker only", "process.roles=broker\n", "process.roles=broker: a kmirror node is broker and controller"},
-		{"controller only", "process.roles=controller\n", "process.roles=controller:"},
-		{"several bootstrap controllers", "controller.quorum.bootstrap.servers=a:9093,b:9093\n", "controller.quorum.bootstrap.servers=a:9093,b:9093: kmirror nodes"},
+			"controller.quorum.bootstrap.servers=localhost:9093\n", "", 1},
+		{"roles in another order", "process.roles=controller, broker\n", "", 0},
+		{"three voters", three, "", 3},
+		{"three voters, timeouts", three + "broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=500\n", "", 3},
+		{"a heartbeat slower than the session", three + "broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=3000\n", "broker.heartbeat.interval.ms: must be below", 0},
+		{"three voters without a controller listener", "node.id=1\ncontroller.quorum.voters=1@a:9093,2@b:9093,3@c:9093\n", "controller.listener.names: a voter of a quorum of several needs", 0},
+		{"not a voter", "node.id=4\ncontroller.quorum.voters=1@a:9093,2@b:9093,3@c:9093\n", "node 4 is not a voter", 0},
+		{"another node as the only voter", "node.id=1\ncontroller.quorum.voters=2@b:9093\n", "node 1 is not a voter", 0},
+		{"a bad voter list", "controller.quorum.voters=x\n", "controller.quorum.voters: want id@host:port", 0},
+		{"broker only", "process.roles=broker\n", "process.roles", 0},
+		{"controller only", "process.roles=controller\n", "broker-only and controller-only nodes are not supported yet", 0},
+		{"several bootstrap controllers", "controller.quorum.bootstrap.servers=a:9093,b:9093\n", "controller.quorum.bootstrap.servers", 0},
+		{"replication factor 3", "default.replication.factor=3\n", "default.replication.factor", 0},
+		{"replication factor 1", "default.replication.factor=1\n", "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := loadServeConfig(writeConfig(t, c.contents), nil)
+			cfg, _, err := loadServeConfig(writeConfig(t, c.contents), nil)
 			switch {
 			case c.err == "" && err != nil:
 				t.Fatalf("refused: %v", err)
 			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 				t.Fatalf("want an error with %q, got %v", c.err, err)
+			case c.err == "" && len(cfg.Cluster.Voters) != c.voters:
+				t.Fatalf("voters %v, want %d", cfg.Cluster.Voters, c.voters)
+			}
+			if c.voters == 3 {
+				cl := cfg.Cluster.ControllerListener
+				if cl == nil || cl.Addr() != "127.0.0.1:9093" || len(cfg.Listeners) != 1 || cfg.Listeners[0].Name != "PLAINTEXT" {
+					t.Fatalf("controller listener %+v, listeners %+v", cl, cfg.Listeners)
+				}
 			}
 		})
 	}

@@ -1,0 +1,195 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/partition"
+	"github.com/kmirror/kmirror/state"
+)
+
+// The broker in a cluster (DESIGN.md "The cluster"). The metadata log
+// applies every node's changes to each node's store; Reconcile then
+// brings the rest of the broker in line with it: the hosted topics
+// (partition.Manager.Sync), leader epochs, ACLs, client quotas, dynamic
+// broker configs and the published image, which is built from the
+// store's broker registrations and partition assignments. A change made
+// by this node's own handler (on the controller) is already in place when
+// Reconcile runs, which then finds nothing to do for it.
+//
+// Until replication exists, every node hosts a log for every partition
+// (the ones it does not lead stay empty, and requests for them are
+// answered NOT_LEADER_OR_FOLLOWER from the image); placement spreads the
+// leaders over the brokers with one replica each.
+
+// Reconcile applies what the metadata log wrote to the store since the
+// last call to the broker's own state. It is safe to call at any time and
+// from one goroutine at a time (node/ calls it after each applied batch
+// and at every change of controller).
+func (b *Broker) Reconcile() error {
+	var errs []error
+	if err := b.partitions.Sync(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := b.followAssignedEpochs(); err != nil {
+		errs = append(errs, err)
+	}
+	b.aclsChanged()
+	if err := b.reloadQuotas(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := b.reloadDynamicConfigs(); err != nil {
+		errs = append(errs, err)
+	}
+	b.publishImage()
+	return errors.Join(errs...)
+}
+
+// placeReplicas is the partition registry's Place: one replica per new
+// partition on the registered, unfenced brokers, leaders spread
+// (meta.PlaceReplicas). A node with no registered broker (a bare broker,
+// or a node whose store predates the metadata log) places nothing.
+func (b *Broker) placeReplicas(id [16]byte, from, to int32) ([]state.PartitionAssignment, error) {
+	brokers, err := b.store.Brokers()
+	if err != nil || len(brokers) == 0 {
+		return nil, err
+	}
+	var live []int32
+	for _, br := range brokers {
+		if !br.Fenced && !br.ShuttingDown {
+			live = append(live, br.ID)
+		}
+	}
+	parts, err := b.store.PartitionAssignments()
+	if err != nil {
+		return nil, err
+	}
+	placed, err := meta.PlaceReplicas(live, meta.LeaderCounts(parts), to-from, 1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]state.PartitionAssignment, len(placed))
+	for i, replicas := range placed {
+		out[i] = meta.NewPartition(id, from+int32(i), replicas)
+	}
+	return out, nil
+}
+
+// followAssignedEpochs raises the leader epoch of every partition this
+// node leads to its assignment's (the controller bumps it at each
+// election), so that its appends are stamped with the epoch clients and
+// followers are told.
+func (b *Broker) followAssignedEpochs() error {
+	parts, err := b.store.PartitionAssignments()
+	if err != nil {
+		return err
+	}
+	raise := map[[16]byte]map[int32]int32{}
+	for _, a := range parts {
+		if a.Leader != b.cfg.NodeID {
+			continue
+		}
+		t := b.partitions.TopicByID(a.TopicID)
+		if t == nil || t.Partition(a.Partition) == nil || t.Partition(a.Partition).LeaderEpoch() >= a.LeaderEpoch {
+			continue
+		}
+		if raise[a.TopicID] == nil {
+			raise[a.TopicID] = map[int32]int32{}
+		}
+		raise[a.TopicID][a.Partition] = a.LeaderEpoch
+	}
+	var errs []error
+	for id, epochs := range raise {
+		if t := b.partitions.TopicByID(id); t != nil {
+			if err := b.partitions.RaiseLeaderEpochs(t.Name(), epochs); err != nil {
+				errs = append(errs, fmt.Errorf("raising the leader epochs of %s: %w", t.Name(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reloadQuotas makes the enforced client quotas the store's.
+func (b *Broker) reloadQuotas() error {
+	stored, err := b.store.ClientQuotas()
+	if err != nil {
+		return fmt.Errorf("reloading client quotas: %w", err)
+	}
+	b.quotas.replaceAll(stored)
+	return nil
+}
+
+// reloadDynamicConfigs makes the dynamic broker configs (the cluster
+// default and this node's) the store's, and re-applies the topics' log
+// configs when they changed. Keystores set through this node's own
+// configs on another node are not reloaded (the controller validated
+// them against its own files).
+func (b *Broker) reloadDynamicConfigs() error {
+	dyn, err := b.store.BrokerConfigs()
+	if err != nil {
+		return fmt.Errorf("reloading broker configs: %w", err)
+	}
+	node, err := b.store.NodeConfigs(b.cfg.NodeID)
+	if err != nil {
+		return fmt.Errorf("reloading broker configs of node %d: %w", b.cfg.NodeID, err)
+	}
+	b.dynMu.Lock()
+	same := maps.Equal(dyn, b.dynamicConfigs) && maps.Equal(node, b.nodeConfigs)
+	if !same {
+		b.dynamicConfigs, b.nodeConfigs = dyn, node
+	}
+	b.dynMu.Unlock()
+	if same {
+		return nil
+	}
+	return b.reapplyTopicConfigs()
+}
+
+// publishImageLocked builds the image from the node's topics and the
+// cluster's records and publishes it: the partition registry's
+// TopicsChanged hook. Without broker registrations (a bare broker, a
+// node before its first registration) the node is the only broker and
+// leads every partition. REQUIRES: the registry's lock held for writing.
+func (b *Broker) publishImageLocked(topics []*partition.Topic) {
+	b.imgMu.Lock()
+	defer b.imgMu.Unlock()
+	self := b.cfg.NodeID
+	brokers, err := b.store.Brokers()
+	var parts []state.PartitionAssignment
+	if err == nil {
+		parts, err = b.store.PartitionAssignments()
+	}
+	if err != nil {
+		if ok, held := b.warnings.allow("image-records", time.Now()); ok {
+			b.log.Warn("reading the cluster's records for the metadata image; publishing this node alone", "held_back", held, "err", err)
+		}
+		brokers, parts = nil, nil
+	}
+	if len(brokers) == 0 {
+		ls := make([]state.BrokerEndpoint, len(b.advertised))
+		for i, l := range b.advertised {
+			ls[i] = state.BrokerEndpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port)}
+		}
+		brokers = []state.BrokerRegistration{{ID: self, Listeners: ls}}
+	}
+	controller := self
+	if q := b.cfg.MetadataQuorum; q != nil {
+		controller = q.Quorum().LeaderID
+	}
+	sts := make([]state.Topic, len(topics))
+	byName := make(map[string]*partition.Topic, len(topics))
+	for i, t := range topics {
+		sts[i] = state.Topic{Name: t.Name(), ID: t.ID(), Partitions: int32(len(t.Partitions()))}
+		byName[t.Name()] = t
+	}
+	localEpoch := func(name string, p int32) int32 {
+		pt := byName[name].Partition(p)
+		epoch := pt.LeaderEpoch()
+		pt.SetPublishedEpoch(epoch)
+		return epoch
+	}
+	b.img.Store(meta.ImageFromRecords(b.store.ClusterID(), self, controller, brokers, sts, parts, localEpoch))
+}
