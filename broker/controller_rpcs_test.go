@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -12,10 +13,39 @@ import (
 	"github.com/kmirror/kmirror/meta"
 )
 
+// The controller RPCs are served on the CONTROLLER listener only (the
+// other listeners close the connection), so the tests send them there.
+
+// controllerListener binds a CONTROLLER listener for a test broker:
+// mutate sets it in the broker's config, addr is where to dial it.
+func controllerListener(t *testing.T) (mutate func(*Config), addr string) {
+	t.Helper()
+	cl, err := meta.ListenController("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() }) // after the broker's Close
+	return func(c *Config) { c.ControllerListener = cl.KafkaListener() }, cl.Addr().String()
+}
+
+// rawAtAs dials addr from ip: a raw connection of that test principal
+// (newAuthzBroker) to that listener.
+func rawAtAs(t *testing.T, addr, ip string) *rawConn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dialing %s from %s: %v", addr, ip, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, conn: c, fmtr: kmsg.NewRequestFormatter(kmsg.FormatterClientID("authz-test"))}
+}
+
 // newControllerBroker is a broker whose node is the controller of a
 // one-voter metadata log (in memory; it elects itself in milliseconds),
-// as node.Start builds a node alone.
-func newControllerBroker(t *testing.T) (*Broker, *meta.Controller, *meta.MetadataLog) {
+// as node.Start builds a node alone. rc is a connection to its
+// CONTROLLER listener.
+func newControllerBroker(t *testing.T) (b *Broker, rc *rawConn, l *meta.MetadataLog) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.StateDir = t.TempDir()
@@ -24,7 +54,7 @@ func newControllerBroker(t *testing.T) (*Broker, *meta.Controller, *meta.Metadat
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	l, err := meta.OpenLog(meta.LogConfig{NodeID: cfg.NodeID, Dir: t.TempDir(),
+	l, err = meta.OpenLog(meta.LogConfig{NodeID: cfg.NodeID, Dir: t.TempDir(),
 		Voters: []meta.Voter{{ID: cfg.NodeID, Addr: "node-1"}}, Store: store})
 	if err != nil {
 		t.Fatal(err)
@@ -37,10 +67,11 @@ func newControllerBroker(t *testing.T) (*Broker, *meta.Controller, *meta.Metadat
 	}
 	store.SetReplicator(l)
 	c := meta.NewController(l, store, meta.ControllerConfig{})
-	b := newTestBroker(t, func(cfg *Config) {
+	withListener, addr := controllerListener(t)
+	b = newTestBroker(t, withListener, func(cfg *Config) {
 		cfg.StateDir, cfg.Store, cfg.MetadataQuorum, cfg.Controller = "", store, l, c
 	})
-	return b, c, l
+	return b, dialRawAt(t, addr), l
 }
 
 func registrationRequest(b *Broker, id int32, incarnation byte) *kmsg.BrokerRegistrationRequest {
@@ -62,8 +93,7 @@ func heartbeatRequest(id int32, epoch, offset int64, shutdown bool) *kmsg.Broker
 
 func TestBrokerRegistrationAndHeartbeat(t *testing.T) {
 	t.Parallel()
-	b, _, l := newControllerBroker(t)
-	rc := dialRaw(t, b)
+	b, rc, l := newControllerBroker(t)
 	reg := rc.roundTrip(registrationRequest(b, 2, 1)).(*kmsg.BrokerRegistrationResponse)
 	if reg.ErrorCode != 0 || reg.BrokerEpoch <= 0 {
 		t.Fatalf("registration: error %d epoch %d", reg.ErrorCode, reg.BrokerEpoch)
@@ -105,8 +135,7 @@ func TestBrokerRegistrationAndHeartbeat(t *testing.T) {
 
 func TestControllerRPCErrors(t *testing.T) {
 	t.Parallel()
-	b, _, _ := newControllerBroker(t)
-	rc := dialRaw(t, b)
+	b, rc, _ := newControllerBroker(t)
 	old := rc.roundTrip(registrationRequest(b, 2, 1)).(*kmsg.BrokerRegistrationResponse)
 	cur := rc.roundTrip(registrationRequest(b, 2, 2)).(*kmsg.BrokerRegistrationResponse)
 	if old.ErrorCode != 0 || cur.ErrorCode != 0 || cur.BrokerEpoch <= old.BrokerEpoch {
@@ -155,8 +184,7 @@ func TestControllerRPCErrors(t *testing.T) {
 
 func TestAllocateProducerIDsBlocks(t *testing.T) {
 	t.Parallel()
-	b, _, _ := newControllerBroker(t)
-	rc := dialRaw(t, b)
+	b, rc, _ := newControllerBroker(t)
 	reg := rc.roundTrip(registrationRequest(b, 2, 1)).(*kmsg.BrokerRegistrationResponse)
 	var last int64 = -1
 	for range 2 {
@@ -178,8 +206,9 @@ func TestAllocateProducerIDsBlocks(t *testing.T) {
 // answers NOT_CONTROLLER to each, so the sender tries the controller.
 func TestControllerRPCsNotController(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t)
-	rc := dialRaw(t, b)
+	withListener, addr := controllerListener(t)
+	b := newTestBroker(t, withListener)
+	rc := dialRawAt(t, addr)
 	if r := rc.roundTrip(registrationRequest(b, 2, 1)).(*kmsg.BrokerRegistrationResponse); r.ErrorCode != kerr.NotController.Code {
 		t.Fatalf("registration: %+v", r)
 	}
@@ -198,8 +227,9 @@ func TestControllerRPCsNotController(t *testing.T) {
 // controller), bob and alice are refused.
 func TestAuthzControllerRPCs(t *testing.T) {
 	t.Parallel()
-	b := authzFixture(t)
-	alice, bob, ops := rawAs(t, b, aliceIP), rawAs(t, b, bobIP), rawAs(t, b, opsIP)
+	withListener, addr := controllerListener(t)
+	b := authzFixture(t, withListener)
+	alice, bob, ops := rawAtAs(t, addr, aliceIP), rawAtAs(t, addr, bobIP), rawAtAs(t, addr, opsIP)
 	codes := func(rc *rawConn) []int16 {
 		alloc := kmsg.NewPtrAllocateProducerIDsRequest()
 		alloc.BrokerID, alloc.BrokerEpoch = 2, 1
