@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -580,28 +579,18 @@ func (noController) producerIDBlock(context.Context, int32, int64, int64) (int64
 // newNodeLifecycle is the lifecycle of a node alone, as Start builds it:
 // one voter, so the node is its own controller (the multi-node wiring,
 // a channel to another controller, is not built yet).
-// broker.heartbeat.interval.ms, broker.session.timeout.ms and
-// broker.rack come from cfg's Kafka settings.
+// broker.heartbeat.interval.ms and broker.session.timeout.ms are
+// cfg.Cluster's; broker.rack comes from cfg's Kafka settings.
 func newNodeLifecycle(cfg broker.Config, store *state.Store, log *meta.MetadataLog) *Lifecycle {
-	session := settingMillis(cfg.KafkaSettings, "broker.session.timeout.ms")
+	session := cfg.Cluster.SessionTimeout
 	c := meta.NewController(log, store, meta.ControllerConfig{SessionTimeout: session})
 	var rack *string
 	if r, ok := cfg.KafkaSettings["broker.rack"]; ok && r != "" {
 		rack = &r
 	}
 	return NewLifecycle(LifecycleConfig{NodeID: cfg.NodeID, ClusterID: store.ClusterID(), Rack: rack,
-		HeartbeatInterval: settingMillis(cfg.KafkaSettings, "broker.heartbeat.interval.ms"), ShutdownTimeout: session,
+		HeartbeatInterval: cfg.Cluster.HeartbeatInterval, ShutdownTimeout: session,
 		Applied: log.Applied, Controller: c, IsController: log.IsController, Store: store, Logger: cfg.Logger})
-}
-
-// settingMillis is the duration of a *.ms Kafka setting, 0 (the default)
-// when unset or not a positive number.
-func settingMillis(settings map[string]string, name string) time.Duration {
-	ms, err := strconv.ParseInt(settings[name], 10, 64)
-	if err != nil || ms <= 0 {
-		return 0
-	}
-	return time.Duration(ms) * time.Millisecond
 }
 
 // brokerEndpoints are the broker's advertised listeners as its
@@ -617,3 +606,26 @@ func brokerEndpoints(ls []broker.Listener) []state.BrokerEndpoint {
 // Lifecycle is the node's registration and heartbeats with the
 // controller.
 func (n *Node) Lifecycle() *Lifecycle { return n.life }
+
+// unfenceTimeout bounds Start's wait for the controller to unfence the
+// node: a node alone is unfenced by its first heartbeat, milliseconds
+// after its registration.
+const unfenceTimeout = 30 * time.Second
+
+// waitUnfenced waits, as Kafka's broker does before it serves, until the
+// controller has registered and unfenced this node, then brings the
+// broker in line with the records that wrote (Reconcile): the image lists
+// the brokers from their registrations, and this start's registration
+// (its listeners, its leaderships back after a restart's fencing) must be
+// in it before the first client asks.
+func (n *Node) waitUnfenced() error {
+	ctx, cancel := context.WithTimeout(context.Background(), unfenceTimeout)
+	defer cancel()
+	if err := n.life.WaitUnfenced(ctx); err != nil {
+		return fmt.Errorf("waiting for the controller to register and unfence node %d: %w", n.life.cfg.NodeID, err)
+	}
+	if err := n.Broker.Reconcile(); err != nil {
+		return fmt.Errorf("applying the node's registration: %w", err)
+	}
+	return nil
+}

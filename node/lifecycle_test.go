@@ -304,7 +304,7 @@ func TestLifecycleShutdownUnregistered(t *testing.T) {
 func TestNodeFencesExpiredAndShutsDown(t *testing.T) {
 	t.Parallel()
 	cfg := nodetest.Config(t)
-	cfg.KafkaSettings = map[string]string{"broker.session.timeout.ms": "300", "broker.heartbeat.interval.ms": "50"}
+	cfg.Cluster.SessionTimeout, cfg.Cluster.HeartbeatInterval = 300*time.Millisecond, 50*time.Millisecond
 	n, err := Start(cfg, control.Config{})
 	if err != nil {
 		t.Fatal(err)

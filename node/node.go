@@ -115,6 +115,9 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 		}
 	}
 	n.life.Start(brokerEndpoints(n.Broker.Listeners()))
+	if err = n.waitUnfenced(); err != nil {
+		return nil, err
+	}
 	n.Broker.StartServing()
 	return n, nil
 }
