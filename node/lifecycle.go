@@ -629,3 +629,6 @@ func (n *Node) waitUnfenced() error {
 	}
 	return nil
 }
+
+// meta's channel to the controller is the lifecycle's.
+var _ ControllerChannel = (*meta.ControllerChannel)(nil)
