@@ -83,7 +83,7 @@ type Config struct {
 	// MetadataQuorum is the node's metadata log, which DescribeQuorum
 	// describes; nil for a bare broker.
 	MetadataQuorum QuorumDescriber
-	// ControllerListener is the Kafka side of the node's CONTROLLER
+	// ControllerConns is the Kafka side of the node's CONTROLLER
 	// listener (meta.ControllerListener.KafkaListener), bound by the
 	// composition root (node/), which also owns the port; nil: none. The
 	// broker serves it (netio's Listener.Conns) with the controller's APIs
@@ -92,10 +92,10 @@ type Config struct {
 	// harmless for a KafkaListener). It is PLAINTEXT only for now: an SSL or SASL controller
 	// listener (listener.security.protocol.map) is not served yet. It is
 	// not advertised to clients.
-	ControllerListener net.Listener
+	ControllerConns net.Listener
 	// ControllerListenerName is the first name of controller.listener.names
 	// (default "CONTROLLER"): the listener name Conn.Listener reports for
-	// ControllerListener's connections. It must not name one of Listeners.
+	// ControllerConns's connections. It must not name one of Listeners.
 	ControllerListenerName string
 
 	// Store is the node's state store when the composition root (node/)
@@ -377,7 +377,7 @@ func (c *Config) Validate() error {
 			return bad("listeners", "port %d out of range", l.Port)
 		}
 	}
-	if c.ControllerListener != nil {
+	if c.ControllerConns != nil {
 		if c.ControllerListenerName == "" {
 			c.ControllerListenerName = DefaultControllerListenerName
 		}

@@ -33,7 +33,7 @@ func newControllerTestBroker(t *testing.T) (*Broker, string) {
 	q := meta.QuorumState{LeaderID: 1, LeaderEpoch: 4, HighWatermark: 9,
 		Voters: []meta.QuorumReplica{{ID: 1, LogEndOffset: 9}}}
 	b := newTestBroker(t, func(c *Config) {
-		c.ControllerListener = cl.KafkaListener()
+		c.ControllerConns = cl.KafkaListener()
 		c.MetadataQuorum = stubQuorum{q}
 	})
 	return b, cl.Addr().String()
@@ -165,7 +165,7 @@ func TestControllerListenerNameClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	cfg.ControllerListener = ln
+	cfg.ControllerConns = ln
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("a controller listener also in listeners was accepted")
 	}
