@@ -27,6 +27,10 @@ type request struct {
 	// parked is how long the handler waited for something else (a Fetch
 	// long poll): not counted as request time by request_percentage.
 	parked time.Duration
+	// fwd is the client of a request that came in an Envelope (its
+	// principal and address on the node that forwarded it), nil for a
+	// request of conn's own client. conn is then the forwarding node's.
+	fwd *forwardedIdentity
 }
 
 // handlerFunc serves one API key. It returns the response, or nil with
