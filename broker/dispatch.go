@@ -69,7 +69,9 @@ func lookupHandler(key, version int16) (*apiHandler, bool) {
 
 // Flexible implements netio.Handler: request header v2 for the flexible
 // versions of the keys served.
-func (b *Broker) Flexible(key, version int16) bool {
+func (b *Broker) Flexible(key, version int16) bool { return flexibleVersion(key, version) }
+
+func flexibleVersion(key, version int16) bool {
 	if _, ok := lookupHandler(key, version); !ok {
 		return false
 	}
@@ -141,7 +143,12 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 	if quotasOn {
 		start = time.Now()
 	}
-	resp, err := h.serve(b, r)
+	var resp kmsg.Response
+	if b.forwards(hdr.Key) {
+		resp, err = b.forward(r, body) // the controller's handler answers (forward.go)
+	} else {
+		resp, err = h.serve(b, r)
+	}
 	if err != nil {
 		return r.out, false, err
 	}
