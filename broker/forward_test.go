@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/state"
 )
@@ -153,6 +154,13 @@ func TestForwardCreateTopics(t *testing.T) {
 	if got := p.fq.waited.Load(); got != 43 {
 		t.Fatalf("the forwarding node waited for entry %d, want the controller's 43", got)
 	}
+	// A version before the flexible ones (v5) travels as well.
+	old := createTopicsReq("fwd-b")
+	old.Version = 4
+	resp = rc.roundTrip(old).(*kmsg.CreateTopicsResponse)
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || p.ctrl.partitions.Topic("fwd-b") == nil {
+		t.Fatalf("v4: %+v", resp.Topics)
+	}
 }
 
 // TestForwardIncrementalAlterConfigs: a topic config change sent to the
@@ -215,6 +223,34 @@ func TestForwardCreateAcls(t *testing.T) {
 	}
 	if local, _ := p.fwd.store.ACLs(); len(local) != 0 {
 		t.Fatalf("the forwarding node holds ACLs %v", local)
+	}
+}
+
+// TestForwardMirrorRPC: a mirror RPC (mirrorapi's codec, not kmsg's) sent
+// to the forwarding node reaches the controller's control plane, never
+// its own, once alice may ALTER the mirror and its topic's configs.
+func TestForwardMirrorRPC(t *testing.T) {
+	t.Parallel()
+	p := newForwardPair(t, nil)
+	ctrlAdmin, fwdAdmin := &fakeMirrorAdmin{mirrors: []string{"m"}}, &fakeMirrorAdmin{mirrors: []string{"m"}}
+	p.ctrl.SetMirrorAdmin(ctrlAdmin)
+	p.fwd.SetMirrorAdmin(fwdAdmin)
+	req := mirrorapi.NewPtrPauseMirrorTopicsRequest()
+	req.MirrorName = "m"
+	req.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: "orders"}}
+
+	rc := dialRaw(t, p.fwd)
+	resp := rc.roundTrip(req).(*mirrorapi.PauseMirrorTopicsResponse)
+	if resp.ErrorCode != mirrorAuthorizationFailedCode || ctrlAdmin.count() != 0 {
+		t.Fatalf("before the grant: error %d, %d calls, want CLUSTER_MIRROR_AUTHORIZATION_FAILED and none",
+			resp.ErrorCode, ctrlAdmin.count())
+	}
+	p.grant(t, aclOf(resMirror, "m", patLiteral, alicePrincipal, "*", opAlter, allow),
+		aclOf(resTopic, "orders", patLiteral, alicePrincipal, "*", opAlterConfigs, allow))
+	resp = rc.roundTrip(req).(*mirrorapi.PauseMirrorTopicsResponse)
+	if resp.ErrorCode != 0 || ctrlAdmin.count() != 1 || fwdAdmin.count() != 0 {
+		t.Fatalf("after the grant: error %d, %d calls on the controller and %d here, want 0, 1, 0",
+			resp.ErrorCode, ctrlAdmin.count(), fwdAdmin.count())
 	}
 }
 
