@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/group"
 	"github.com/kmirror/kmirror/meta"
@@ -97,6 +100,11 @@ type Config struct {
 	// (default "CONTROLLER"): the listener name Conn.Listener reports for
 	// ControllerConns's connections. It must not name one of Listeners.
 	ControllerListenerName string
+	// ControllerChannel sends requests to the current controller (KIP-590's
+	// forwarding): on a node that is not the controller the admin requests
+	// go there in an Envelope (forward.go). Nil: this node never forwards
+	// (a node alone, which is its own controller).
+	ControllerChannel ControllerChannel
 
 	// Store is the node's state store when the composition root (node/)
 	// opened it (OpenStore) to put the metadata log under it; it stays
@@ -461,4 +469,11 @@ func (c *Config) Validate() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
+}
+
+// ControllerChannel sends a request to the current controller and returns
+// its answer (meta.ControllerChannel). An error means no answer came: the
+// controller is unknown or unreachable, or ctx ended.
+type ControllerChannel interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }

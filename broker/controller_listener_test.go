@@ -15,11 +15,6 @@ import (
 	"github.com/kmirror/kmirror/meta"
 )
 
-// stubQuorum is a metadata log as DescribeQuorum sees it.
-type stubQuorum struct{ q meta.QuorumState }
-
-func (s stubQuorum) Quorum() meta.QuorumState { return s.q }
-
 // newControllerTestBroker starts a broker with a CONTROLLER listener on
 // a meta.ControllerListener of its own, and returns the listener's
 // address.
@@ -34,7 +29,7 @@ func newControllerTestBroker(t *testing.T) (*Broker, string) {
 		Voters: []meta.QuorumReplica{{ID: 1, LogEndOffset: 9}}}
 	b := newTestBroker(t, func(c *Config) {
 		c.ControllerConns = cl.KafkaListener()
-		c.MetadataQuorum = stubQuorum{q}
+		c.MetadataQuorum = &fakeQuorum{controller: true, state: &q}
 	})
 	return b, cl.Addr().String()
 }

@@ -187,11 +187,12 @@ func expectServing(t *testing.T, b *Broker) {
 // wantApiKeys is the handler table as ApiVersions must list it: every
 // registered key with its served range, except that Produce advertises v0
 // as its floor while refusing v0-2 (Kafka 4.0 does the same, KAFKA-18659:
-// librdkafka compresses only when the broker lists Produce v0).
+// librdkafka compresses only when the broker lists Produce v0). The
+// inter-node keys are served on the CONTROLLER listener only.
 func wantApiKeys() []kmsg.ApiVersionsResponseApiKey {
 	var want []kmsg.ApiVersionsResponseApiKey
 	for key, h := range handlers {
-		if h == nil {
+		if h == nil || slices.Contains(controllerOnlyAPIs, int16(key)) {
 			continue
 		}
 		k := kmsg.ApiVersionsResponseApiKey{ApiKey: int16(key), MinVersion: h.min, MaxVersion: h.max}
