@@ -35,8 +35,8 @@ func (q *fakeQuorum) Quorum() meta.QuorumState {
 	}
 	return meta.QuorumState{LeaderID: 1}
 }
-func (q *fakeQuorum) IsController() bool       { return q.controller }
-func (q *fakeQuorum) Applied() uint64          { return q.applied.Load() }
+func (q *fakeQuorum) IsController() bool { return q.controller }
+func (q *fakeQuorum) Applied() uint64    { return q.applied.Load() }
 func (q *fakeQuorum) WaitApplied(_ context.Context, index uint64) error {
 	q.waited.Store(index)
 	return nil
@@ -73,9 +73,9 @@ type forwardPair struct {
 	// ctrlAddr and fwdAddr are their CONTROLLER listeners, where
 	// Envelopes are served.
 	ctrlAddr, fwdAddr string
-	cq, fq    *fakeQuorum
-	ch        *testChannel
-	deny      sync.Map // remote addresses the controller sees as User:nobody
+	cq, fq            *fakeQuorum
+	ch                *testChannel
+	deny              sync.Map // remote addresses the controller sees as User:nobody
 }
 
 func newForwardPair(t *testing.T, chErr error) *forwardPair {
@@ -352,7 +352,7 @@ func TestEnvelopeRefusals(t *testing.T) {
 	tests := []struct {
 		name   string
 		to     string // a CONTROLLER listener
-		denied bool // the controller sees the sender as User:nobody
+		denied bool   // the controller sees the sender as User:nobody
 		env    *kmsg.EnvelopeRequest
 		want   *kerr.Error
 	}{
