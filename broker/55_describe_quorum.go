@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -72,7 +74,19 @@ func (b *Broker) handleDescribeQuorum(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-// QuorumDescriber is the metadata log as DescribeQuorum reads it.
+// QuorumDescriber is the node's metadata log (*meta.MetadataLog) as the
+// broker reads it: DescribeQuorum's state, whether this node is the
+// controller (the admin requests are forwarded when it is not,
+// forward.go), and the entries it has applied (read-your-writes after a
+// forward, 58_envelope.go).
 type QuorumDescriber interface {
 	Quorum() meta.QuorumState
+	// IsController reports whether this node is the controller (the Raft
+	// leader), the only node that appends to the log.
+	IsController() bool
+	// Applied is the index of the last entry this node has applied.
+	Applied() uint64
+	// WaitApplied waits until this node has applied entry index, or ctx
+	// ends.
+	WaitApplied(ctx context.Context, index uint64) error
 }

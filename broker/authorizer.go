@@ -467,9 +467,11 @@ func (a *authorizer) index(b *Broker) *aclIndex {
 }
 
 // principalOf is who sent r: the connection's principal, or the test
-// seam's answer when a test set one.
+// seam's answer when a test set one. A forwarded request's principal is
+// the one its Envelope names, never the seam's (which would name the
+// forwarding node's connection).
 func (a *authorizer) principalOf(r *request) string {
-	if f := a.testPrincipal.Load(); f != nil {
+	if f := a.testPrincipal.Load(); f != nil && r.fwd == nil {
 		return (*f)(r.conn.RemoteAddr())
 	}
 	return r.principal()

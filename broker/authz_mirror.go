@@ -75,6 +75,14 @@ func (c *authzCtx) mirrorRPCDenied(req kmsg.Request) kmsg.Response {
 		code, msg = kerr.TopicAuthorizationFailed.Code, &m
 	}
 	resp := req.ResponseKind()
+	setMirrorError(resp, code, msg)
+	return resp
+}
+
+// setMirrorError sets the top-level error of the answer of a mirror RPC
+// that changes a mirror, the whole answer of a refused one. It reports
+// false for any other response.
+func setMirrorError(resp kmsg.Response, code int16, msg *string) bool {
 	switch r := resp.(type) {
 	case *mirrorapi.CreateClusterMirrorResponse:
 		r.ErrorCode, r.ErrorMessage = code, msg
@@ -90,8 +98,10 @@ func (c *authzCtx) mirrorRPCDenied(req kmsg.Request) kmsg.Response {
 		r.ErrorCode, r.ErrorMessage = code, msg
 	case *mirrorapi.RecoverMirrorTopicsResponse:
 		r.ErrorCode, r.ErrorMessage = code, msg
+	default:
+		return false
 	}
-	return resp
+	return true
 }
 
 // mirrorRPCFilter applies DESCRIBE on each mirror to the control plane's

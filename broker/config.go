@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/group"
 	"github.com/kmirror/kmirror/meta"
@@ -92,7 +95,7 @@ type Config struct {
 	// (the controller, directly or over AllocateProducerIds); nil: the
 	// state store, for a bare broker without a metadata log.
 	ProducerIDs ProducerIDBlocks
-	// ControllerListener is the Kafka side of the node's CONTROLLER
+	// ControllerConns is the Kafka side of the node's CONTROLLER
 	// listener (meta.ControllerListener.KafkaListener), bound by the
 	// composition root (node/), which also owns the port; nil: none. The
 	// broker serves it (netio's Listener.Conns) with the controller's APIs
@@ -101,11 +104,16 @@ type Config struct {
 	// harmless for a KafkaListener). It is PLAINTEXT only for now: an SSL or SASL controller
 	// listener (listener.security.protocol.map) is not served yet. It is
 	// not advertised to clients.
-	ControllerListener net.Listener
+	ControllerConns net.Listener
 	// ControllerListenerName is the first name of controller.listener.names
 	// (default "CONTROLLER"): the listener name Conn.Listener reports for
-	// ControllerListener's connections. It must not name one of Listeners.
+	// ControllerConns's connections. It must not name one of Listeners.
 	ControllerListenerName string
+	// ControllerChannel sends requests to the current controller (KIP-590's
+	// forwarding): on a node that is not the controller the admin requests
+	// go there in an Envelope (forward.go). Nil: this node never forwards
+	// (a node alone, which is its own controller).
+	ControllerChannel ControllerChannel
 
 	// Store is the node's state store when the composition root (node/)
 	// opened it (OpenStore) to put the metadata log under it; it stays
@@ -386,7 +394,7 @@ func (c *Config) Validate() error {
 			return bad("listeners", "port %d out of range", l.Port)
 		}
 	}
-	if c.ControllerListener != nil {
+	if c.ControllerConns != nil {
 		if c.ControllerListenerName == "" {
 			c.ControllerListenerName = DefaultControllerListenerName
 		}
@@ -470,4 +478,11 @@ func (c *Config) Validate() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
+}
+
+// ControllerChannel sends a request to the current controller and returns
+// its answer (meta.ControllerChannel). An error means no answer came: the
+// controller is unknown or unreachable, or ctx ended.
+type ControllerChannel interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }

@@ -71,7 +71,7 @@ var scopeKeys = func() (t [2][maxAPIKey]bool) {
 
 // scope is the scope of the listener c came in on.
 func (b *Broker) scope(c *netio.Conn) listenerScope {
-	if b.cfg.ControllerListener != nil && c.Listener() == b.cfg.ControllerListenerName {
+	if b.cfg.ControllerConns != nil && c.Listener() == b.cfg.ControllerListenerName {
 		return scopeController
 	}
 	return scopeBroker
@@ -85,10 +85,10 @@ func (s listenerScope) serves(key int16) bool {
 // controllerNetioListener is the CONTROLLER listener as netio serves it,
 // none when the node has none.
 func controllerNetioListener(cfg Config) []netio.Listener {
-	if cfg.ControllerListener == nil {
+	if cfg.ControllerConns == nil {
 		return nil
 	}
-	return []netio.Listener{{Name: cfg.ControllerListenerName, Conns: cfg.ControllerListener}}
+	return []netio.Listener{{Name: cfg.ControllerListenerName, Conns: cfg.ControllerConns}}
 }
 
 // errNotInScope closes a connection that asks a listener for a key

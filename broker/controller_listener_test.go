@@ -15,11 +15,6 @@ import (
 	"github.com/kmirror/kmirror/meta"
 )
 
-// stubQuorum is a metadata log as DescribeQuorum sees it.
-type stubQuorum struct{ q meta.QuorumState }
-
-func (s stubQuorum) Quorum() meta.QuorumState { return s.q }
-
 // newControllerTestBroker starts a broker with a CONTROLLER listener on
 // a meta.ControllerListener of its own, and returns the listener's
 // address.
@@ -33,8 +28,8 @@ func newControllerTestBroker(t *testing.T) (*Broker, string) {
 	q := meta.QuorumState{LeaderID: 1, LeaderEpoch: 4, HighWatermark: 9,
 		Voters: []meta.QuorumReplica{{ID: 1, LogEndOffset: 9}}}
 	b := newTestBroker(t, func(c *Config) {
-		c.ControllerListener = cl.KafkaListener()
-		c.MetadataQuorum = stubQuorum{q}
+		c.ControllerConns = cl.KafkaListener()
+		c.MetadataQuorum = &fakeQuorum{controller: true, state: &q}
 	})
 	return b, cl.Addr().String()
 }
@@ -165,7 +160,7 @@ func TestControllerListenerNameClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	cfg.ControllerListener = ln
+	cfg.ControllerConns = ln
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("a controller listener also in listeners was accepted")
 	}

@@ -25,7 +25,7 @@ func controllerListener(t *testing.T) (mutate func(*Config), addr string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() }) // after the broker's Close
-	return func(c *Config) { c.ControllerListener = cl.KafkaListener() }, cl.Addr().String()
+	return func(c *Config) { c.ControllerConns = cl.KafkaListener() }, cl.Addr().String()
 }
 
 // rawAtAs dials addr from ip: a raw connection of that test principal

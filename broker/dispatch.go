@@ -27,6 +27,10 @@ type request struct {
 	// parked is how long the handler waited for something else (a Fetch
 	// long poll): not counted as request time by request_percentage.
 	parked time.Duration
+	// fwd is the client of a request that came in an Envelope (its
+	// principal and address on the node that forwarded it), nil for a
+	// request of conn's own client. conn is then the forwarding node's.
+	fwd *forwardedIdentity
 }
 
 // handlerFunc serves one API key. It returns the response, or nil with
@@ -65,7 +69,9 @@ func lookupHandler(key, version int16) (*apiHandler, bool) {
 
 // Flexible implements netio.Handler: request header v2 for the flexible
 // versions of the keys served.
-func (b *Broker) Flexible(key, version int16) bool {
+func (b *Broker) Flexible(key, version int16) bool { return flexibleVersion(key, version) }
+
+func flexibleVersion(key, version int16) bool {
 	if _, ok := lookupHandler(key, version); !ok {
 		return false
 	}
@@ -143,7 +149,12 @@ func (b *Broker) Serve(c *netio.Conn, hdr *netio.Header, body []byte, out []byte
 	if quotasOn {
 		start = time.Now()
 	}
-	resp, err := h.serve(b, r)
+	var resp kmsg.Response
+	if b.forwards(hdr.Key) {
+		resp, err = b.forward(r, body) // the controller's handler answers (forward.go)
+	} else {
+		resp, err = h.serve(b, r)
+	}
 	if err != nil {
 		return r.out, false, err
 	}

@@ -188,7 +188,8 @@ func expectServing(t *testing.T, b *Broker) {
 // broker listener: every registered key with its served range but the
 // controller's own (controllerOnlyAPIs), except that Produce advertises v0
 // as its floor while refusing v0-2 (Kafka 4.0 does the same, KAFKA-18659:
-// librdkafka compresses only when the broker lists Produce v0).
+// librdkafka compresses only when the broker lists Produce v0). The
+// inter-node keys are served on the CONTROLLER listener only.
 func wantApiKeys() []kmsg.ApiVersionsResponseApiKey {
 	var want []kmsg.ApiVersionsResponseApiKey
 	for key, h := range handlers {

@@ -81,11 +81,25 @@ func connState(c *netio.Conn) *connScratch {
 // anonymousPrincipal is Kafka's principal of unauthenticated connections.
 const anonymousPrincipal = "User:ANONYMOUS"
 
+// forwardedIdentity is the client of a forwarded request, as the Envelope
+// names it: its principal ("User:alice") and its address without the port.
+type forwardedIdentity struct {
+	principal, host string
+}
+
 // principal is who sent r, as ACLs name principals.
-func (r *request) principal() string { return connState(r.conn).principal }
+func (r *request) principal() string {
+	if r.fwd != nil {
+		return r.fwd.principal
+	}
+	return connState(r.conn).principal
+}
 
 // host is the client's address without the port, as ACLs name hosts.
 func (r *request) host() string {
+	if r.fwd != nil {
+		return r.fwd.host
+	}
 	h, _, err := net.SplitHostPort(r.conn.RemoteAddr())
 	if err != nil {
 		return r.conn.RemoteAddr()

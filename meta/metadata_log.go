@@ -90,6 +90,11 @@ type LogConfig struct {
 	// entries between snapshots (8192 when zero), TrailingLogs the entries
 	// a snapshot leaves in the log for followers a little behind (10240
 	// when zero): one further behind is sent the snapshot.
+	// OnChange is called after each entry or snapshot this node applies
+	// and at each change of controller, from raft's goroutines: it must
+	// not block (the node wakes its reconciler). Nil: nobody is told.
+	OnChange func()
+
 	HeartbeatTimeout  time.Duration
 	ElectionTimeout   time.Duration
 	SnapshotThreshold uint64
@@ -108,6 +113,11 @@ type MetadataLog struct {
 	trans transport
 	db    *raftboltdb.BoltStore
 	fsm   *storeFSM
+	// observer, observed and watching are watchLeader's, nil without
+	// OnChange.
+	observer *raft.Observer
+	observed chan raft.Observation
+	watching chan struct{}
 }
 
 // transport is raft's transport: the CONTROLLER listener's raft side
@@ -147,7 +157,7 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 		db.Close()
 		return nil, fmt.Errorf("metadata log: snapshots: %w", err)
 	}
-	fsm := &storeFSM{store: cfg.Store, log: cfg.Logger}
+	fsm := &storeFSM{store: cfg.Store, log: cfg.Logger, changed: cfg.OnChange}
 	if err := fsm.catchUp(snaps); err != nil {
 		db.Close()
 		return nil, err
@@ -202,7 +212,28 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 	}
 	l := &MetadataLog{cfg: cfg, raft: r, trans: trans, db: db, fsm: fsm}
 	l.warnChangedVoters()
+	if cfg.OnChange != nil {
+		l.watchLeader()
+	}
 	return l, nil
+}
+
+// watchLeader calls OnChange at every change of leader, until Close.
+func (l *MetadataLog) watchLeader() {
+	ch := make(chan raft.Observation, 8)
+	l.observed = ch
+	l.observer = raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	l.raft.RegisterObserver(l.observer)
+	l.watching = make(chan struct{})
+	go func() {
+		defer close(l.watching)
+		for range ch {
+			l.cfg.OnChange()
+		}
+	}()
 }
 
 // warnChangedVoters says when controller.quorum.voters differs from the
@@ -384,6 +415,11 @@ func (l *MetadataLog) WaitApplied(ctx context.Context, index uint64) error {
 // listener (its owner does): the log's raft side detaches from it.
 func (l *MetadataLog) Close() error {
 	err := l.raft.Shutdown().Error()
+	if l.observer != nil {
+		l.raft.DeregisterObserver(l.observer)
+		close(l.observed) // raft has stopped: nothing sends any more
+		<-l.watching
+	}
 	return errors.Join(err, l.trans.Close(), l.db.Close())
 }
 
@@ -391,6 +427,8 @@ func (l *MetadataLog) Close() error {
 type storeFSM struct {
 	store *state.Store
 	log   *slog.Logger
+	// changed is LogConfig.OnChange.
+	changed func()
 
 	mu sync.Mutex
 	// last is the index of the last entry applied; failed the first
@@ -460,6 +498,14 @@ func (f *storeFSM) catchUp(snaps raft.SnapshotStore) error {
 // Apply applies one committed entry (raft.FSM). Its result is the error
 // Apply's caller gets on the controller.
 func (f *storeFSM) Apply(l *raft.Log) any {
+	res := f.apply(l)
+	if f.changed != nil {
+		f.changed()
+	}
+	return res
+}
+
+func (f *storeFSM) apply(l *raft.Log) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed != nil {
@@ -507,6 +553,9 @@ func (f *storeFSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.last, f.failed = index, nil
 	f.mu.Unlock()
+	if f.changed != nil {
+		f.changed()
+	}
 	return nil
 }
 

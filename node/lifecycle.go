@@ -576,21 +576,25 @@ func (noController) producerIDBlock(context.Context, int32, int64, int64) (int64
 	return 0, 0, meta.ErrNotController
 }
 
-// newNodeLifecycle is the lifecycle of a node alone, as Start builds it:
-// one voter, so the node is its own controller (the multi-node wiring,
-// a channel to another controller, is not built yet).
-// broker.heartbeat.interval.ms and broker.session.timeout.ms are
-// cfg.Cluster's; broker.rack comes from cfg's Kafka settings.
-func newNodeLifecycle(cfg broker.Config, store *state.Store, log *meta.MetadataLog) *Lifecycle {
-	session := cfg.Cluster.SessionTimeout
-	c := meta.NewController(log, store, meta.ControllerConfig{SessionTimeout: session})
+// newNodeLifecycle is the lifecycle Start builds: the node's controller
+// role c is called directly while this node is the controller (always,
+// for a node alone), cfg.ControllerChannel otherwise (node/ builds none
+// yet: without it, a node of several that is not the controller retries
+// until it becomes one). broker.heartbeat.interval.ms and
+// broker.session.timeout.ms are cfg.Cluster's; broker.rack comes from
+// cfg's Kafka settings.
+func newNodeLifecycle(cfg broker.Config, store *state.Store, log *meta.MetadataLog, c *meta.Controller) *Lifecycle {
 	var rack *string
 	if r, ok := cfg.KafkaSettings["broker.rack"]; ok && r != "" {
 		rack = &r
 	}
-	return NewLifecycle(LifecycleConfig{NodeID: cfg.NodeID, ClusterID: store.ClusterID(), Rack: rack,
-		HeartbeatInterval: cfg.Cluster.HeartbeatInterval, ShutdownTimeout: session,
-		Applied: log.Applied, Controller: c, IsController: log.IsController, Store: store, Logger: cfg.Logger})
+	lc := LifecycleConfig{NodeID: cfg.NodeID, ClusterID: store.ClusterID(), Rack: rack,
+		HeartbeatInterval: cfg.Cluster.HeartbeatInterval, ShutdownTimeout: cfg.Cluster.SessionTimeout,
+		Applied: log.Applied, Controller: c, IsController: log.IsController, Store: store, Logger: cfg.Logger}
+	if cfg.ControllerChannel != nil {
+		lc.Channel = cfg.ControllerChannel
+	}
+	return NewLifecycle(lc)
 }
 
 // brokerEndpoints are the broker's advertised listeners as its
@@ -613,18 +617,23 @@ func (n *Node) Lifecycle() *Lifecycle { return n.life }
 const unfenceTimeout = 30 * time.Second
 
 // waitUnfenced waits, as Kafka's broker does before it serves, until the
-// controller has registered and unfenced this node, then brings the
-// broker in line with the records that wrote (Reconcile): the image lists
+// controller has registered and unfenced this node, and the reconciler
+// has brought the broker in line with what that wrote: the image lists
 // the brokers from their registrations, and this start's registration
 // (its listeners, its leaderships back after a restart's fencing) must be
-// in it before the first client asks.
-func (n *Node) waitUnfenced() error {
+// in it before the first client asks. A node of several without a
+// channel to the controller does not wait: unless it is the controller,
+// nothing can register it.
+func (n *Node) waitUnfenced(several bool) error {
+	if several && n.life.remote == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), unfenceTimeout)
 	defer cancel()
 	if err := n.life.WaitUnfenced(ctx); err != nil {
 		return fmt.Errorf("waiting for the controller to register and unfence node %d: %w", n.life.cfg.NodeID, err)
 	}
-	if err := n.Broker.Reconcile(); err != nil {
+	if err := n.rec.waitCovered(ctx, n.log.Applied()); err != nil {
 		return fmt.Errorf("applying the node's registration: %w", err)
 	}
 	return nil

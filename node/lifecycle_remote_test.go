@@ -26,18 +26,25 @@ func TestLifecycleOverTheControllerListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	log, err := openMetadataLog(cfg, store)
+	log, err := meta.OpenLog(meta.LogConfig{NodeID: cfg.NodeID, Dir: t.TempDir(),
+		Voters: []meta.Voter{{ID: cfg.NodeID, Addr: "node-1"}}, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := log.WaitController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store.SetReplicator(log)
 	cl, err := meta.ListenController("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
 	c := meta.NewController(log, store, meta.ControllerConfig{})
-	cfg.Store, cfg.MetadataQuorum, cfg.Controller, cfg.ControllerListener = store, log, c, cl.KafkaListener()
+	cfg.Store, cfg.MetadataQuorum, cfg.Controller, cfg.ControllerConns = store, log, c, cl.KafkaListener()
 	b, err := broker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -52,8 +59,6 @@ func TestLifecycleOverTheControllerListener(t *testing.T) {
 		RetryBackoff: 5 * time.Millisecond, Applied: log.Applied, Channel: ch}) // caught up: the controller's own index
 	l.Start([]state.BrokerEndpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 19092}})
 	t.Cleanup(l.Close)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
 	if err := l.WaitUnfenced(ctx); err != nil {
 		t.Fatal(err)
 	}

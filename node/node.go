@@ -20,8 +20,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,9 +39,16 @@ type Node struct {
 	Broker  *broker.Broker
 	Mirrors *control.Plane
 	// store is the node's state store and log its metadata log, which
-	// the store writes its replicated records through.
-	store *state.Store
-	log   *meta.MetadataLog
+	// the store writes its replicated records through; controller is the
+	// controller role, acting while this node leads the log; ctlLn the
+	// CONTROLLER listener of a node of several (nil alone); rec follows
+	// the log's changes into the broker.
+	store      *state.Store
+	log        *meta.MetadataLog
+	controller *meta.Controller
+	ctlLn      *meta.ControllerListener
+	rec        *reconciler
+	recStarted bool
 	// life is the node's registration and heartbeats with the
 	// controller (lifecycle.go).
 	life *Lifecycle
@@ -87,7 +92,7 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{}
+	n := &Node{rec: newReconciler()}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -96,15 +101,24 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if n.store, err = broker.OpenStore(cfg); err != nil {
 		return nil, err
 	}
-	if n.log, err = openMetadataLog(cfg, n.store); err != nil {
+	if err = n.openMetadataLog(cfg); err != nil {
 		return nil, err
 	}
-	n.life = newNodeLifecycle(cfg, n.store, n.log)
+	if err = n.joinCluster(cfg.Cluster.Voters, cfg.Logger); err != nil {
+		return nil, err
+	}
+	n.life = newNodeLifecycle(cfg, n.store, n.log, n.controller)
 	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, n.log, true
-	cfg.Controller, cfg.ProducerIDs = n.life.cfg.Controller, n.life
+	if n.ctlLn != nil {
+		cfg.ControllerConns, cfg.ControllerListenerName = n.ctlLn.KafkaListener(), cfg.Cluster.ControllerListener.Name
+	}
+	cfg.Controller, cfg.ProducerIDs = n.controller, n.life
 	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
 	}
+	go n.rec.run(n.Broker, n.log, cfg.Logger)
+	n.recStarted = true
+	n.rec.wake() // what the log applied before the broker opened
 	if n.Mirrors, err = control.New(n.Broker, mirrors); err != nil {
 		return nil, fmt.Errorf("starting the mirror control plane: %w", err)
 	}
@@ -115,32 +129,11 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 		}
 	}
 	n.life.Start(brokerEndpoints(n.Broker.Listeners()))
-	if err = n.waitUnfenced(); err != nil {
+	if err = n.waitUnfenced(cfg.Cluster.Several()); err != nil {
 		return nil, err
 	}
 	n.Broker.StartServing()
 	return n, nil
-}
-
-// metadataLogDir is the metadata log's directory in the state dir.
-const metadataLogDir = "raft"
-
-// openMetadataLog opens the node's metadata log under store and makes it
-// the store's replicator, once this node leads it.
-func openMetadataLog(cfg broker.Config, store *state.Store) (*meta.MetadataLog, error) {
-	l, err := meta.OpenLog(meta.LogConfig{NodeID: cfg.NodeID, Dir: filepath.Join(cfg.StateDir, metadataLogDir),
-		Voters: []meta.Voter{{ID: cfg.NodeID, Addr: "node-" + strconv.Itoa(int(cfg.NodeID))}}, Store: store, Logger: cfg.Logger})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := l.WaitController(ctx); err != nil {
-		l.Close()
-		return nil, err
-	}
-	store.SetReplicator(l)
-	return l, nil
 }
 
 // Close stops the node in the reverse order of Start: the metrics
@@ -166,12 +159,18 @@ func (n *Node) Close() error {
 	if n.Mirrors != nil {
 		n.Mirrors.Close()
 	}
+	if n.rec != nil {
+		n.rec.halt(n.recStarted)
+	}
 	var errs []error
 	if n.Broker != nil {
 		errs = append(errs, n.Broker.Close())
 	}
 	if n.log != nil {
 		errs = append(errs, n.log.Close())
+	}
+	if n.ctlLn != nil {
+		errs = append(errs, n.ctlLn.Close())
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())

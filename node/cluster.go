@@ -1,0 +1,184 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/meta"
+)
+
+// A node's place in the cluster (DESIGN.md "The cluster"): its metadata
+// log, on the CONTROLLER listener when the node is one voter of several,
+// in memory when it is alone; the cluster identity it joins before the
+// broker opens anything; and the reconciler that brings the broker in
+// line with every batch the log applies.
+
+// metadataLogDir is the metadata log's directory in the state dir.
+const metadataLogDir = "raft"
+
+// formTimeout bounds how long a starting node waits for its cluster's
+// identity: a controller elected by a majority of the voters, and its
+// first entry applied here.
+const formTimeout = 2 * time.Minute
+
+// openMetadataLog opens the node's metadata log under store and makes it
+// the store's replicator: the store's writes of replicated records then
+// go through the log on the controller, and fail elsewhere. A node alone
+// waits until it leads its one-voter log (milliseconds).
+func (n *Node) openMetadataLog(cfg broker.Config) error {
+	lc := meta.LogConfig{NodeID: cfg.NodeID, Dir: filepath.Join(cfg.StateDir, metadataLogDir), Store: n.store,
+		Logger: cfg.Logger, OnChange: n.rec.wake}
+	if cfg.Cluster.Several() {
+		ln, err := meta.ListenController(cfg.Cluster.ControllerListener.Addr())
+		if err != nil {
+			return fmt.Errorf("controller listener %s: %w", cfg.Cluster.ControllerListener, err)
+		}
+		n.ctlLn = ln
+		lc.Listener, lc.Voters = ln, cfg.Cluster.Voters
+	} else {
+		lc.Voters = []meta.Voter{{ID: cfg.NodeID, Addr: "node-" + strconv.Itoa(int(cfg.NodeID))}}
+	}
+	l, err := meta.OpenLog(lc)
+	if err != nil {
+		return err
+	}
+	n.log = l
+	if !cfg.Cluster.Several() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := l.WaitController(ctx); err != nil {
+			return err
+		}
+	}
+	n.store.SetReplicator(l)
+	n.controller = meta.NewController(l, n.store, meta.ControllerConfig{SessionTimeout: cfg.Cluster.SessionTimeout})
+	return nil
+}
+
+// joinCluster waits until the store holds the cluster's identity: the
+// first entry of the log, which the controller writes (EnsureClusterIdentity)
+// when the log has none. A store of another cluster stops applying there
+// and the node refuses to start, naming both ids.
+func (n *Node) joinCluster(voters []meta.Voter, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	lastSaid := time.Now()
+	for {
+		if err := n.log.Err(); err != nil {
+			return err
+		}
+		_, ok, err := n.store.LogClusterID()
+		if err != nil || ok {
+			return err
+		}
+		if n.log.IsController() {
+			if _, err := n.controller.EnsureClusterIdentity(ctx); err != nil && !errors.Is(err, meta.ErrNotController) {
+				return fmt.Errorf("writing the cluster's identity: %w", err)
+			}
+		}
+		if time.Since(lastSaid) > 10*time.Second {
+			lastSaid = time.Now()
+			log.Info("waiting for the metadata quorum: a controller elected by a majority of the voters", "voters", fmt.Sprint(voters))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no controller elected within %v: are a majority of controller.quorum.voters (%v) up and "+
+				"reachable on their CONTROLLER listeners?", formTimeout, voters)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// reconciler runs Broker.Reconcile after the metadata log applies
+// entries (coalesced: one run covers every entry applied before it
+// started) and records the index it covered, so that a node that
+// forwarded a change can answer once the change is in place here.
+type reconciler struct {
+	wakeCh chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	// covered is the last applied index a finished run saw.
+	covered uint64
+}
+
+func newReconciler() *reconciler {
+	r := &reconciler{wakeCh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r.cond = sync.NewCond(&r.mu)
+	return r
+}
+
+// wake asks for a run; it never blocks (the log's OnChange).
+func (r *reconciler) wake() {
+	select {
+	case r.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// run reconciles b with l's store until halt.
+func (r *reconciler) run(b *broker.Broker, l *meta.MetadataLog, log *slog.Logger) {
+	defer close(r.done)
+	var lastWarn time.Time
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.wakeCh:
+		}
+		applied := l.Applied()
+		if err := b.Reconcile(); err != nil && time.Since(lastWarn) > 10*time.Second {
+			lastWarn = time.Now()
+			log.Warn("applying the metadata log's changes to this node (retried at the next change)", "err", err)
+		}
+		r.mu.Lock()
+		r.covered = max(r.covered, applied)
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	}
+}
+
+// halt stops run, if it started, and waits for it.
+func (r *reconciler) halt(started bool) {
+	close(r.stop)
+	if started {
+		<-r.done
+	}
+	r.mu.Lock()
+	r.cond.Broadcast()
+	r.mu.Unlock()
+}
+
+// waitCovered waits until a run covered entry index, ctx ends or the
+// reconciler stops.
+func (r *reconciler) waitCovered(ctx context.Context, index uint64) error {
+	stopWaking := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stopWaking()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.covered < index {
+		select {
+		case <-r.stop:
+			return errors.New("node: closing")
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("waiting for entry %d to reach this node (covered %d): %w", index, r.covered, err)
+		}
+		r.cond.Wait()
+	}
+	return nil
+}
