@@ -406,7 +406,7 @@ func (l *Lifecycle) fenceLoop() {
 // controller, directly on the controller (past after: it asks for a block
 // that large), else over AllocateProducerIds once the broker is
 // registered. It retries through elections and re-registrations until ctx
-// ends.
+// ends; without a channel, NOT_CONTROLLER fails at once.
 func (l *Lifecycle) ProducerIDBlock(ctx context.Context, after int64) (first, n int64, err error) {
 	for {
 		c, remote := l.client()
@@ -420,6 +420,11 @@ func (l *Lifecycle) ProducerIDBlock(ctx context.Context, after int64) (first, n 
 		first, n, err = c.producerIDBlock(ctx, l.cfg.NodeID, epoch, after)
 		if err == nil {
 			return first, n, nil
+		}
+		if l.remote == nil && errors.Is(err, meta.ErrNotController) {
+			// No way to another controller: waiting would not help
+			// (a node alone is always its own).
+			return 0, 0, err
 		}
 		if errors.Is(err, meta.ErrStaleBrokerEpoch) || errors.Is(err, meta.ErrUnknownBroker) {
 			l.wake() // the heartbeat finds out and registers again
