@@ -49,6 +49,8 @@ type Node struct {
 	ctlLn      *meta.ControllerListener
 	rec        *reconciler
 	recStarted bool
+	// channel sends requests to the controller (a node of several).
+	channel *meta.ControllerChannel
 	// metricsSrv serves /metrics on metrics.listener; nil when that is
 	// empty.
 	metricsSrv *http.Server
@@ -104,9 +106,11 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if err = n.joinCluster(cfg.Cluster.Voters, cfg.Logger); err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, n.log, true
+	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, quorum{n.log, n.rec}, true
 	if n.ctlLn != nil {
 		cfg.ControllerConns, cfg.ControllerListenerName = n.ctlLn.KafkaListener(), cfg.Cluster.ControllerListener.Name
+		n.channel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
+		cfg.ControllerChannel = n.channel
 	}
 	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
@@ -149,6 +153,9 @@ func (n *Node) Close() error {
 	}
 	if n.log != nil {
 		errs = append(errs, n.log.Close())
+	}
+	if n.channel != nil {
+		n.channel.Close()
 	}
 	if n.ctlLn != nil {
 		errs = append(errs, n.ctlLn.Close())
