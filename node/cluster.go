@@ -182,3 +182,19 @@ func (r *reconciler) waitCovered(ctx context.Context, index uint64) error {
 	}
 	return nil
 }
+
+// quorum is the metadata log as the broker sees it, except that
+// WaitApplied waits until the reconciler has brought the entry into the
+// broker (a forwarded CreateTopics answers once the topic is open here).
+type quorum struct {
+	*meta.MetadataLog
+	rec *reconciler
+}
+
+func (q quorum) WaitApplied(ctx context.Context, index uint64) error {
+	if err := q.MetadataLog.WaitApplied(ctx, index); err != nil {
+		return err
+	}
+	q.rec.wake()
+	return q.rec.waitCovered(ctx, index)
+}

@@ -49,6 +49,8 @@ type Node struct {
 	ctlLn      *meta.ControllerListener
 	rec        *reconciler
 	recStarted bool
+	// channel sends requests to the controller (a node of several).
+	channel *meta.ControllerChannel
 	// life is the node's registration and heartbeats with the
 	// controller (lifecycle.go).
 	life *Lifecycle
@@ -107,11 +109,13 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if err = n.joinCluster(cfg.Cluster.Voters, cfg.Logger); err != nil {
 		return nil, err
 	}
-	n.life = newNodeLifecycle(cfg, n.store, n.log, n.controller)
-	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, n.log, true
+	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, quorum{n.log, n.rec}, true
 	if n.ctlLn != nil {
 		cfg.ControllerConns, cfg.ControllerListenerName = n.ctlLn.KafkaListener(), cfg.Cluster.ControllerListener.Name
+		n.channel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
+		cfg.ControllerChannel = n.channel
 	}
+	n.life = newNodeLifecycle(cfg, n.store, n.log, n.controller)
 	cfg.Controller, cfg.ProducerIDs = n.controller, n.life
 	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
@@ -168,6 +172,9 @@ func (n *Node) Close() error {
 	}
 	if n.log != nil {
 		errs = append(errs, n.log.Close())
+	}
+	if n.channel != nil {
+		n.channel.Close()
 	}
 	if n.ctlLn != nil {
 		errs = append(errs, n.ctlLn.Close())
