@@ -226,7 +226,9 @@ func (l *Lifecycle) wake() {
 // once it answers ShutdownReady, or with ctx's error when ctx ends first
 // (the controller fences the broker when its session expires). A broker
 // not registered, or the only one registered, has nowhere to move its
-// leaderships to: Shutdown returns at once.
+// leaderships to: Shutdown returns at once; so does one whose peers are
+// all fenced or shutting down themselves (the last of a cluster going
+// down, which may have no controller left to answer).
 func (l *Lifecycle) Shutdown(ctx context.Context) error {
 	if l.alone() {
 		return nil
@@ -245,8 +247,9 @@ func (l *Lifecycle) Shutdown(ctx context.Context) error {
 	}
 }
 
-// alone reports whether the broker is not registered, or is the only
-// broker the node's store knows.
+// alone reports whether the broker is not registered, or no other broker
+// the node's store knows could take its leaderships (none is unfenced
+// and not shutting down).
 func (l *Lifecycle) alone() bool {
 	if l.Epoch() < 0 {
 		return true
@@ -259,7 +262,7 @@ func (l *Lifecycle) alone() bool {
 		return false
 	}
 	for _, b := range brokers {
-		if b.ID != l.cfg.NodeID {
+		if b.ID != l.cfg.NodeID && !b.Fenced && !b.ShuttingDown {
 			return false
 		}
 	}
