@@ -299,8 +299,8 @@ func TestLifecycleShutdownUnregistered(t *testing.T) {
 }
 
 // On the controller the lifecycle fences a broker whose session expired
-// (broker.session.timeout.ms), and a node that is not the only broker
-// runs a controlled shutdown through its own controller.
+// (broker.session.timeout.ms), and a node beside a live broker runs a
+// controlled shutdown through its own controller.
 func TestNodeFencesExpiredAndShutsDown(t *testing.T) {
 	t.Parallel()
 	cfg := nodetest.Config(t)
@@ -343,6 +343,11 @@ func TestNodeFencesExpiredAndShutsDown(t *testing.T) {
 		t.Fatalf("the node's own heartbeats keep it unfenced: %+v", self)
 	}
 
+	// Broker 2 back (a controlled shutdown needs somewhere to move the
+	// leaderships to: with every peer fenced it is skipped).
+	if res, err := c.Heartbeat(ctx, other.ID, epoch, n.log.Applied(), false); err != nil || res.Fenced {
+		t.Fatalf("the other broker's return: %+v, %v", res, err)
+	}
 	if err := n.Lifecycle().Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
