@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/state"
 )
@@ -150,13 +151,12 @@ func startRemote(t *testing.T, f *fakeController) *Lifecycle {
 // checkFor polls cond until it holds, failing the test after 10 s.
 func checkFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return errors.New("waiting for " + what)
+	})
 }
 
 // A broker retries its registration through NOT_CONTROLLER (an

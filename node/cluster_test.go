@@ -1,0 +1,320 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/control"
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/state"
+)
+
+// testCluster is n nodes of one cluster in this process, each a voter
+// (process.roles=broker,controller) with its own data dirs, which
+// survive a stop so the node can start again on them.
+type testCluster struct {
+	t     *testing.T
+	cfgs  []broker.Config
+	nodes []*Node // nil while stopped
+}
+
+// freeAddr is a loopback address no listener holds now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, cfgs: make([]broker.Config, n), nodes: make([]*Node, n)}
+	var voters []meta.Voter
+	for i := range n {
+		voters = append(voters, meta.Voter{ID: int32(i + 1), Addr: freeAddr(t)})
+	}
+	for i := range c.cfgs {
+		cfg := nodetest.Config(t)
+		cfg.NodeID = int32(i + 1)
+		cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
+		host, port, _ := net.SplitHostPort(voters[i].Addr)
+		var p int
+		fmt.Sscan(port, &p)
+		cfg.Cluster = broker.ClusterConfig{Voters: voters, ControllerListener: &broker.Listener{Name: "CONTROLLER", Host: host, Port: p},
+			SessionTimeout: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond}
+		c.cfgs[i] = cfg
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range c.cfgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.nodes[i], errs[i] = Start(c.cfgs[i], control.Config{})
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.stop(i)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// stop closes node i (index, not id), keeping its data.
+func (c *testCluster) stop(i int) {
+	if c.nodes[i] != nil {
+		if err := c.nodes[i].Close(); err != nil {
+			c.t.Errorf("closing node %d: %v", i+1, err)
+		}
+		c.nodes[i] = nil
+	}
+}
+
+// restart starts node i again on its data.
+func (c *testCluster) restart(i int) {
+	c.t.Helper()
+	n, err := Start(c.cfgs[i], control.Config{})
+	if err != nil {
+		c.t.Fatalf("restarting node %d: %v", i+1, err)
+	}
+	c.nodes[i] = n
+}
+
+// client is a client bootstrapped from node i alone.
+func (c *testCluster) client(i int, opts ...kgo.Opt) *kadm.Client {
+	return kadm.NewClient(nodetest.Client(c.t, []string{c.nodes[i].Addr()}, opts...))
+}
+
+// controllerIndex waits until the running nodes agree on a controller and
+// returns its index.
+func (c *testCluster) controllerIndex() int {
+	c.t.Helper()
+	idx := -1
+	testutil.CheckFor(c.t, 20*time.Second, func() error {
+		idx = -1
+		for i, n := range c.nodes {
+			if n != nil && n.log.IsController() {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return errors.New("no controller")
+		}
+		for i, n := range c.nodes {
+			if n == nil {
+				continue
+			}
+			if id, ok := n.log.Controller(); !ok || id != int32(idx+1) {
+				return fmt.Errorf("node %d sees controller %d %v, want %d", i+1, id, ok, idx+1)
+			}
+		}
+		return nil
+	})
+	return idx
+}
+
+// brokersSeen waits until node i's Metadata lists exactly want, asking
+// with a new client each time (a client answers BrokerMetadata from what
+// it saw first for a while).
+func (c *testCluster) brokersSeen(ctx context.Context, i int, want ...int32) {
+	c.t.Helper()
+	testutil.CheckFor(c.t, 20*time.Second, func() error {
+		md, err := c.client(i).BrokerMetadata(ctx)
+		if err != nil {
+			return err
+		}
+		ids := md.Brokers.NodeIDs()
+		slices.Sort(ids)
+		if !slices.Equal(ids, want) {
+			return fmt.Errorf("node %d lists brokers %v, want %v", i+1, ids, want)
+		}
+		return nil
+	})
+}
+
+// Three voters started on empty data dirs form one cluster: one
+// controller, one cluster id, every node listed by every node. A topic
+// created through one node exists on all, its partitions' leaders spread
+// over the three; records produced to each leader read back through a
+// client that knows one node only.
+func TestClusterForms(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	ctx := t.Context()
+	c.controllerIndex()
+	id := c.nodes[0].store.ClusterID()
+	for i, n := range c.nodes {
+		if got := n.store.ClusterID(); got != id {
+			t.Fatalf("node %d: cluster id %s, node 1's %s", i+1, got, id)
+		}
+		c.brokersSeen(ctx, i, 1, 2, 3)
+	}
+
+	adm := c.client(1)
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "spread"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.nodes {
+		testutil.CheckFor(t, 10*time.Second, func() error {
+			td, err := c.client(i).ListTopics(ctx, "spread")
+			if err != nil {
+				return err
+			}
+			leaders := map[int32]int{}
+			for _, p := range td["spread"].Partitions {
+				leaders[p.Leader]++
+			}
+			if len(td["spread"].Partitions) != 6 || leaders[1] != 2 || leaders[2] != 2 || leaders[3] != 2 {
+				return fmt.Errorf("node %d: partitions %v, leaders %v; want two on each node", i+1, td["spread"].Partitions, leaders)
+			}
+			return nil
+		})
+	}
+
+	cl := nodetest.Client(t, []string{c.nodes[2].Addr()}, kgo.DefaultProduceTopic("spread"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(6) {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "v%d", p)}).FirstErr(); err != nil {
+			t.Fatalf("producing to partition %d: %v", p, err)
+		}
+	}
+	consumer := nodetest.Client(t, []string{c.nodes[0].Addr()}, kgo.ConsumeTopics("spread"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := map[int32]string{}
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		fctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		consumer.PollFetches(fctx).EachRecord(func(r *kgo.Record) { got[r.Partition] = string(r.Value) })
+		if len(got) != 6 {
+			return fmt.Errorf("read %v", got)
+		}
+		return nil
+	})
+	for p := range int32(6) {
+		if got[p] != fmt.Sprintf("v%d", p) {
+			t.Fatalf("partition %d: %q", p, got[p])
+		}
+	}
+
+	// Mirroring into a cluster of several is refused, not half done.
+	mcl := nodetest.Client(t, []string{c.nodes[0].Addr()}, kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+	req := mirrorapi.NewPtrCreateClusterMirrorRequest()
+	req.MirrorName = "m"
+	req.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: kmsg.StringPtr("127.0.0.1:1")}}
+	resp, err := mcl.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*mirrorapi.CreateClusterMirrorResponse); r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil ||
+		!strings.Contains(*r.ErrorMessage, "not supported yet") {
+		t.Fatalf("CreateClusterMirror on a cluster of three: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+}
+
+// Stopping the controller elects another; admin requests sent to any
+// survivor keep working, and the stopped node, restarted on its data,
+// catches up with what changed while it was down.
+func TestClusterLosesItsController(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	ctx := t.Context()
+	old := c.controllerIndex()
+	c.stop(old)
+	next := c.controllerIndex()
+	if next == old {
+		t.Fatalf("node %d still the controller after it stopped", old+1)
+	}
+	survivor := (old + 1) % 3
+	if survivor == next {
+		survivor = (old + 2) % 3
+	}
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		_, err := c.client(survivor).CreateTopic(ctx, 2, 1, nil, "after")
+		return err
+	})
+	c.restart(old)
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		td, err := c.client(old).ListTopics(ctx, "after")
+		if err != nil {
+			return err
+		}
+		if len(td["after"].Partitions) != 2 {
+			return fmt.Errorf("the restarted node knows %v", td)
+		}
+		return nil
+	})
+}
+
+// A node that lost its disk rejoins once formatted with the cluster's id,
+// and gets every topic back from the log; formatted with another id, it
+// refuses to start, naming both.
+func TestClusterNodeLosesItsDisk(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	ctx := t.Context()
+	c.controllerIndex()
+	if _, err := c.client(0).CreateTopic(ctx, 3, 1, nil, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	id := c.nodes[0].store.ClusterID()
+	lost := 2
+	c.stop(lost)
+	wipe := func() {
+		t.Helper()
+		for _, d := range c.cfgs[lost].LogDirs {
+			if err := os.RemoveAll(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wipe()
+	if _, err := broker.FormatStorage(c.cfgs[lost], "AAAAAAAAAAAAAAAAAAAAAg", false); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Start(c.cfgs[lost], control.Config{}); err == nil {
+		n.Close()
+		t.Fatal("a node formatted with another cluster's id started")
+	} else if !errors.Is(err, state.ErrOtherCluster) || !strings.Contains(err.Error(), id) {
+		t.Fatalf("formatted with another id: %v; want ErrOtherCluster naming %s", err, id)
+	}
+	wipe()
+	if _, err := broker.FormatStorage(c.cfgs[lost], id, false); err != nil {
+		t.Fatal(err)
+	}
+	c.restart(lost)
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		td, err := c.client(lost).ListTopics(ctx, "kept")
+		if err != nil {
+			return err
+		}
+		if len(td["kept"].Partitions) != 3 {
+			return fmt.Errorf("the rejoined node knows %v", td)
+		}
+		return nil
+	})
+	c.brokersSeen(ctx, 0, 1, 2, 3)
+}
