@@ -1,9 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -317,4 +320,83 @@ func TestClusterNodeLosesItsDisk(t *testing.T) {
 		return nil
 	})
 	c.brokersSeen(ctx, 0, 1, 2, 3)
+}
+
+// A random sequence of admin operations, each sent to a random node,
+// leaves every node with the same metadata: the same replicated records
+// (byte for byte), the same topics open, the same Metadata answer.
+func TestClusterSameImageEverywhere(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	ctx := t.Context()
+	c.controllerIndex()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	adms := []*kadm.Client{c.client(0), c.client(1), c.client(2)}
+	names := []string{"a", "b", "c", "d"}
+	applied := 0
+	for range 40 {
+		adm := adms[rng.IntN(3)]
+		name := names[rng.IntN(len(names))]
+		var err error
+		switch rng.IntN(5) {
+		case 0, 1:
+			_, err = adm.CreateTopic(ctx, int32(1+rng.IntN(3)), 1, nil, name)
+		case 2:
+			_, err = adm.DeleteTopics(ctx, name)
+		case 3:
+			_, err = adm.CreatePartitions(ctx, 1, name)
+		case 4:
+			_, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kmsg.StringPtr(fmt.Sprint(1000 + rng.IntN(1000)))}}, name)
+		}
+		// Refusals (a topic that exists, or does not) are part of the
+		// sequence; most operations must be real changes.
+		var ke *kerr.Error
+		if err == nil || !errors.As(err, &ke) {
+			applied++
+		}
+	}
+	if applied < 15 {
+		t.Fatalf("only %d of 40 operations changed anything", applied)
+	}
+	snapshot := func(n *Node) []byte {
+		var buf bytes.Buffer
+		if err := n.store.WriteMetadataSnapshot(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		want := snapshot(c.nodes[0])
+		for i, n := range c.nodes[1:] {
+			if !bytes.Equal(snapshot(n), want) {
+				return fmt.Errorf("node %d's replicated records differ from node 1's", i+2)
+			}
+		}
+		var first map[string]int
+		for i := range c.nodes {
+			td, err := c.client(i).ListTopics(ctx)
+			if err != nil {
+				return err
+			}
+			got := map[string]int{}
+			for name, d := range td {
+				got[name] = len(d.Partitions)
+			}
+			open := map[string]int{}
+			for _, tp := range c.nodes[i].Broker.Partitions().Topics() {
+				open[tp.Name()] = len(tp.Partitions())
+			}
+			if !maps.Equal(got, open) {
+				return fmt.Errorf("node %d: Metadata says %v, its open topics are %v", i+1, got, open)
+			}
+			if first == nil {
+				first = got
+			} else if !maps.Equal(got, first) {
+				return fmt.Errorf("node %d: topics %v, node 1's %v", i+1, got, first)
+			}
+		}
+		return nil
+	})
 }
