@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,6 +66,7 @@ func (b *Broker) handleDescribeQuorum(r *request) (kmsg.Response, error) {
 			for _, v := range q.Voters {
 				rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 				rs.ReplicaID, rs.LogEndOffset = v.ID, v.LogEndOffset
+				rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = unixMillisOrUnknown(v.LastFetch), unixMillisOrUnknown(v.LastCaughtUp)
 				sp.CurrentVoters = append(sp.CurrentVoters, rs)
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -89,4 +91,13 @@ type QuorumDescriber interface {
 	// WaitApplied waits until this node has applied entry index, or ctx
 	// ends.
 	WaitApplied(ctx context.Context, index uint64) error
+}
+
+// unixMillisOrUnknown is t in Unix milliseconds, -1 for the zero time
+// (Kafka's unknown).
+func unixMillisOrUnknown(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return t.UnixMilli()
 }

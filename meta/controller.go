@@ -50,6 +50,9 @@ type Controller struct {
 
 	mu          sync.Mutex
 	lastContact map[int32]time.Time
+	// reported is the metadata log index each broker said, in its last
+	// heartbeat, it had applied (Progress).
+	reported map[int32]uint64
 	// registeredAt is the metadata log index of each broker's
 	// registration made by this controller: a heartbeat unfences the
 	// broker once it has applied the log that far. A broker registered
@@ -70,7 +73,8 @@ func NewController(log *MetadataLog, store *state.Store, cfg ControllerConfig) *
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Controller{log: log, store: store, cfg: cfg, lastContact: map[int32]time.Time{}, registeredAt: map[int32]uint64{}}
+	return &Controller{log: log, store: store, cfg: cfg, lastContact: map[int32]time.Time{}, registeredAt: map[int32]uint64{},
+		reported: map[int32]uint64{}}
 }
 
 // ready makes sure the store holds every committed entry before a
@@ -95,7 +99,7 @@ func (c *Controller) ready(ctx context.Context) error {
 	if err := c.log.raft.Barrier(timeout).Error(); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotController, err)
 	}
-	c.readyTerm, c.lastContact = term, map[int32]time.Time{}
+	c.readyTerm, c.lastContact, c.reported = term, map[int32]time.Time{}, map[int32]uint64{}
 	return nil
 }
 
@@ -200,7 +204,7 @@ func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, appli
 	case b.Epoch != epoch:
 		return HeartbeatResult{}, fmt.Errorf("%w: broker %d heartbeat at epoch %d, registered at %d", ErrStaleBrokerEpoch, id, epoch, b.Epoch)
 	}
-	c.lastContact[id] = c.cfg.Now()
+	c.lastContact[id], c.reported[id] = c.cfg.Now(), applied
 	registered, known := c.registeredAt[id]
 	if !known {
 		registered = uint64(b.Epoch)
@@ -468,4 +472,23 @@ func (c *Controller) EnsureClusterIdentity(ctx context.Context) (string, error) 
 		return "", err
 	}
 	return c.store.ClusterID(), nil
+}
+
+// Progress is one broker's position in the metadata log as its last
+// heartbeat to this controller reported it.
+type Progress struct {
+	Applied uint64
+	At      time.Time
+}
+
+// Progress returns what the brokers' heartbeats reported to this
+// controller since it was elected (DescribeQuorum's voter positions).
+func (c *Controller) Progress() map[int32]Progress {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[int32]Progress, len(c.reported))
+	for id, applied := range c.reported {
+		out[id] = Progress{Applied: applied, At: c.lastContact[id]}
+	}
+	return out
 }

@@ -602,10 +602,15 @@ type QuorumState struct {
 
 // QuorumReplica is one voter's position; LogEndOffset is -1 where this
 // node does not know it (hashicorp/raft keeps the leader's view of its
-// followers to itself).
+// followers to itself: on the controller, a follower's is the index its
+// last heartbeat reported applied, a lower bound). LastFetch is when the
+// voter was last heard from, LastCaughtUp when it was last at the
+// controller's commit index; zero when unknown.
 type QuorumReplica struct {
 	ID           int32
 	LogEndOffset int64
+	LastFetch    time.Time
+	LastCaughtUp time.Time
 }
 
 // Quorum describes the quorum as this node sees it.

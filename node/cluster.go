@@ -188,7 +188,39 @@ func (r *reconciler) waitCovered(ctx context.Context, index uint64) error {
 // broker (a forwarded CreateTopics answers once the topic is open here).
 type quorum struct {
 	*meta.MetadataLog
-	rec *reconciler
+	rec  *reconciler
+	ctl  *meta.Controller
+	self int32
+}
+
+// quorum is node self's metadata log as its broker sees it.
+func (n *Node) quorum(self int32) quorum {
+	return quorum{MetadataLog: n.log, rec: n.rec, ctl: n.controller, self: self}
+}
+
+// Quorum is the log's view of the quorum, with, on the controller, each
+// other voter's position as its heartbeats report it (the index it
+// applied: hashicorp/raft does not show its followers' log ends).
+func (q quorum) Quorum() meta.QuorumState {
+	s := q.MetadataLog.Quorum()
+	if !q.IsController() {
+		return s
+	}
+	now, progress := time.Now(), q.ctl.Progress()
+	for i := range s.Voters {
+		v := &s.Voters[i]
+		if v.ID == q.self {
+			v.LastFetch, v.LastCaughtUp = now, now
+			continue
+		}
+		if p, ok := progress[v.ID]; ok {
+			v.LogEndOffset, v.LastFetch = int64(p.Applied), p.At
+			if v.LogEndOffset >= s.HighWatermark {
+				v.LastCaughtUp = p.At
+			}
+		}
+	}
+	return s
 }
 
 func (q quorum) WaitApplied(ctx context.Context, index uint64) error {

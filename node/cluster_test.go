@@ -178,6 +178,21 @@ func TestClusterForms(t *testing.T) {
 		c.brokersSeen(ctx, i, 1, 2, 3)
 	}
 
+	// The controller shows every voter's position, from its heartbeats.
+	ctl := c.controllerIndex()
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		q := c.nodes[ctl].quorum(int32(ctl + 1)).Quorum()
+		if q.LeaderID != int32(ctl+1) || len(q.Voters) != 3 {
+			return fmt.Errorf("quorum %+v", q)
+		}
+		for _, v := range q.Voters {
+			if v.LogEndOffset < 1 || time.Since(v.LastFetch) > 5*time.Second {
+				return fmt.Errorf("voter %d: log end %d, last fetch %v", v.ID, v.LogEndOffset, v.LastFetch)
+			}
+		}
+		return nil
+	})
+
 	adm := c.client(1)
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "spread"); err != nil {
 		t.Fatal(err)

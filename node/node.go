@@ -109,7 +109,7 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if err = n.joinCluster(cfg.Cluster.Voters, cfg.Logger); err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, quorum{n.log, n.rec}, true
+	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, n.quorum(cfg.NodeID), true
 	if n.ctlLn != nil {
 		cfg.ControllerConns, cfg.ControllerListenerName = n.ctlLn.KafkaListener(), cfg.Cluster.ControllerListener.Name
 		n.channel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
