@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,9 @@ type Node struct {
 	recStarted bool
 	// channel sends requests to the controller (a node of several).
 	channel *meta.ControllerChannel
+	// closeOnce makes Close run once; later calls return its result.
+	closeOnce sync.Once
+	closeErr  error
 	// life is the node's registration and heartbeats with the
 	// controller (lifecycle.go).
 	life *Lifecycle
@@ -145,6 +149,11 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 // races the logs' close), the broker, the metadata log, the store. A
 // node Start did not finish is closed as far as it got.
 func (n *Node) Close() error {
+	n.closeOnce.Do(func() { n.closeErr = n.close() })
+	return n.closeErr
+}
+
+func (n *Node) close() error {
 	if n.life != nil {
 		// Kafka's controlled shutdown first, while the node still serves
 		// what it leads; a node alone skips it (nowhere to move).

@@ -84,6 +84,9 @@ func TestStartWiresTheNode(t *testing.T) {
 	if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
 		t.Fatal("metrics still served after Close")
 	}
+	if err := n.Close(); err != nil { // kmirror demo closes twice on an error path
+		t.Fatalf("a second Close: %v", err)
+	}
 }
 
 // A metrics listener that cannot bind fails Start with the setting's name,
