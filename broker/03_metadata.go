@@ -3,11 +3,13 @@ package broker
 import (
 	"errors"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/partition"
 )
 
@@ -79,7 +81,7 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 			continue
 		}
 		if t == nil && rt.Topic != nil && autoCreate {
-			t = b.autoCreate(*rt.Topic)
+			t = b.autoCreate(r, *rt.Topic)
 		}
 		if t == nil {
 			mt := kmsg.NewMetadataResponseTopic()
@@ -99,10 +101,15 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 }
 
 // autoCreate creates a topic a client asked for by name, if the name is
-// valid; a concurrent create of the same name is fine.
-func (b *Broker) autoCreate(name string) *partition.Topic {
+// valid; a concurrent create of the same name is fine. A node that is not
+// the controller asks the controller, as Kafka's brokers do, with the
+// client's identity (authorized here already, and again there).
+func (b *Broker) autoCreate(r *request, name string) *partition.Topic {
 	if validateTopicName(name) != nil {
 		return nil
+	}
+	if b.forwards(createTopicsKey) {
+		return b.autoCreateOnController(r, name)
 	}
 	t, err := b.partitions.Create(name, b.cfg.NumPartitions, nil, [16]byte{}, "")
 	if errors.Is(err, partition.ErrTopicExists) {
@@ -113,6 +120,45 @@ func (b *Broker) autoCreate(name string) *partition.Topic {
 		return nil
 	}
 	return t
+}
+
+// createTopicsKey is CreateTopics' API key; autoCreateVersion the
+// version an auto-creation asks the controller with (flexible, with
+// topic ids: every kmirror serves it).
+const (
+	createTopicsKey   = 19
+	autoCreateVersion = 7
+)
+
+// autoCreateOnController creates name through the controller (a
+// CreateTopics in an Envelope, as a client's forwarded one) and returns
+// the topic once it is open here, nil if it could not be created.
+func (b *Broker) autoCreateOnController(r *request, name string) *partition.Topic {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = autoCreateVersion, int32(forwardTimeout.Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, b.cfg.NumPartitions, -1
+	req.Topics = append(req.Topics, rt)
+	create := &request{conn: r.conn, fwd: r.fwd, kreq: req,
+		hdr: &netio.Header{Key: createTopicsKey, Version: autoCreateVersion, CorrelationID: r.hdr.CorrelationID,
+			ClientID: r.hdr.ClientID, Flexible: true}}
+	resp, err := b.forward(create, req.AppendTo(nil))
+	if err != nil {
+		b.log.Warn("auto-creating a topic through the controller failed", "topic", name, "err", err)
+		return nil
+	}
+	ct := resp.(*kmsg.CreateTopicsResponse)
+	if len(ct.Topics) != 1 {
+		return nil
+	}
+	if code := ct.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+		if ok, held := b.warnings.allow("auto-create", time.Now()); ok {
+			b.log.Warn("the controller refused to auto-create a topic", "topic", name, "held_back", held,
+				"err", kerr.ErrorForCode(code))
+		}
+		return nil
+	}
+	return b.partitions.Topic(name) // open here once forward waited for the entry
 }
 
 // metadataTopic answers a topic from the image. A topic created after

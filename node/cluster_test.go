@@ -238,6 +238,22 @@ func TestClusterForms(t *testing.T) {
 		}
 	}
 
+	// A producer to a topic nobody created, through a node that is not
+	// the controller: the node has the controller create it.
+	notCtl := (ctl + 1) % 3
+	auto := nodetest.Client(t, []string{c.nodes[notCtl].Addr()}, kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("auto"))
+	if err := auto.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("producing to an auto-created topic through node %d: %v", notCtl+1, err)
+	}
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		for i := range c.nodes {
+			if c.nodes[i].Broker.Partitions().Topic("auto") == nil {
+				return fmt.Errorf("node %d does not host the auto-created topic", i+1)
+			}
+		}
+		return nil
+	})
+
 	// Mirroring into a cluster of several is refused, not half done.
 	mcl := nodetest.Client(t, []string{c.nodes[0].Addr()}, kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
 	req := mirrorapi.NewPtrCreateClusterMirrorRequest()
