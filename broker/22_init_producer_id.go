@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"time"
+
 	"github.com/kmirror/kmirror/meta"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +26,10 @@ import (
 // producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
 // (Kafka's authorizeByResourceType), else CLUSTER_AUTHORIZATION_FAILED.
 //
+// In a cluster of several nodes a transactional id is refused with
+// INVALID_REQUEST (the node logs why) until markers and transactional
+// offsets travel between nodes; idempotent producers work.
+//
 // Version notes:
 // v2 flexible, v3 producer id and epoch for KIP-360 bumps, v5 KIP-890.
 func init() { regKey(22, 0, 5, (*Broker).handleInitProducerID) }
@@ -38,6 +44,18 @@ func (b *Broker) handleInitProducerID(r *request) (kmsg.Response, error) {
 		}
 	}
 	if req.TransactionalID != nil {
+		if b.cfg.Cluster.Several() {
+			// The coordinator would write its markers and the
+			// transaction's group offsets on this node only, while the
+			// partitions are led all over the cluster: their
+			// transactions would stay open for ever.
+			if ok, held := b.warnings.allow("txn-in-cluster", time.Now()); ok {
+				b.log.Warn("refused a transactional producer: transactions in a cluster of several nodes are not supported yet",
+					"transactional_id", *req.TransactionalID, "held_back", held)
+			}
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
 		if resp.ErrorCode = b.coordinatorError(meta.CoordinatorTransaction, *req.TransactionalID); resp.ErrorCode != 0 {
 			return resp, nil
 		}

@@ -254,6 +254,16 @@ func TestClusterForms(t *testing.T) {
 		return nil
 	})
 
+	// So is a transactional producer, whose transactions would never end
+	// on the partitions other nodes lead.
+	txnCl := nodetest.Client(t, []string{c.nodes[0].Addr()}, kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("spread"))
+	if err := txnCl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txnCl.ProduceSync(ctx, &kgo.Record{Value: []byte("t")}).FirstErr(); err == nil || !strings.Contains(err.Error(), "INVALID_REQUEST") {
+		t.Fatalf("a transactional producer on a cluster of three: %v, want INVALID_REQUEST", err)
+	}
+
 	// Mirroring into a cluster of several is refused, not half done.
 	mcl := nodetest.Client(t, []string{c.nodes[0].Addr()}, kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
 	req := mirrorapi.NewPtrCreateClusterMirrorRequest()
