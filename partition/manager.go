@@ -339,6 +339,15 @@ func (m *Manager) remove(t *Topic, unregister bool) (deleted bool, err error) {
 		m.mu.Unlock()
 		return false, nil
 	}
+	if !unregister {
+		// Sync decided without the lock held since: the store may name
+		// this topic again (a store read under mu agrees with the
+		// registry).
+		if st, err := m.cfg.Store.Topic(t.name); err == nil && st.ID == t.id {
+			m.mu.Unlock()
+			return false, nil
+		}
+	}
 	if unregister {
 		if err := m.cfg.Store.DeleteTopic(t.name); err != nil && !errors.Is(err, state.ErrNotFound) {
 			m.mu.Unlock()

@@ -19,24 +19,44 @@ import (
 // Sync finds nothing to do. Failures are returned together; what could
 // be done is done, and the next Sync retries the rest.
 func (m *Manager) Sync() error {
+	gone, err := m.syncLocked()
+	if len(gone) == 0 {
+		return err
+	}
+	errs := []error{err}
+	for _, t := range gone {
+		if _, err := m.remove(t, false); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// A topic re-created under a new id opens once its old incarnation
+	// is gone.
+	_, err = m.syncLocked()
+	return errors.Join(append(errs, err)...)
+}
+
+// syncLocked opens, grows and reconfigures what the store says, and
+// returns the hosted topics the store no longer names (or names under
+// another id), which remove takes off after checking again. The store is
+// read under mu: a Create, Grow or SetConfigs holds mu across its store
+// write, so the store read here and the registry agree.
+func (m *Manager) syncLocked() (gone []*Topic, _ error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	stored, err := m.cfg.Store.Topics()
 	if err != nil {
-		return fmt.Errorf("partition: reading the topics to sync: %w", err)
+		return nil, fmt.Errorf("partition: reading the topics to sync: %w", err)
 	}
 	want := make(map[string]state.Topic, len(stored))
 	for _, st := range stored {
 		want[st.Name] = st
 	}
-	var errs []error
-	for _, t := range m.Topics() {
+	for _, t := range m.topics {
 		if st, ok := want[t.name]; !ok || st.ID != t.id {
-			if _, err := m.remove(t, false); err != nil {
-				errs = append(errs, err)
-			}
+			gone = append(gone, t)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	var errs []error
 	changed := false
 	for _, st := range stored {
 		t := m.topics[st.Name]
@@ -52,7 +72,7 @@ func (m *Manager) Sync() error {
 			continue
 		}
 		if t.id != st.ID {
-			continue // its removal above failed
+			continue // another incarnation: removed first, then opened
 		}
 		if n := st.Partitions; n > int32(len(t.Partitions())) {
 			if err := m.addPartitions(t, n); err != nil {
@@ -76,5 +96,5 @@ func (m *Manager) Sync() error {
 	if changed {
 		m.changedLocked()
 	}
-	return errors.Join(errs...)
+	return gone, errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -69,5 +70,46 @@ func TestSyncFollowsTheStore(t *testing.T) {
 	changes = n.changes
 	if err := n.m.Sync(); err != nil || n.changes != changes {
 		t.Fatalf("a second Sync: %v, %d changes", err, n.changes-changes)
+	}
+}
+
+// A Sync running while this node's handlers create topics never takes
+// off a topic just created: the store it reads and the registry agree.
+func TestSyncRacingCreates(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := n.m.Sync(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for i := range 100 {
+		name := fmt.Sprintf("t%d", i)
+		if _, err := n.m.Create(name, 1, nil, [16]byte{}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if n.m.Topic(name) == nil {
+			t.Fatalf("topic %s taken off by a concurrent Sync", name)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if n.m.Topic(fmt.Sprintf("t%d", i)) == nil {
+			t.Fatalf("topic t%d taken off by a concurrent Sync", i)
+		}
 	}
 }
