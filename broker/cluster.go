@@ -25,26 +25,37 @@ import (
 // answered NOT_LEADER_OR_FOLLOWER from the image); placement spreads the
 // leaders over the brokers with one replica each.
 
-// Reconcile applies what the metadata log wrote to the store since the
-// last call to the broker's own state. It is safe to call at any time and
-// from one goroutine at a time (node/ calls it after each applied batch
-// and at every change of controller).
-func (b *Broker) Reconcile() error {
+// Reconcile applies to the broker's own state what the metadata log
+// wrote to the store since the last call, of the kinds changes names. It
+// is safe to call at any time, from one goroutine at a time (node/ calls
+// it after applied entries that changed something, and at every change of
+// controller).
+func (b *Broker) Reconcile(changes state.Changes) error {
 	var errs []error
-	if err := b.partitions.Sync(); err != nil {
-		errs = append(errs, err)
+	if changes&state.ChangedTopics != 0 {
+		if err := b.partitions.Sync(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if err := b.followAssignedEpochs(); err != nil {
-		errs = append(errs, err)
+	if changes&(state.ChangedTopics|state.ChangedCluster) != 0 {
+		if err := b.followAssignedEpochs(); err != nil {
+			errs = append(errs, err)
+		}
+		b.publishImage()
 	}
-	b.aclsChanged()
-	if err := b.reloadQuotas(); err != nil {
-		errs = append(errs, err)
+	if changes&state.ChangedACLs != 0 {
+		b.aclsChanged()
 	}
-	if err := b.reloadDynamicConfigs(); err != nil {
-		errs = append(errs, err)
+	if changes&state.ChangedQuotas != 0 {
+		if err := b.reloadQuotas(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	b.publishImage()
+	if changes&state.ChangedBrokerConfigs != 0 {
+		if err := b.reloadDynamicConfigs(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -90,10 +90,12 @@ type LogConfig struct {
 	// entries between snapshots (8192 when zero), TrailingLogs the entries
 	// a snapshot leaves in the log for followers a little behind (10240
 	// when zero): one further behind is sent the snapshot.
-	// OnChange is called after each entry or snapshot this node applies
-	// and at each change of controller, from raft's goroutines: it must
-	// not block (the node wakes its reconciler). Nil: nobody is told.
-	OnChange func()
+	// OnChange is called after each entry or snapshot this node applies,
+	// with what it changed and the index applied, and at each change of
+	// controller (ChangedCluster: the image names the controller), from
+	// raft's goroutines: it must not block (the node wakes its
+	// reconciler). Nil: nobody is told.
+	OnChange func(changes state.Changes, applied uint64)
 
 	HeartbeatTimeout  time.Duration
 	ElectionTimeout   time.Duration
@@ -231,7 +233,7 @@ func (l *MetadataLog) watchLeader() {
 	go func() {
 		defer close(l.watching)
 		for range ch {
-			l.cfg.OnChange()
+			l.cfg.OnChange(state.ChangedCluster, l.fsm.applied())
 		}
 	}()
 }
@@ -428,7 +430,7 @@ type storeFSM struct {
 	store *state.Store
 	log   *slog.Logger
 	// changed is LogConfig.OnChange.
-	changed func()
+	changed func(state.Changes, uint64)
 
 	mu sync.Mutex
 	// last is the index of the last entry applied; failed the first
@@ -498,18 +500,21 @@ func (f *storeFSM) catchUp(snaps raft.SnapshotStore) error {
 // Apply applies one committed entry (raft.FSM). Its result is the error
 // Apply's caller gets on the controller.
 func (f *storeFSM) Apply(l *raft.Log) any {
-	res := f.apply(l)
-	if f.changed != nil {
-		f.changed()
+	ops, err := f.apply(l)
+	if err != nil {
+		return err
 	}
-	return res
+	if f.changed != nil {
+		f.changed(state.ChangesOf(ops), l.Index)
+	}
+	return nil
 }
 
-func (f *storeFSM) apply(l *raft.Log) any {
+func (f *storeFSM) apply(l *raft.Log) ([]state.Op, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed != nil {
-		return f.failed
+		return nil, f.failed
 	}
 	ops, err := DecodeEntry(l.Data)
 	if err == nil {
@@ -519,10 +524,10 @@ func (f *storeFSM) apply(l *raft.Log) any {
 		f.failed = fmt.Errorf("metadata log: applying entry %d: %w", l.Index, err)
 		f.log.Error("the store cannot apply the metadata log; this node applies nothing more until it restarts",
 			"index", l.Index, "err", err)
-		return f.failed
+		return nil, f.failed
 	}
 	f.last = l.Index
-	return nil
+	return ops, nil
 }
 
 // Snapshot captures the store's replicated records (raft.FSM). Raft calls
@@ -554,7 +559,7 @@ func (f *storeFSM) Restore(rc io.ReadCloser) error {
 	f.last, f.failed = index, nil
 	f.mu.Unlock()
 	if f.changed != nil {
-		f.changed()
+		f.changed(state.ChangedAll, index)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/state"
 )
 
 // A node's place in the cluster (DESIGN.md "The cluster"): its metadata
@@ -34,7 +35,7 @@ const formTimeout = 2 * time.Minute
 // waits until it leads its one-voter log (milliseconds).
 func (n *Node) openMetadataLog(cfg broker.Config) error {
 	lc := meta.LogConfig{NodeID: cfg.NodeID, Dir: filepath.Join(cfg.StateDir, metadataLogDir), Store: n.store,
-		Logger: cfg.Logger, OnChange: n.rec.wake}
+		Logger: cfg.Logger, OnChange: n.rec.changed}
 	if cfg.Cluster.Several() {
 		ln, err := meta.ListenController(cfg.Cluster.ControllerListener.Addr())
 		if err != nil {
@@ -97,9 +98,12 @@ func (n *Node) joinCluster(voters []meta.Voter, log *slog.Logger) error {
 }
 
 // reconciler runs Broker.Reconcile after the metadata log applies
-// entries (coalesced: one run covers every entry applied before it
-// started) and records the index it covered, so that a node that
-// forwarded a change can answer once the change is in place here.
+// entries that change what the broker holds (coalesced: one run covers
+// every entry applied before it started, and reloads only the kinds of
+// state they changed), and records the index it covered, so that a node
+// that forwarded a change can answer once the change is in place here.
+// Entries that change nothing the broker holds (a mirror partition's
+// state, the most frequent) are covered at once, without a run.
 type reconciler struct {
 	wakeCh chan struct{}
 	stop   chan struct{}
@@ -107,9 +111,17 @@ type reconciler struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	// covered is the last applied index a finished run saw.
+	// pending is what the entries applied since the last run started
+	// changed; latest the last index applied; running is set during a
+	// run; covered is the last index the broker is known to hold.
+	pending Changes
+	latest  uint64
+	running bool
 	covered uint64
 }
+
+// Changes is state.Changes, which the reconciler accumulates.
+type Changes = state.Changes
 
 func newReconciler() *reconciler {
 	r := &reconciler{wakeCh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -117,7 +129,25 @@ func newReconciler() *reconciler {
 	return r
 }
 
-// wake asks for a run; it never blocks (the log's OnChange).
+// changed records entries up to applied that changed changes, and asks
+// for a run when they changed anything; it never blocks (the log's
+// OnChange).
+func (r *reconciler) changed(changes Changes, applied uint64) {
+	r.mu.Lock()
+	r.pending |= changes
+	r.latest = max(r.latest, applied)
+	idle := r.pending == 0 && !r.running
+	if idle {
+		r.covered = r.latest
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
+	if !idle {
+		r.wake()
+	}
+}
+
+// wake asks for a run.
 func (r *reconciler) wake() {
 	select {
 	case r.wakeCh <- struct{}{}:
@@ -125,8 +155,8 @@ func (r *reconciler) wake() {
 	}
 }
 
-// run reconciles b with l's store until halt.
-func (r *reconciler) run(b *broker.Broker, l *meta.MetadataLog, log *slog.Logger) {
+// run reconciles b with what the log applied until halt.
+func (r *reconciler) run(b *broker.Broker, log *slog.Logger) {
 	defer close(r.done)
 	var lastWarn time.Time
 	for {
@@ -135,13 +165,22 @@ func (r *reconciler) run(b *broker.Broker, l *meta.MetadataLog, log *slog.Logger
 			return
 		case <-r.wakeCh:
 		}
-		applied := l.Applied()
-		if err := b.Reconcile(); err != nil && time.Since(lastWarn) > 10*time.Second {
-			lastWarn = time.Now()
-			log.Warn("applying the metadata log's changes to this node (retried at the next change)", "err", err)
+		r.mu.Lock()
+		changes, upTo := r.pending, r.latest
+		r.pending, r.running = 0, true
+		r.mu.Unlock()
+		if changes != 0 {
+			if err := b.Reconcile(changes); err != nil && time.Since(lastWarn) > 10*time.Second {
+				lastWarn = time.Now()
+				log.Warn("applying the metadata log's changes to this node (retried at the next change)", "err", err)
+			}
 		}
 		r.mu.Lock()
-		r.covered = max(r.covered, applied)
+		r.running = false
+		r.covered = max(r.covered, upTo)
+		if r.pending == 0 {
+			r.covered = r.latest // what arrived meanwhile changed nothing
+		}
 		r.cond.Broadcast()
 		r.mu.Unlock()
 	}
@@ -227,6 +266,5 @@ func (q quorum) WaitApplied(ctx context.Context, index uint64) error {
 	if err := q.MetadataLog.WaitApplied(ctx, index); err != nil {
 		return err
 	}
-	q.rec.wake()
 	return q.rec.waitCovered(ctx, index)
 }

@@ -124,9 +124,8 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
 	}
-	go n.rec.run(n.Broker, n.log, cfg.Logger)
+	go n.rec.run(n.Broker, cfg.Logger)
 	n.recStarted = true
-	n.rec.wake() // what the log applied before the broker opened
 	if n.Mirrors, err = control.New(n.Broker, mirrors); err != nil {
 		return nil, fmt.Errorf("starting the mirror control plane: %w", err)
 	}

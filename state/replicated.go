@@ -397,3 +397,44 @@ func (s *Store) RestoreMetadata(index uint64, ops []Op) error {
 	}
 	return s.afterJoin(joined, ops)
 }
+
+// Changes says which kinds of the node's state an entry's ops change, so
+// that a node following the metadata log reloads only those (a mirror
+// partition's state change, the most frequent entry, reloads nothing).
+type Changes uint8
+
+const (
+	// ChangedTopics: topics, their partition counts, configs or mirror.
+	ChangedTopics Changes = 1 << iota
+	// ChangedCluster: broker registrations or partition assignments.
+	ChangedCluster
+	// ChangedACLs, ChangedQuotas, ChangedBrokerConfigs: the records of
+	// those names.
+	ChangedACLs
+	ChangedQuotas
+	ChangedBrokerConfigs
+	// ChangedAll is every kind: a snapshot restored, a change of
+	// controller.
+	ChangedAll Changes = 1<<iota - 1
+)
+
+// ChangesOf classifies ops.
+func ChangesOf(ops []Op) Changes {
+	var c Changes
+	for _, op := range ops {
+		k := string(op.Key)
+		switch {
+		case strings.HasPrefix(k, keyTopicPrefix), strings.HasPrefix(k, keyTopicIDPrefix):
+			c |= ChangedTopics
+		case strings.HasPrefix(k, keyBrokerPrefix), strings.HasPrefix(k, keyPartitionPrefix):
+			c |= ChangedCluster
+		case strings.HasPrefix(k, keyACLPrefix):
+			c |= ChangedACLs
+		case strings.HasPrefix(k, keyQuotaPrefix):
+			c |= ChangedQuotas
+		case strings.HasPrefix(k, keyBrokerConfigPrefix), strings.HasPrefix(k, keyNodeConfigPrefix):
+			c |= ChangedBrokerConfigs
+		}
+	}
+	return c
+}
