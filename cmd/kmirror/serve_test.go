@@ -38,8 +38,27 @@ func freeAddr(t *testing.T) string {
 }
 
 // startServe runs `kmirror serve` as a child process and returns it with
-// the address it printed.
+// the address it printed. The child's stderr is a *syncBuffer.
 func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	p := launchServe(t, args...)
+	return p.cmd, p.waitServing(t, 30*time.Second)
+}
+
+// serveProc is a `kmirror serve` child process that may not be serving
+// yet: the nodes of a cluster wait for each other (a majority of the
+// voters) before they serve, so a test launches them all, then waits.
+type serveProc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	// serving gets the address of the "kmirror serving on" line; it is
+	// closed when the child's stdout ends without one.
+	serving chan string
+}
+
+// launchServe starts `kmirror serve` with args as a child process, killed
+// when the test ends, without waiting for it to serve.
+func launchServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "KMIRROR_TEST_MAIN=1")
@@ -47,34 +66,42 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	p := &serveProc{cmd: cmd, stderr: &syncBuffer{}, serving: make(chan string, 1)}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 1)
 	go func() {
+		defer close(p.serving)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "kmirror serving on ") {
-				lines <- sc.Text()
+			if line, ok := strings.CutPrefix(sc.Text(), "kmirror serving on "); ok {
+				p.serving <- strings.Fields(line)[0]
+				io.Copy(io.Discard, stdout) // never block the child's writes
+				return
 			}
 		}
-		close(lines)
 	}()
+	return p
+}
+
+// waitServing waits up to d for the child to serve and returns its
+// address; a child that exits first, or is still starting after d, fails
+// the test with its stderr.
+func (p *serveProc) waitServing(t *testing.T, d time.Duration) string {
+	t.Helper()
 	select {
-	case line, ok := <-lines:
+	case addr, ok := <-p.serving:
 		if !ok {
-			cmd.Wait()
-			t.Fatalf("serve exited early:\n%s", stderr.String())
+			p.cmd.Wait()
+			t.Fatalf("serve exited early:\n%s", p.stderr.String())
 		}
-		addr := strings.Fields(strings.TrimPrefix(line, "kmirror serving on "))[0]
-		return cmd, addr
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not start:\n%s", stderr.String())
+		return addr
+	case <-time.After(d):
+		t.Fatalf("serve did not start within %v:\n%s", d, p.stderr.String())
 	}
-	return nil, ""
+	return ""
 }
 
 func TestServeSignalsRestartAndMetrics(t *testing.T) {
@@ -184,7 +211,7 @@ func TestServeKafkaServerProperties(t *testing.T) {
 		t.Fatalf("serve exited with %v after SIGTERM", err)
 	}
 	// After Wait the child's stderr is all copied.
-	stderr := cmd.Stderr.(*strings.Builder).String()
+	stderr := cmd.Stderr.(*syncBuffer).String()
 	if n := strings.Count(stderr, "ignored Kafka settings"); n != 1 ||
 		!strings.Contains(stderr, `level=INFO msg="ignored Kafka settings: delete.topic.enable, num.network.threads, zookeeper.connect" count=3`) {
 		t.Fatalf("want one INFO line naming the ignored settings, got:\n%s", stderr)
