@@ -181,6 +181,12 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{"tls listener without a certificate", []string{"--override", "listeners=SSL://127.0.0.1:0"}, "ssl.keystore.location"},
 		{"missing file", []string{"--config", "/nonexistent/server.properties"}, "/nonexistent/server.properties"},
 		{"bad override", []string{"--override", "novalue"}, "key=value"},
+		// A cluster's node (issue 20) that is not one of its voters, and
+		// a voter with no CONTROLLER listener for the quorum.
+		{"node not a voter", clusterSettings(4, "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:1", unusedVoters),
+			"controller.quorum.voters: node 4 is not a voter"},
+		{"voter without a controller listener", clusterSettings(1, "PLAINTEXT://127.0.0.1:0", unusedVoters),
+			"controller.listener.names: a voter of a quorum of several needs its CONTROLLER listener in listeners"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
