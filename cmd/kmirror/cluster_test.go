@@ -89,7 +89,7 @@ func startServeCluster(t *testing.T) *serveCluster {
 	}
 	for i := range c.args {
 		c.args[i] = clusterArgs(i+1, strings.Join(voters, ","), ctls[i], t.TempDir())
-		c.procs[i] = launchServe(t, c.args[i]...)
+		c.procs[i] = c.launch(c.args[i])
 	}
 	for i, p := range c.procs {
 		c.addrs[i] = p.waitServing(t, clusterBound)
@@ -100,8 +100,25 @@ func startServeCluster(t *testing.T) *serveCluster {
 // start starts node id again on its data and waits until it serves.
 func (c *serveCluster) start(id int32) {
 	c.t.Helper()
-	c.procs[id-1] = launchServe(c.t, c.args[id-1]...)
+	c.procs[id-1] = c.launch(c.args[id-1])
 	c.addrs[id-1] = c.procs[id-1].waitServing(c.t, clusterBound)
+}
+
+// launch is launchServe, the child's stderr checked for data races when
+// the test ends (a child built with -race that is killed never reaches
+// the race detector's exit status).
+func (c *serveCluster) launch(args []string) *serveProc {
+	c.t.Helper()
+	var p *serveProc
+	// Registered first, run last: after launchServe's cleanup killed
+	// the child and Wait copied all its stderr.
+	c.t.Cleanup(func() {
+		if p != nil {
+			p.checkNoRace(c.t)
+		}
+	})
+	p = launchServe(c.t, args...)
+	return p
 }
 
 // signal sends sig to node id and waits up to d for it to exit, returning
@@ -410,7 +427,7 @@ func TestServeClusterSIGTERMAndAnotherClustersData(t *testing.T) {
 		t.Fatalf("storage format --cluster-id %s: exit %d\n%s%s", other, code, out, errOut)
 	}
 	args := append(slices.Clone(c.args[stopped-1]), "--override", "log.dirs="+otherDir)
-	p := launchServe(t, args...)
+	p := c.launch(args)
 	select {
 	case addr, ok := <-p.serving:
 		if ok {

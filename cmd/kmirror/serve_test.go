@@ -86,6 +86,16 @@ func launchServe(t *testing.T, args ...string) *serveProc {
 	return p
 }
 
+// checkNoRace fails t if the child (a -race build when the test is one)
+// reported a data race: a SIGKILLed child never reaches the race
+// detector's exit status.
+func (p *serveProc) checkNoRace(t *testing.T) {
+	t.Helper()
+	if out := p.stderr.String(); strings.Contains(out, "WARNING: DATA RACE") {
+		t.Errorf("kmirror serve reported a data race:\n%s", out)
+	}
+}
+
 // waitServing waits up to d for the child to serve and returns its
 // address; a child that exits first, or is still starting after d, fails
 // the test with its stderr.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -126,9 +125,8 @@ func (b *syncBuffer) String() string {
 
 // txnServe is one `kmirror serve` child process.
 type txnServe struct {
-	cmd    *exec.Cmd
-	addr   string
-	stderr *syncBuffer
+	*serveProc
+	addr string
 }
 
 // startTxnServe runs `kmirror serve` on dir as a child process, logging at
@@ -137,17 +135,7 @@ func startTxnServe(t *testing.T, dir string) *txnServe {
 	t.Helper()
 	p := launchServe(t, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
 		"--override", "log.dirs="+dir, "--override", "metrics.listener=", "--log-level", "info")
-	return &txnServe{cmd: p.cmd, stderr: p.stderr, addr: p.waitServing(t, k9Settle)}
-}
-
-// checkNoRace fails t if the child (a -race build when the test is one)
-// reported a data race: a SIGKILLed child never reaches the race
-// detector's exit status.
-func (s *txnServe) checkNoRace(t *testing.T) {
-	t.Helper()
-	if out := s.stderr.String(); strings.Contains(out, "WARNING: DATA RACE") {
-		t.Errorf("kmirror serve reported a data race:\n%s", out)
-	}
+	return &txnServe{serveProc: p, addr: p.waitServing(t, k9Settle)}
 }
 
 // finishedAtStart returns the coordinator's "finishing a transaction
