@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
-	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
@@ -38,35 +36,11 @@ type testCluster struct {
 	nodes []*Node // nil while stopped
 }
 
-// freeAddr is a loopback address no listener holds now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
+// startCluster starts n nodes of one cluster (nodetest.ClusterConfigs)
+// at once: each waits for a majority of the voters.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, cfgs: make([]broker.Config, n), nodes: make([]*Node, n)}
-	var voters []meta.Voter
-	for i := range n {
-		voters = append(voters, meta.Voter{ID: int32(i + 1), Addr: freeAddr(t)})
-	}
-	for i := range c.cfgs {
-		cfg := nodetest.Config(t)
-		cfg.NodeID = int32(i + 1)
-		cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 0}}
-		host, port, _ := net.SplitHostPort(voters[i].Addr)
-		var p int
-		fmt.Sscan(port, &p)
-		cfg.Cluster = broker.ClusterConfig{Voters: voters, ControllerListener: &broker.Listener{Name: "CONTROLLER", Host: host, Port: p},
-			SessionTimeout: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond}
-		c.cfgs[i] = cfg
-	}
+	c := &testCluster{t: t, cfgs: nodetest.ClusterConfigs(t, n), nodes: make([]*Node, n)}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range c.cfgs {

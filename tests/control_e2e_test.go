@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,30 +62,65 @@ type ctlNode struct {
 // defaults.
 func startCtlNode(t *testing.T, name string, ccfg control.Config) *ctlNode {
 	t.Helper()
-	cfg := nodetest.Config(t)
-	cfg.GroupInitialRebalanceDelay = 0
-	// Warnings (fetch errors, truncations, failed partitions) go to the
-	// test log, shown when a test fails.
-	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", name)
-	ccfg.Logger = cfg.Logger
-	n := &ctlNode{t: t, name: name, cfg: cfg, ccfg: ccfg}
+	n := newCtlNode(t, name, nodetest.Config(t), ccfg)
 	n.open()
 	t.Cleanup(n.close)
 	return n
 }
 
+// startCtlCluster starts size nodes of one cluster (nodetest.ClusterConfigs,
+// node ids 1 to size at index 0 to size-1) at once: each waits for a
+// majority of the voters. They are closed when the test ends.
+func startCtlCluster(t *testing.T, name string, size int) []*ctlNode {
+	t.Helper()
+	nodes := make([]*ctlNode, size)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for i, cfg := range nodetest.ClusterConfigs(t, size) {
+		nodes[i] = newCtlNode(t, fmt.Sprintf("%s-%d", name, i+1), cfg, control.Config{})
+		wg.Go(func() { errs[i] = nodes[i].start() })
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		t.Cleanup(n.close)
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("starting cluster %s: %v", name, err)
+	}
+	return nodes
+}
+
+// newCtlNode is a node on cfg, not started yet.
+func newCtlNode(t *testing.T, name string, cfg broker.Config, ccfg control.Config) *ctlNode {
+	cfg.GroupInitialRebalanceDelay = 0
+	// Warnings (fetch errors, truncations, failed partitions) go to the
+	// test log, shown when a test fails.
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", name)
+	ccfg.Logger = cfg.Logger
+	return &ctlNode{t: t, name: name, cfg: cfg, ccfg: ccfg}
+}
+
 func (n *ctlNode) open() {
 	n.t.Helper()
+	if err := n.start(); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// start is open's work, on any goroutine: the nodes of a cluster start
+// at once.
+func (n *ctlNode) start() error {
 	nd, err := node.Start(n.cfg, n.ccfg)
 	if err != nil {
-		n.t.Fatalf("node %s: %v", n.name, err)
+		return fmt.Errorf("node %s: %w", n.name, err)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(nd.Addr()), kgo.MaxVersions(mirrorapi.WithMirrorKeys(rawFetchVersions())))
 	if err != nil {
 		nd.Close()
-		n.t.Fatalf("node %s: creating a client: %v", n.name, err)
+		return fmt.Errorf("node %s: creating a client: %w", n.name, err)
 	}
 	n.node, n.b, n.ctl, n.cl, n.adm = nd, nd.Broker, nd.Mirrors, cl, kadm.NewClient(cl)
+	return nil
 }
 
 // close stops the node: client, control plane (fetchers first), broker.

@@ -38,8 +38,27 @@ func freeAddr(t *testing.T) string {
 }
 
 // startServe runs `kmirror serve` as a child process and returns it with
-// the address it printed.
+// the address it printed. The child's stderr is a *syncBuffer.
 func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	p := launchServe(t, args...)
+	return p.cmd, p.waitServing(t, 30*time.Second)
+}
+
+// serveProc is a `kmirror serve` child process that may not be serving
+// yet: the nodes of a cluster wait for each other (a majority of the
+// voters) before they serve, so a test launches them all, then waits.
+type serveProc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	// serving gets the address of the "kmirror serving on" line; it is
+	// closed when the child's stdout ends without one.
+	serving chan string
+}
+
+// launchServe starts `kmirror serve` with args as a child process, killed
+// when the test ends, without waiting for it to serve.
+func launchServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "KMIRROR_TEST_MAIN=1")
@@ -47,34 +66,52 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	p := &serveProc{cmd: cmd, stderr: &syncBuffer{}, serving: make(chan string, 1)}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 1)
 	go func() {
+		defer close(p.serving)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "kmirror serving on ") {
-				lines <- sc.Text()
+			if line, ok := strings.CutPrefix(sc.Text(), "kmirror serving on "); ok {
+				p.serving <- strings.Fields(line)[0]
+				io.Copy(io.Discard, stdout) // never block the child's writes
+				return
 			}
 		}
-		close(lines)
 	}()
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("serve exited early:\n%s", stderr.String())
-		}
-		addr := strings.Fields(strings.TrimPrefix(line, "kmirror serving on "))[0]
-		return cmd, addr
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not start:\n%s", stderr.String())
+	return p
+}
+
+// checkNoRace fails t if the child (a -race build when the test is one)
+// reported a data race: a SIGKILLed child never reaches the race
+// detector's exit status.
+func (p *serveProc) checkNoRace(t *testing.T) {
+	t.Helper()
+	if out := p.stderr.String(); strings.Contains(out, "WARNING: DATA RACE") {
+		t.Errorf("kmirror serve reported a data race:\n%s", out)
 	}
-	return nil, ""
+}
+
+// waitServing waits up to d for the child to serve and returns its
+// address; a child that exits first, or is still starting after d, fails
+// the test with its stderr.
+func (p *serveProc) waitServing(t *testing.T, d time.Duration) string {
+	t.Helper()
+	select {
+	case addr, ok := <-p.serving:
+		if !ok {
+			p.cmd.Wait()
+			t.Fatalf("serve exited early:\n%s", p.stderr.String())
+		}
+		return addr
+	case <-time.After(d):
+		t.Fatalf("serve did not start within %v:\n%s", d, p.stderr.String())
+	}
+	return ""
 }
 
 func TestServeSignalsRestartAndMetrics(t *testing.T) {
@@ -154,6 +191,12 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{"tls listener without a certificate", []string{"--override", "listeners=SSL://127.0.0.1:0"}, "ssl.keystore.location"},
 		{"missing file", []string{"--config", "/nonexistent/server.properties"}, "/nonexistent/server.properties"},
 		{"bad override", []string{"--override", "novalue"}, "key=value"},
+		// A cluster's node (issue 20) that is not one of its voters, and
+		// a voter with no CONTROLLER listener for the quorum.
+		{"node not a voter", clusterSettings(4, "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:1", unusedVoters),
+			"controller.quorum.voters: node 4 is not a voter"},
+		{"voter without a controller listener", clusterSettings(1, "PLAINTEXT://127.0.0.1:0", unusedVoters),
+			"controller.listener.names: a voter of a quorum of several needs its CONTROLLER listener in listeners"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,7 +227,7 @@ func TestServeKafkaServerProperties(t *testing.T) {
 		t.Fatalf("serve exited with %v after SIGTERM", err)
 	}
 	// After Wait the child's stderr is all copied.
-	stderr := cmd.Stderr.(*strings.Builder).String()
+	stderr := cmd.Stderr.(*syncBuffer).String()
 	if n := strings.Count(stderr, "ignored Kafka settings"); n != 1 ||
 		!strings.Contains(stderr, `level=INFO msg="ignored Kafka settings: delete.topic.enable, num.network.threads, zookeeper.connect" count=3`) {
 		t.Fatalf("want one INFO line naming the ignored settings, got:\n%s", stderr)

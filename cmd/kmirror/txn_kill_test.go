@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -127,61 +125,17 @@ func (b *syncBuffer) String() string {
 
 // txnServe is one `kmirror serve` child process.
 type txnServe struct {
-	cmd    *exec.Cmd
-	addr   string
-	stderr *syncBuffer
+	*serveProc
+	addr string
 }
 
 // startTxnServe runs `kmirror serve` on dir as a child process, logging at
 // info level so the test can see what the coordinator finished at start.
-// (startServe in serve_test.go keeps the child's stderr to itself.)
 func startTxnServe(t *testing.T, dir string) *txnServe {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+	p := launchServe(t, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
 		"--override", "log.dirs="+dir, "--override", "metrics.listener=", "--log-level", "info")
-	cmd.Env = append(os.Environ(), "KMIRROR_TEST_MAIN=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &txnServe{cmd: cmd, stderr: &syncBuffer{}}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "kmirror serving on ") {
-				lines <- sc.Text()
-			}
-		}
-		close(lines)
-	}()
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("serve exited early:\n%s", s.stderr.String())
-		}
-		s.addr = strings.Fields(strings.TrimPrefix(line, "kmirror serving on "))[0]
-		return s
-	case <-time.After(k9Settle):
-		t.Fatalf("serve did not start:\n%s", s.stderr.String())
-	}
-	return nil
-}
-
-// checkNoRace fails t if the child (a -race build when the test is one)
-// reported a data race: a SIGKILLed child never reaches the race
-// detector's exit status.
-func (s *txnServe) checkNoRace(t *testing.T) {
-	t.Helper()
-	if out := s.stderr.String(); strings.Contains(out, "WARNING: DATA RACE") {
-		t.Errorf("kmirror serve reported a data race:\n%s", out)
-	}
+	return &txnServe{serveProc: p, addr: p.waitServing(t, k9Settle)}
 }
 
 // finishedAtStart returns the coordinator's "finishing a transaction

@@ -187,6 +187,7 @@ var toolClasses = map[string][]string{
 	"kafka-storage":             {"kafka.tools.StorageTool"},
 	"kafka-topics":              {"org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"},
 	"kafka-configs":             {"org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"},
+	"kafka-acls":                {"org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"},
 	"kafka-console-producer":    {"org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"},
 	"kafka-console-consumer":    {"org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"},
 	"kafka-consumer-groups":     {"org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"},
