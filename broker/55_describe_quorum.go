@@ -16,10 +16,13 @@ import (
 // The quorum of the node's metadata log (meta.MetadataLog.Quorum), as
 // Kafka's KRaft answers it for partition 0 of __cluster_metadata: the
 // leader (the controller) and its epoch (Raft's term), the high watermark
-// (the commit index), and each voter's log end offset (-1 where this node
-// does not know it: a follower's position is the leader's to know). A
-// node alone is a one-voter quorum, so `kafka-metadata-quorum.sh
-// describe --status` and `--replication` show it. Another topic or
+// (the commit index), and each voter's log end offset with when it was
+// last heard from (the controller knows them from the heartbeats; -1
+// where unknown). A node that is not the controller asks the controller,
+// as Kafka's brokers forward the request (REQUEST_TIMED_OUT when it
+// cannot be reached). A node alone is a one-voter quorum, so
+// `kafka-metadata-quorum.sh describe --status` and `--replication` show
+// it. Another topic or
 // partition answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka does; a broker
 // without a metadata log (tests' bare brokers) UNKNOWN_SERVER_ERROR.
 //
@@ -49,6 +52,9 @@ func (b *Broker) handleDescribeQuorum(r *request) (kmsg.Response, error) {
 		msg := "this node runs no metadata log"
 		resp.ErrorMessage = &msg
 		return resp, nil
+	}
+	if b.cfg.ControllerChannel != nil && !b.isController() {
+		return b.describeQuorumOnController(req, resp), nil
 	}
 	q := b.cfg.MetadataQuorum.Quorum()
 	for _, rt := range req.Topics {
@@ -100,4 +106,20 @@ func unixMillisOrUnknown(t time.Time) int64 {
 		return -1
 	}
 	return t.UnixMilli()
+}
+
+// describeQuorumOnController asks the controller, which alone knows every
+// voter's position, as Kafka's brokers forward DescribeQuorum; resp is
+// answered with a retriable error when it cannot be reached.
+func (b *Broker) describeQuorumOnController(req *kmsg.DescribeQuorumRequest, resp *kmsg.DescribeQuorumResponse) kmsg.Response {
+	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+	defer cancel()
+	got, err := b.cfg.ControllerChannel.Request(ctx, req)
+	if err != nil {
+		resp.ErrorCode = kerr.RequestTimedOut.Code
+		msg := "asking the controller: " + err.Error()
+		resp.ErrorMessage = &msg
+		return resp
+	}
+	return got
 }

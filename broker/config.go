@@ -331,12 +331,25 @@ func (c *ClusterConfig) validate(id int32, bad func(prop, format string, args ..
 	if !c.Several() {
 		return nil
 	}
-	switch {
-	case c.ControllerListener == nil:
+	cl := c.ControllerListener
+	if cl == nil {
 		return bad("controller.listener.names", "a voter of a quorum of several needs its CONTROLLER listener in listeners")
-	case c.ControllerListener.Protocol != "" && c.ControllerListener.Protocol != "PLAINTEXT":
-		return bad("listener.security.protocol.map", "the controller listener %s is %s: only PLAINTEXT is supported",
-			c.ControllerListener.Name, c.ControllerListener.Protocol)
+	}
+	proto := cl.Protocol
+	if proto == "" && slices.Contains([]string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, cl.Name) {
+		proto = cl.Name
+	}
+	switch proto {
+	case "PLAINTEXT":
+	case "":
+		return bad("listener.security.protocol.map", "the controller listener %s has no security protocol: map it (%s:PLAINTEXT)", cl.Name, cl.Name)
+	default:
+		return bad("listener.security.protocol.map", "the controller listener %s is %s: only PLAINTEXT is supported", cl.Name, proto)
+	}
+	self := c.Voters[slices.IndexFunc(c.Voters, func(v meta.Voter) bool { return v.ID == id })]
+	if _, port, err := net.SplitHostPort(self.Addr); err == nil && cl.Port != 0 && port != strconv.Itoa(cl.Port) {
+		return bad("controller.quorum.voters", "node %d's voter address %s is not on the port of its controller listener %s: "+
+			"the other voters could not reach it", id, self.Addr, cl)
 	}
 	return nil
 }

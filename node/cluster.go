@@ -67,8 +67,8 @@ func (n *Node) openMetadataLog(cfg broker.Config) error {
 // first entry of the log, which the controller writes (EnsureClusterIdentity)
 // when the log has none. A store of another cluster stops applying there
 // and the node refuses to start, naming both ids.
-func (n *Node) joinCluster(voters []meta.Voter, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+func (n *Node) joinCluster(ctx context.Context, voters []meta.Voter, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, formTimeout)
 	defer cancel()
 	lastSaid := time.Now()
 	for {
@@ -90,6 +90,9 @@ func (n *Node) joinCluster(voters []meta.Voter, log *slog.Logger) error {
 		}
 		select {
 		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("waiting for the metadata quorum: %w", context.Cause(ctx))
+			}
 			return fmt.Errorf("no controller elected within %v: are a majority of controller.quorum.voters (%v) up and "+
 				"reachable on their CONTROLLER listeners?", formTimeout, voters)
 		case <-time.After(10 * time.Millisecond):

@@ -632,11 +632,11 @@ const unfenceTimeout = 30 * time.Second
 // in it before the first client asks. A node of several without a
 // channel to the controller does not wait: unless it is the controller,
 // nothing can register it.
-func (n *Node) waitUnfenced(several bool) error {
+func (n *Node) waitUnfenced(ctx context.Context, several bool) error {
 	if several && n.life.remote == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), unfenceTimeout)
+	ctx, cancel := context.WithTimeout(ctx, unfenceTimeout)
 	defer cancel()
 	if err := n.life.WaitUnfenced(ctx); err != nil {
 		return fmt.Errorf("waiting for the controller to register and unfence node %d: %w", n.life.cfg.NodeID, err)

@@ -91,7 +91,14 @@ func MirrorConfig(cfg broker.Config) control.Config {
 // answer no request until the whole node is wired, so a client that
 // connects early waits instead of finding no control plane. A nil
 // mirrors.Logger takes cfg.Logger.
-func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
+func Start(cfg broker.Config, mirrors control.Config) (*Node, error) {
+	return StartContext(context.Background(), cfg, mirrors)
+}
+
+// StartContext is Start, given up when ctx ends (kmirror serve's SIGTERM)
+// while the node waits for its cluster: a quorum to form, the controller
+// to register it.
+func StartContext(ctx context.Context, cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if mirrors.Logger == nil {
 		mirrors.Logger = cfg.Logger
 	}
@@ -110,7 +117,7 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 	if err = n.openMetadataLog(cfg); err != nil {
 		return nil, err
 	}
-	if err = n.joinCluster(cfg.Cluster.Voters, cfg.Logger); err != nil {
+	if err = n.joinCluster(ctx, cfg.Cluster.Voters, cfg.Logger); err != nil {
 		return nil, err
 	}
 	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, n.quorum(cfg.NodeID), true
@@ -136,7 +143,7 @@ func Start(cfg broker.Config, mirrors control.Config) (_ *Node, err error) {
 		}
 	}
 	n.life.Start(brokerEndpoints(n.Broker.Listeners()))
-	if err = n.waitUnfenced(cfg.Cluster.Several()); err != nil {
+	if err = n.waitUnfenced(ctx, cfg.Cluster.Several()); err != nil {
 		return nil, err
 	}
 	n.Broker.StartServing()

@@ -144,19 +144,21 @@ func TestKafkaToolsCluster(t *testing.T) {
 			t.Fatalf("kafka-metadata-quorum describe --status through node 3:\n%s", status)
 		}
 
-		// Every voter with its role. The log end offsets are not
-		// checked: a node answers DescribeQuorum from its own view of
-		// the log (Kafka forwards it to the controller), so through a
-		// follower the leader's offset is -1 and the follower's own
-		// lag negative; through the controller the followers' offsets
-		// are -1.
+		// Every voter with its role, its log end offset and a lag of
+		// zero or more: node 3 asks the controller, which knows each
+		// voter's position from its heartbeats (Kafka forwards
+		// DescribeQuorum to the controller too).
 		repl := tool(3, "kafka-metadata-quorum", "describe", "--replication")
 		rows := map[string]string{} // node id: status
+		row := regexp.MustCompile(`^(\d+)\s+\S+\s+(-?\d+)\s+(-?\d+)\s+.*\s(Leader|Follower|Observer)\s*$`)
 		for _, l := range outputLines(repl) {
-			if f := strings.Fields(l); len(f) == 7 {
-				if _, err := strconv.Atoi(f[0]); err == nil {
-					rows[f[0]] = f[6]
-				}
+			m := row.FindStringSubmatch(strings.TrimSpace(l))
+			if m == nil {
+				continue
+			}
+			rows[m[1]] = m[4]
+			if leo, lag := m[2], m[3]; strings.HasPrefix(leo, "-") || leo == "0" || strings.HasPrefix(lag, "-") {
+				t.Errorf("voter %s: log end offset %s, lag %s; want a known offset and a lag >= 0", m[1], leo, lag)
 			}
 		}
 		want := map[string]string{"1": "Follower", "2": "Follower", "3": "Follower"}

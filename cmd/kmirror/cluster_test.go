@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -456,4 +458,31 @@ func (c *serveCluster) clusterID(ctx context.Context, id int32) string {
 		c.t.Fatalf("DescribeCluster on node %d: %v", id, err)
 	}
 	return resp.(*kmsg.DescribeClusterResponse).ClusterID
+}
+
+// SIGTERM stops a voter still waiting for a majority of its quorum at
+// once, rather than after the wait's bound.
+func TestServeSIGTERMWhileWaitingForTheQuorum(t *testing.T) {
+	t.Parallel()
+	ctl := freeAddr(t)
+	voters := "1@" + ctl + ",2@" + freeAddr(t) + ",3@" + freeAddr(t)
+	p := launchServe(t, clusterArgs(1, voters, ctl, t.TempDir())...)
+	time.Sleep(time.Second) // it binds, and waits for voters that never come
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("exit %v, want status 1 (it never served)", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("still running 15 s after SIGTERM:\n%s", p.stderr.String())
+	}
+	if out := p.stderr.String(); !strings.Contains(out, "waiting for the metadata quorum") {
+		t.Fatalf("stderr does not say what it was waiting for:\n%s", out)
+	}
 }

@@ -76,7 +76,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 // serve runs a configured node until ctx ends.
 func serve(ctx context.Context, cfg broker.Config, stdout io.Writer, log *slog.Logger) int {
-	n, err := node.Start(cfg, node.MirrorConfig(cfg))
+	n, err := node.StartContext(ctx, cfg, node.MirrorConfig(cfg))
 	if err != nil {
 		log.Error("starting the node", "err", err)
 		return 1

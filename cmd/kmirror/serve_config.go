@@ -51,7 +51,8 @@ type setting struct {
 // lets one key take precedence over another, the winner comes later and so
 // overwrites: log.dirs after log.dir, log.roll.ms after log.roll.hours,
 // log.retention.ms after .minutes after .hours, and controller.listener.names
-// after the listener lists it prunes. A key's position in a file does not
+// after the listener lists it prunes and the protocol map that names the
+// controller listener's protocol. A key's position in a file does not
 // matter, as in Kafka.
 var serverSettings = []setting{
 	// Server basics, and the KRaft settings that make nodes one cluster
@@ -107,10 +108,10 @@ var serverSettings = []setting{
 			c.AdvertisedListeners, err = parseListeners(v, true)
 			return err
 		}},
-	{Def: settings.Def{Name: "controller.listener.names", Doc: "the listener (of listeners) that a node of a cluster binds for the quorum and for the other nodes' requests to the controller, PLAINTEXT; a single node binds none"},
-		apply: takeControllerListener},
 	{Def: settings.Def{Name: "listener.security.protocol.map", Doc: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)"},
 		apply: applyProtocolMap},
+	{Def: settings.Def{Name: "controller.listener.names", Doc: "the listener (of listeners) that a node of a cluster binds for the quorum and for the other nodes' requests to the controller, PLAINTEXT; a single node binds none"},
+		apply: takeControllerListener},
 	{Def: brokerDef("socket.request.max.bytes", "largest request frame, an integer >= 1 (default "+strconv.Itoa(broker.DefaultSocketRequestMaxBytes)+")"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.SocketRequestMaxBytes, err = settings.Int32(v, 1)
@@ -636,7 +637,9 @@ func parseMetricsListener(v string) (string, error) {
 // listeners it names leave listeners and advertised.listeners (clients
 // are never told of them), and the first becomes the node's controller
 // listener, which a node of a cluster binds (a single node binds none).
-// It runs after listeners and advertised.listeners (table order).
+// It runs after listeners, advertised.listeners and
+// listener.security.protocol.map (table order), so the controller
+// listener has its protocol.
 func takeControllerListener(c *broker.Config, v string) error {
 	names := map[string]bool{}
 	for _, name := range settings.SplitList(v) {

@@ -62,7 +62,7 @@ func TestLoadServeConfig(t *testing.T) {
 		{name: "sample file", path: "testdata/server.properties", edit: func(c *broker.Config) {
 			c.NodeID = 3
 			c.Cluster.Voters = []meta.Voter{{ID: 3, Addr: "localhost:19093"}}
-			c.Cluster.ControllerListener = &broker.Listener{Name: "CONTROLLER", Host: "0.0.0.0", Port: 19093}
+			c.Cluster.ControllerListener = &broker.Listener{Name: "CONTROLLER", Host: "0.0.0.0", Port: 19093, Protocol: "PLAINTEXT"}
 			c.LogRetentionCheckInterval = 5 * time.Minute
 			c.Listeners = plain("0.0.0.0", 19092)
 			c.AdvertisedListeners = plain("broker.example.com", 19092)
@@ -501,6 +501,9 @@ func TestLoadServeConfigQuorum(t *testing.T) {
 		{"three voters", three, "", 3},
 		{"three voters, timeouts", three + "broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=500\n", "", 3},
 		{"a heartbeat slower than the session", three + "broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=3000\n", "broker.heartbeat.interval.ms: must be below", 0},
+		{"an SSL controller listener", strings.Replace(three, "CONTROLLER:PLAINTEXT", "CONTROLLER:SSL", 1), "the controller listener CONTROLLER is SSL: only PLAINTEXT", 0},
+		{"an unmapped controller listener", strings.Replace(three, "CONTROLLER:PLAINTEXT,", "", 1), "listener.security.protocol.map: the controller listener CONTROLLER has no security protocol", 0},
+		{"a voter address off the controller listener", strings.Replace(three, "2@127.0.0.1:9093", "2@127.0.0.1:9094", 1), "node 2's voter address 127.0.0.1:9094 is not on the port", 0},
 		{"three voters without a controller listener", "node.id=1\ncontroller.quorum.voters=1@a:9093,2@b:9093,3@c:9093\n", "controller.listener.names: a voter of a quorum of several needs", 0},
 		{"not a voter", "node.id=4\ncontroller.quorum.voters=1@a:9093,2@b:9093,3@c:9093\n", "node 4 is not a voter", 0},
 		{"another node as the only voter", "node.id=1\ncontroller.quorum.voters=2@b:9093\n", "node 1 is not a voter", 0},

@@ -35,7 +35,7 @@ func ClusterConfigs(t testing.TB, n int) []broker.Config {
 		host, port, _ := net.SplitHostPort(voters[i].Addr)
 		p, _ := net.LookupPort("tcp", port)
 		cfg.Cluster = broker.ClusterConfig{Voters: voters,
-			ControllerListener: &broker.Listener{Name: "CONTROLLER", Host: host, Port: p},
+			ControllerListener: &broker.Listener{Name: "CONTROLLER", Host: host, Port: p, Protocol: "PLAINTEXT"},
 			SessionTimeout:     ClusterSessionTimeout, HeartbeatInterval: ClusterHeartbeatInterval}
 		cfgs[i] = cfg
 	}
