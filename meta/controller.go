@@ -195,16 +195,11 @@ func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, appli
 	if err := c.ready(ctx); err != nil {
 		return HeartbeatResult{}, err
 	}
-	b, ok, err := c.broker(id)
-	switch {
-	case err != nil:
+	b, err := c.heartbeatFrom(id, epoch)
+	if err != nil {
 		return HeartbeatResult{}, err
-	case !ok:
-		return HeartbeatResult{}, fmt.Errorf("%w: broker %d", ErrUnknownBroker, id)
-	case b.Epoch != epoch:
-		return HeartbeatResult{}, fmt.Errorf("%w: broker %d heartbeat at epoch %d, registered at %d", ErrStaleBrokerEpoch, id, epoch, b.Epoch)
 	}
-	c.lastContact[id], c.reported[id] = c.cfg.Now(), applied
+	c.reported[id] = applied
 	registered, known := c.registeredAt[id]
 	if !known {
 		registered = uint64(b.Epoch)
@@ -233,6 +228,22 @@ func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, appli
 		res.ShutdownReady = !leads
 	}
 	return res, nil
+}
+
+// heartbeatFrom checks a heartbeat of broker id at epoch against its
+// registration, and renews the broker's session. REQUIRES: c.mu held.
+func (c *Controller) heartbeatFrom(id int32, epoch int64) (state.BrokerRegistration, error) {
+	b, ok, err := c.broker(id)
+	switch {
+	case err != nil:
+		return b, err
+	case !ok:
+		return b, fmt.Errorf("%w: broker %d", ErrUnknownBroker, id)
+	case b.Epoch != epoch:
+		return b, fmt.Errorf("%w: broker %d heartbeat at epoch %d, registered at %d", ErrStaleBrokerEpoch, id, epoch, b.Epoch)
+	}
+	c.lastContact[id] = c.cfg.Now()
+	return b, nil
 }
 
 // brokerChange is the entry of a change to broker b: its record and what

@@ -47,16 +47,10 @@ func (c *Controller) HeartbeatFence(ctx context.Context, id int32, epoch int64) 
 	if err := c.ready(ctx); err != nil {
 		return HeartbeatResult{}, err
 	}
-	b, ok, err := c.broker(id)
-	switch {
-	case err != nil:
+	b, err := c.heartbeatFrom(id, epoch)
+	if err != nil {
 		return HeartbeatResult{}, err
-	case !ok:
-		return HeartbeatResult{}, fmt.Errorf("%w: broker %d", ErrUnknownBroker, id)
-	case b.Epoch != epoch:
-		return HeartbeatResult{}, fmt.Errorf("%w: broker %d heartbeat at epoch %d, registered at %d", ErrStaleBrokerEpoch, id, epoch, b.Epoch)
 	}
-	c.lastContact[id] = c.cfg.Now()
 	if !b.Fenced {
 		b.Fenced, b.ShuttingDown = true, false
 		ops, err := c.brokerChange(b, c.fenceOps)

@@ -84,7 +84,7 @@ func clusterArgs(id int, voters, ctl, dir string) []string {
 func startServeCluster(t *testing.T) *serveCluster {
 	t.Helper()
 	c := &serveCluster{t: t, args: make([][]string, 3), procs: make([]*serveProc, 3), addrs: make([]string, 3)}
-	ctls := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	ctls := []string{testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)}
 	var voters []string
 	for i, a := range ctls {
 		voters = append(voters, fmt.Sprintf("%d@%s", i+1, a))
@@ -464,8 +464,8 @@ func (c *serveCluster) clusterID(ctx context.Context, id int32) string {
 // once, rather than after the wait's bound.
 func TestServeSIGTERMWhileWaitingForTheQuorum(t *testing.T) {
 	t.Parallel()
-	ctl := freeAddr(t)
-	voters := "1@" + ctl + ",2@" + freeAddr(t) + ",3@" + freeAddr(t)
+	ctl := testutil.FreeAddr(t)
+	voters := "1@" + ctl + ",2@" + testutil.FreeAddr(t) + ",3@" + testutil.FreeAddr(t)
 	p := launchServe(t, clusterArgs(1, voters, ctl, t.TempDir())...)
 	time.Sleep(time.Second) // it binds, and waits for voters that never come
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"testing"
+
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // --bootstrap-server takes a comma list, as Kafka's tools do, and the
@@ -10,7 +12,7 @@ import (
 func TestMirrorsBootstrapList(t *testing.T) {
 	t.Parallel()
 	n := startMirrorsNode(t, "A")
-	dead := freeAddr(t) // nothing listens there
+	dead := testutil.FreeAddr(t) // nothing listens there
 	for _, list := range []string{dead + "," + n.Addr(), n.Addr() + ", " + dead} {
 		out := mustMirrors(t, "--list", "--bootstrap-server", list)
 		if _, err := parseTable(out, listHeader...); err != nil {

@@ -418,7 +418,7 @@ func TestMirrorsConnectionErrors(t *testing.T) {
 	})
 	t.Run("closed port", func(t *testing.T) {
 		t.Parallel()
-		addr := freeAddr(t)
+		addr := testutil.FreeAddr(t)
 		start := time.Now()
 		failMirrors(t, 1, []string{"ListClusterMirrors", addr}, "--list", "--bootstrap-server", addr, "--timeout", "2s")
 		if took := time.Since(start); took > 10*time.Second {

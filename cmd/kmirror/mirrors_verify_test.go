@@ -388,7 +388,7 @@ func TestMirrorsVerifyErrors(t *testing.T) {
 		{"negative throttle", 2, []string{"--verify", "--mirror", "dr", "--throttle", "-1"}, "--throttle must be positive"},
 		{"unknown mirror", 2, []string{"--verify", "--mirror", "nosuch"}, "UNKNOWN_CLUSTER_MIRROR"},
 		{"topic not in the mirror", 2, []string{"--verify", "--mirror", "dr", "--topics", "nosuch"}, "topic nosuch is not in mirror dr"},
-		{"source unreachable", 2, []string{"--verify", "--mirror", "dr", "--source-bootstrap-server", freeAddr(t), "--timeout", "2s"},
+		{"source unreachable", 2, []string{"--verify", "--mirror", "dr", "--source-bootstrap-server", testutil.FreeAddr(t), "--timeout", "2s"},
 			"reaching the source at --source-bootstrap-server"},
 		{"another cluster", 2, []string{"--verify", "--mirror", "dr", "--source-bootstrap-server", other.ListenAddrs()[0]},
 			`is "other", mirror dr's source is "verify-src"`},

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -24,17 +24,6 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
-}
-
-// freeAddr returns a loopback address nobody listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // startServe runs `kmirror serve` as a child process and returns it with
@@ -117,7 +106,7 @@ func (p *serveProc) waitServing(t *testing.T, d time.Duration) string {
 func TestServeSignalsRestartAndMetrics(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	metricsAddr := freeAddr(t)
+	metricsAddr := testutil.FreeAddr(t)
 	args := []string{"--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "log.dirs=" + dir,
 		"--override", "metrics.listener=" + metricsAddr, "--override", "num.partitions=2"}
 	cmd, addr := startServe(t, args...)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/meta"
 )
 
@@ -26,7 +27,7 @@ func ClusterConfigs(t testing.TB, n int) []broker.Config {
 	t.Helper()
 	voters := make([]meta.Voter, n)
 	for i := range voters {
-		voters[i] = meta.Voter{ID: int32(i + 1), Addr: freePort(t)}
+		voters[i] = meta.Voter{ID: int32(i + 1), Addr: testutil.FreeAddr(t)}
 	}
 	cfgs := make([]broker.Config, n)
 	for i := range cfgs {
@@ -40,16 +41,4 @@ func ClusterConfigs(t testing.TB, n int) []broker.Config {
 		cfgs[i] = cfg
 	}
 	return cfgs
-}
-
-// freePort is a loopback address no listener holds now (another process
-// may take it before the node binds it: rare, and the test fails then).
-func freePort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
