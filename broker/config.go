@@ -298,6 +298,13 @@ type ClusterConfig struct {
 	// broker.heartbeat.interval.ms (2 s).
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
+	// SnapshotEntries, SnapshotInterval and TrailingEntries tune the
+	// metadata log's snapshots (meta.LogConfig's SnapshotThreshold,
+	// SnapshotInterval and TrailingLogs; zero: raft's defaults). Not
+	// settings: tests shorten them so that a restarted node must catch up
+	// from a snapshot.
+	SnapshotEntries, TrailingEntries uint64
+	SnapshotInterval                 time.Duration
 }
 
 // Default session and heartbeat, Kafka's.

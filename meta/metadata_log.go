@@ -85,11 +85,6 @@ type LogConfig struct {
 	Store  *state.Store
 	Logger *slog.Logger
 
-	// HeartbeatTimeout and ElectionTimeout are raft's (1 s each when
-	// zero); tests shorten them. SnapshotThreshold is the number of
-	// entries between snapshots (8192 when zero), TrailingLogs the entries
-	// a snapshot leaves in the log for followers a little behind (10240
-	// when zero): one further behind is sent the snapshot.
 	// OnChange is called after each entry or snapshot this node applies,
 	// with what it changed and the index applied, and at each change of
 	// controller (ChangedCluster: the image names the controller), from
@@ -97,9 +92,16 @@ type LogConfig struct {
 	// reconciler). Nil: nobody is told.
 	OnChange func(changes state.Changes, applied uint64)
 
+	// HeartbeatTimeout and ElectionTimeout are raft's (1 s each when
+	// zero); tests shorten them. SnapshotThreshold is the number of
+	// entries between snapshots (8192 when zero), checked every
+	// SnapshotInterval (2 min when zero), TrailingLogs the entries a
+	// snapshot leaves in the log for followers a little behind (10240
+	// when zero): one further behind is sent the snapshot.
 	HeartbeatTimeout  time.Duration
 	ElectionTimeout   time.Duration
 	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 }
 
@@ -183,6 +185,9 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 	}
 	if cfg.ElectionTimeout > 0 {
 		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
 	}
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold

@@ -35,7 +35,9 @@ const formTimeout = 2 * time.Minute
 // waits until it leads its one-voter log (milliseconds).
 func (n *Node) openMetadataLog(cfg broker.Config) error {
 	lc := meta.LogConfig{NodeID: cfg.NodeID, Dir: filepath.Join(cfg.StateDir, metadataLogDir), Store: n.store,
-		Logger: cfg.Logger, OnChange: n.rec.changed}
+		Logger: cfg.Logger, OnChange: n.rec.changed,
+		SnapshotThreshold: cfg.Cluster.SnapshotEntries, SnapshotInterval: cfg.Cluster.SnapshotInterval,
+		TrailingLogs: cfg.Cluster.TrailingEntries}
 	if cfg.Cluster.Several() {
 		ln, err := meta.ListenController(cfg.Cluster.ControllerListener.Addr())
 		if err != nil {

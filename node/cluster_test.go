@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -38,9 +39,16 @@ type testCluster struct {
 
 // startCluster starts n nodes of one cluster (nodetest.ClusterConfigs)
 // at once: each waits for a majority of the voters.
-func startCluster(t *testing.T, n int) *testCluster {
+// startCluster starts n nodes at once, each config passed through tune
+// first.
+func startCluster(t *testing.T, n int, tune ...func(*broker.Config)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, cfgs: nodetest.ClusterConfigs(t, n), nodes: make([]*Node, n)}
+	for i := range c.cfgs {
+		for _, f := range tune {
+			f(&c.cfgs[i])
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range c.cfgs {
@@ -415,4 +423,58 @@ func TestClusterSameImageEverywhere(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A node that was down while the log moved past what the others keep
+// catches up from the controller's snapshot, and opens what it holds.
+func TestClusterNodeCatchesUpFromASnapshot(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, func(cfg *broker.Config) {
+		cfg.Cluster.SnapshotEntries, cfg.Cluster.TrailingEntries, cfg.Cluster.SnapshotInterval = 8, 2, 50*time.Millisecond
+	})
+	ctx := t.Context()
+	ctl := c.controllerIndex()
+	behind := (ctl + 1) % 3
+	c.stop(behind)
+	adm := c.client(ctl)
+	const topics = 30
+	for i := range topics {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, fmt.Sprintf("snap-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshots := func(i int) int {
+		cfg := c.cfgs[i]
+		if err := cfg.Validate(); err != nil { // derives StateDir
+			t.Fatal(err)
+		}
+		entries, _ := os.ReadDir(filepath.Join(cfg.StateDir, metadataLogDir, "snapshots"))
+		return len(entries)
+	}
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		if snapshots(ctl) == 0 {
+			return errors.New("the controller took no snapshot")
+		}
+		return nil
+	})
+	before := snapshots(behind)
+	c.restart(behind)
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		td, err := c.client(behind).ListTopics(ctx)
+		if err != nil {
+			return err
+		}
+		if len(td) != topics {
+			return fmt.Errorf("the restarted node knows %d topics, want %d", len(td), topics)
+		}
+		for i := range topics {
+			if c.nodes[behind].Broker.Partitions().Topic(fmt.Sprintf("snap-%d", i)) == nil {
+				return fmt.Errorf("snap-%d is not open on the restarted node", i)
+			}
+		}
+		return nil
+	})
+	if snapshots(behind) <= before {
+		t.Fatalf("the restarted node caught up without a snapshot (%d before, %d after): the test proves nothing", before, snapshots(behind))
+	}
 }
