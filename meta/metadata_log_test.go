@@ -175,10 +175,16 @@ func applyTopic(t *testing.T, nodes []*logNode, name string, id byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	index, err := controller(t, nodes).log.Apply(ctx, topicOps(t, name, id))
-	if err != nil {
-		t.Fatalf("applying topic %s: %v", name, err)
-	}
+	// A loaded machine may see an election meanwhile: the ops are
+	// idempotent, so the change is applied again on the next controller.
+	var index uint64
+	testutil.CheckFor(t, 10*time.Second, func() (err error) {
+		index, err = controller(t, nodes).log.Apply(ctx, topicOps(t, name, id))
+		if err != nil && !errors.Is(err, ErrNotController) {
+			t.Fatalf("applying topic %s: %v", name, err)
+		}
+		return err
+	})
 	for _, nd := range nodes {
 		if nd.log == nil {
 			continue
