@@ -28,10 +28,10 @@ const clusterOperations = 1<<5 | // CREATE
 // DescribeCluster: v0-2
 //
 // Behavior:
-// ClusterID, the brokers (each with its listener named like the one the
-// request came in on, and its rack) and ControllerID come from the
-// metadata image; on one node the cluster is this node, its only broker
-// (no rack) and its controller. A
+// ClusterID, the unfenced brokers (each with its listener named like the
+// one the request came in on, and its rack) and ControllerID (the
+// metadata log's leader) come from the metadata image; a node alone is
+// its only broker and its controller. A
 // request for controllers (EndpointType 2) answers
 // MISMATCHED_ENDPOINT_TYPE, as a Kafka broker does, and an unknown type
 // UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0, which cannot ask).
@@ -44,13 +44,14 @@ const clusterOperations = 1<<5 | // CREATE
 // ClusterAuthorizedOperations, when asked for, holds the operations the
 // sender may perform on the cluster if it may DESCRIBE it, else 0.
 //
-// One node differs from Kafka: the node is both broker and controller, so
-// ControllerID is its own id where a Kafka broker names a random live
-// broker; no broker is ever fenced.
+// kmirror differs from Kafka: every node is both broker and controller,
+// so ControllerID is the controller's id where a Kafka broker names a
+// random live broker.
 //
 // Version notes:
 // v0 is flexible from the start; v1 endpoint type; v2 fenced brokers
-// (IncludeFencedBrokers changes nothing: there are none).
+// (IncludeFencedBrokers adds none: the image holds the unfenced brokers
+// only).
 func init() { regKey(60, 0, 2, (*Broker).handleDescribeCluster) }
 
 func (b *Broker) handleDescribeCluster(r *request) (kmsg.Response, error) {

@@ -2,10 +2,13 @@
 // answers from (the brokers, the controller, the cluster id and, per
 // partition, its leader, leader epoch, replicas and ISR) and the metadata
 // log on hashicorp/raft that replicates state/'s records to every node
-// (metadata_log.go, its entries in entry.go). The controller's work on the
-// log (registration, fencing, placement, elections) and the image built
-// from the applied log join them next (DESIGN.md "The cluster"); handlers
-// keep reading only the Image.
+// (metadata_log.go, its entries in entry.go, its CONTROLLER listener and
+// channel in controller_listener.go and controller_channel.go), and the
+// controller's role on it (controller.go: registration, heartbeats,
+// fencing, placement, elections, producer-id blocks, the cluster's
+// identity). A node builds its Image from the records the log applied
+// (ImageFromRecords; DESIGN.md "The cluster"); handlers read only the
+// Image.
 //
 // An Image never changes once built: the node builds a new one whenever a
 // topic, a partition or a leader epoch changes and publishes it with an

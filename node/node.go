@@ -1,11 +1,14 @@
 // Package node is kmirror's composition root: it builds one node from its
-// config in one order (the broker with its listeners held, the mirror
-// control plane on it, the broker's mirror RPCs pointed at it, the metrics
-// listener, then serving), and closes it in the reverse order. `kmirror
-// serve`, `kmirror demo`, `kmirror bench` (perf/mirror) and the end-to-end
-// tests all build their nodes here, so a node a test runs is wired as the
-// one an operator runs, and the cluster step (the metadata log, replica
-// fetchers) changes one place.
+// config in one order (the state store, the metadata log on it and the
+// cluster's identity, the broker with its listeners held, the reconciler
+// that follows the log into the broker, the broker's lifecycle with the
+// controller, the mirror control plane, the broker's mirror RPCs pointed
+// at it, the metrics listener, then serving), and closes it in the
+// reverse order after a controlled shutdown. `kmirror serve`, `kmirror
+// demo`, `kmirror bench` (perf/mirror) and the end-to-end tests all build
+// their nodes here, so a node a test runs is wired as the one an operator
+// runs. cluster.go holds the node's place in the cluster (log, identity,
+// reconciler), lifecycle.go its registration and heartbeats.
 //
 // The tests of the broker alone, or of the bare fetch path without a
 // control plane, build a bare broker on purpose: the in-package tests of
