@@ -1,10 +1,11 @@
 // Package node is kmirror's composition root: it builds one node from its
 // config in one order (the state store, the metadata log on it and the
 // cluster's identity, the broker with its listeners held, the reconciler
-// that follows the log into the broker, the broker's lifecycle with the
-// controller, the mirror control plane, the broker's mirror RPCs pointed
-// at it, the metrics listener, then serving), and closes it in the
-// reverse order after a controlled shutdown. `kmirror serve`, `kmirror
+// that follows the log into the broker, the mirror control plane, the
+// broker's mirror RPCs pointed at it, the metrics listener, the broker's
+// lifecycle with the controller until it is registered and unfenced, then
+// serving), and closes it in the reverse order after a controlled
+// shutdown. `kmirror serve`, `kmirror
 // demo`, `kmirror bench` (perf/mirror) and the end-to-end tests all build
 // their nodes here, so a node a test runs is wired as the one an operator
 // runs. cluster.go holds the node's place in the cluster (log, identity,
