@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -476,5 +477,51 @@ func TestClusterNodeCatchesUpFromASnapshot(t *testing.T) {
 	})
 	if snapshots(behind) <= before {
 		t.Fatalf("the restarted node caught up without a snapshot (%d before, %d after): the test proves nothing", before, snapshots(behind))
+	}
+}
+
+// A cluster-wide broker default and a client quota set through one node
+// are in force on every node.
+func TestClusterBrokerDefaultsAndQuotasEverywhere(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	ctx := t.Context()
+	c.controllerIndex()
+	if _, err := c.client(1).AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: kmsg.StringPtr("123456")}}); err != nil {
+		t.Fatal(err)
+	}
+	q := kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: kmsg.StringPtr("slow")}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1024}}}
+	if _, err := c.client(2).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{q}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.nodes {
+		testutil.CheckFor(t, 10*time.Second, func() error {
+			rcs, err := c.client(i).DescribeBrokerConfigs(ctx, int32(i+1))
+			if err != nil {
+				return err
+			}
+			rc, err := rcs.On(strconv.Itoa(i+1), nil)
+			if err != nil {
+				return err
+			}
+			found := false
+			for _, cfg := range rc.Configs {
+				if cfg.Key == "log.retention.ms" && cfg.Value != nil && *cfg.Value == "123456" {
+					found = true
+				}
+			}
+			if !found {
+				return fmt.Errorf("node %d does not apply the cluster default log.retention.ms", i+1)
+			}
+			qs, err := c.client(i).DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: kmsg.StringPtr("slow")}})
+			if err != nil {
+				return err
+			}
+			if len(qs) != 1 || len(qs[0].Values) != 1 || qs[0].Values[0].Value != 1024 {
+				return fmt.Errorf("node %d's quotas for client slow: %+v", i+1, qs)
+			}
+			return nil
+		})
 	}
 }
