@@ -33,9 +33,12 @@
 // lowest-id survivor, each attempt on a new connection and bounded by
 // --attempt-timeout, a new one every --retry-every (at most
 // --max-in-flight unanswered), until one succeeds. The time is from just
-// before the SIGKILL to that answer. Besides them one CreateTopics sent
-// right after the kill waits up to 30 s for its answer: what a client
-// with the default request.timeout.ms that sends once sees. The
+// before the SIGKILL to that answer. Each round then kills the controller
+// once more for a patient client: one CreateTopics sent right after the
+// kill, waiting up to 30 s for its answer (what a client with the default
+// request.timeout.ms that sends once sees). It has a kill of its own
+// because the attempts the first client gave up on still run inside the
+// survivor, and a request sent among them would queue behind them. The
 // node killed is restarted and the cluster waited on (every node names
 // one controller, lists 3 brokers and takes a CreateTopics) before the
 // next round. Both systems keep their quorum timeouts' defaults:
@@ -78,6 +81,8 @@ type options struct {
 	kmirrorBin     string
 	heapMB         int
 	out            string
+	kmirrorLog     string
+	keepDir        bool
 }
 
 const usage = `Usage: go run ./perf/cluster [flags]
@@ -117,13 +122,15 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.IntVar(&o.ops, "ops", 300, "writes per cell (op, node sent to, system)")
 	fs.IntVar(&o.block, "block", 50, "writes of one cell before the other system's turn")
 	fs.IntVar(&o.warmup, "warmup", 100, "unmeasured writes of each op per system first (JIT)")
-	fs.IntVar(&o.kills, "kills", 5, "kill -9 rounds of the controller per system; 0 skips the failover measure")
+	fs.IntVar(&o.kills, "kills", 5, "kill -9 rounds per system (each kills the controller twice: retrying client, patient client); 0 skips the failover measure")
 	fs.DurationVar(&o.retryEvery, "retry-every", 10*time.Millisecond, "during a failover, start a CreateTopics attempt this often, each on a new connection")
 	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", 2*time.Second, "give up on one CreateTopics attempt during a failover after this long")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 50, "during a failover, at most this many attempts unanswered at once")
 	fs.StringVar(&o.kmirrorBin, "kmirror-bin", "", "kmirror binary (kmirror serve); empty builds ./cmd/kmirror")
 	fs.IntVar(&o.heapMB, "broker-heap-mb", 1024, "each Kafka node's -Xmx (kafka-server-start.sh's default is 1G)")
 	fs.StringVar(&o.out, "out", "", "also write the report and the progress log to this `file`")
+	fs.StringVar(&o.kmirrorLog, "kmirror-log-level", "warn", "the kmirror nodes' --log-level (their logs: node-N/kmirror.log in the run's directory)")
+	fs.BoolVar(&o.keepDir, "keep-dir", false, "leave the run's directory (the kmirror nodes' data and logs) behind and print its path")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, 0
@@ -197,7 +204,11 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	if o.keepDir {
+		log.Info("the run's directory is kept", "dir", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
 	bin := o.kmirrorBin
 	if bin == "" {
 		log.Info("building kmirror")
@@ -219,7 +230,7 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 		var c cluster
 		switch name {
 		case systemKmirror:
-			c, err = startKmirror(ctx, bin, filepath.Join(work, name))
+			c, err = startKmirror(ctx, bin, filepath.Join(work, name), o.kmirrorLog, o.keepDir)
 		case systemKafka:
 			c, err = startKafka(filepath.Join(work, name), o.heapMB)
 		}
@@ -246,20 +257,22 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 			order = reversed(clusters)
 		}
 		for _, c := range order {
-			ctl, err := healthy(ctx, c, fmt.Sprintf("r%d", round), 2*time.Minute)
-			if err != nil {
-				return err
-			}
-			f, err := killController(ctx, c, ctl, round+1, o.retryEvery, o.attemptTimeout, o.maxInFlight, time.Minute)
-			if err != nil {
-				return err
-			}
-			rep.failover = append(rep.failover, f)
-			log.Info("failover", "system", c.name(), "round", round+1, "killed", f.killed, "sent_to", f.survivor,
-				"next_controller", f.next, "took_ms", ms(f.took), "sent_at_ms", ms(f.sentAt), "patient_ms", ms(f.patient),
-				"attempts", f.attempts)
-			if err := c.restart(ctx, f.killed); err != nil {
-				return fmt.Errorf("%s: restarting node %d: %w", c.name(), f.killed, err)
+			for _, patient := range []bool{false, true} {
+				ctl, err := healthy(ctx, c, fmt.Sprintf("r%d-%v", round, patient), 2*time.Minute)
+				if err != nil {
+					return err
+				}
+				f, err := killController(ctx, c, ctl, round+1, patient, o.retryEvery, o.attemptTimeout, o.maxInFlight, time.Minute)
+				if err != nil {
+					return err
+				}
+				rep.failover = append(rep.failover, f)
+				log.Info("failover", "system", c.name(), "round", round+1, "patient", patient, "killed", f.killed,
+					"sent_to", f.survivor, "next_controller", f.next, "took_ms", ms(f.took), "sent_at_ms", ms(f.sentAt),
+					"attempts", f.attempts)
+				if err := c.restart(ctx, f.killed); err != nil {
+					return fmt.Errorf("%s: restarting node %d: %w", c.name(), f.killed, err)
+				}
 			}
 		}
 	}

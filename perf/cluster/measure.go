@@ -234,8 +234,12 @@ func (w *writer) write(ctx context.Context, c *conn, op string) (time.Duration, 
 // failover is one kill of the controller and the wait for the next
 // CreateTopics that succeeds.
 type failover struct {
-	system   string
-	round    int
+	system string
+	round  int
+	// patient: one CreateTopics sent right after the kill, given
+	// patientTimeout (what a client that sends once with the default
+	// request.timeout.ms sees); else attempts every retryEvery.
+	patient  bool
 	killed   int32 // the controller killed
 	survivor int32 // the node the CreateTopics were sent to
 	next     int32 // the controller after (-1: not learned)
@@ -243,36 +247,31 @@ type failover struct {
 	// answer; sentAt is when that attempt was sent (the rest it waited
 	// inside the survivor, whose forward waited for a controller).
 	took, sentAt time.Duration
-	// patient is when the answer to the first attempt came, which was
-	// sent right after the kill and given patientTimeout: what one
-	// client that sends one request and waits sees. patientErr is its
-	// error, if any.
-	patient    time.Duration
-	patientErr string
-	attempts   int
-	errs       map[string]int // failed attempts by error
+	attempts     int
+	errs         map[string]int // failed attempts by error
 }
 
-// patientTimeout bounds the first attempt of a failover, as the client
+// patientTimeout bounds the patient client's one request, as the client
 // default request.timeout.ms (30 s) bounds a request.
 const patientTimeout = 30 * time.Second
 
 // attempt is the outcome of one CreateTopics of a failover.
 type attempt struct {
-	seq          int
 	sent, answer time.Duration
 	err          error
 }
 
 // killController kills c's controller ctl and sends CreateTopics to the
 // lowest-id survivor until one succeeds. A new attempt starts every
-// retryEvery, each on a new connection (a connection serves its requests
-// in order, so one left waiting inside the node would hold up the next)
-// and bounded by attemptTimeout, with at most maxInFlight unanswered.
-// Besides them, one request sent right after the kill waits up to
-// patientTimeout: the patient client.
-func killController(ctx context.Context, c cluster, ctl int32, round int, retryEvery, attemptTimeout time.Duration, maxInFlight int, maxWait time.Duration) (failover, error) {
-	f := failover{system: c.name(), round: round, killed: ctl, next: -1, errs: map[string]int{}}
+// retryEvery, each on a new connection (a connection's requests are
+// served in order, so one left waiting inside the node would hold up the
+// next) and bounded by attemptTimeout, with at most maxInFlight
+// unanswered. With patient, one request is sent instead, bounded by
+// patientTimeout: attempts abandoned by the client still run inside the
+// survivor, and the patient client's request would queue behind them.
+func killController(ctx context.Context, c cluster, ctl int32, round int, patient bool, retryEvery, attemptTimeout time.Duration,
+	maxInFlight int, maxWait time.Duration) (failover, error) {
+	f := failover{system: c.name(), round: round, patient: patient, killed: ctl, next: -1, errs: map[string]int{}}
 	for _, id := range c.ids() {
 		if id != ctl {
 			f.survivor = id
@@ -284,68 +283,44 @@ func killController(ctx context.Context, c cluster, ctl int32, round int, retryE
 	defer cancelAll()
 	results := make(chan attempt, maxInFlight+1)
 	inFlight := 0
-	var patient chan attempt
-	start := time.Now()
-	send := func(seq int, timeout time.Duration, out chan<- attempt) {
-		a := attempt{seq: seq, sent: time.Since(start)}
-		cn, err := dial(addr)
-		if err == nil {
-			tctx, cancel := context.WithTimeout(actx, timeout)
-			err = cn.createTopic(tctx, fmt.Sprintf("cbench-failover-%s-r%d-%d", c.name(), round, seq))
-			cancel()
-			cn.close()
-		}
-		a.answer, a.err = time.Since(start), err
-		out <- a
-	}
-	if err := c.kill(ctl); err != nil {
-		return f, err
-	}
-	patient = make(chan attempt, 1)
-	pctx, pcancel := context.WithTimeout(ctx, patientTimeout+time.Second)
-	defer pcancel()
-	go func() { // not cancelled with the others: it waits as long as it must
+	var start time.Time
+	send := func(seq int, timeout time.Duration) {
 		a := attempt{sent: time.Since(start)}
 		cn, err := dial(addr)
 		if err == nil {
-			tctx, cancel := context.WithTimeout(pctx, patientTimeout)
-			err = cn.createTopic(tctx, fmt.Sprintf("cbench-failover-%s-r%d-patient", c.name(), round))
+			tctx, cancel := context.WithTimeout(actx, timeout)
+			err = cn.createTopic(tctx, fmt.Sprintf("cbench-failover-%s-r%d-%v-%d", c.name(), round, patient, seq))
 			cancel()
 			cn.close()
 		}
 		a.answer, a.err = time.Since(start), err
-		patient <- a
-	}()
-	f.attempts = 1
-	tick := time.NewTicker(max(retryEvery, time.Millisecond))
-	defer tick.Stop()
-	record := func(a attempt) bool {
-		inFlight--
-		if a.err == nil {
-			f.took, f.sentAt = a.answer, a.sent
-			return true
-		}
-		if actx.Err() == nil {
-			f.errs[errorKind(a.err)]++
-		}
-		return false
+		results <- a
 	}
-	seq := 1
-	var pa *attempt
-loop:
-	for {
+	start = time.Now()
+	if err := c.kill(ctl); err != nil {
+		return f, err
+	}
+	timeout, every := attemptTimeout, retryEvery
+	if patient {
+		timeout, every = patientTimeout, patientTimeout+time.Minute
+	}
+	tick := time.NewTicker(max(every, time.Millisecond))
+	defer tick.Stop()
+	inFlight, f.attempts = 1, 1
+	go send(0, timeout)
+	for seq := 1; ; {
 		select {
 		case <-ctx.Done():
 			return f, ctx.Err()
-		case a := <-patient:
-			pa, patient = &a, nil
-			inFlight++ // record's decrement
-			if record(a) {
-				break loop
-			}
 		case a := <-results:
-			if record(a) {
-				break loop
+			inFlight--
+			if a.err == nil {
+				f.took, f.sentAt = a.answer, a.sent
+				goto done
+			}
+			f.errs[errorKind(a.err)]++
+			if patient {
+				return f, fmt.Errorf("%s: the patient CreateTopics after killing node %d failed after %v: %w", c.name(), ctl, a.answer, a.err)
 			}
 		case <-tick.C:
 			if time.Since(start) > maxWait {
@@ -354,22 +329,15 @@ loop:
 			if inFlight < maxInFlight {
 				inFlight++
 				f.attempts++
-				go send(seq, attemptTimeout, results)
+				go send(seq, timeout)
 				seq++
 			}
 		}
 	}
+done:
 	cancelAll()
-	if pa == nil {
-		a := <-patient
-		pa = &a
-	}
-	f.patient = pa.answer
-	if pa.err != nil {
-		f.patientErr = errorKind(pa.err)
-	}
-	// A Kafka broker forwards DescribeQuorum, and may not know the new
-	// controller at once: ask for a few seconds.
+	// A Kafka broker forwards DescribeQuorum, behind the abandoned
+	// attempts it still holds: ask for a few seconds.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		if next, err := controllerOf(ctx, addr); err == nil {
 			f.next = next

@@ -110,7 +110,9 @@ func (k *kafkaCluster) pids() []int {
 // SIGKILL, and this process's client work stays out of the nodes' CPU.
 type kmirrorCluster struct {
 	bin, dir, ver string
-	ports         []int // PLAINTEXT, CONTROLLER of node 1, then of node 2, 3
+	logLevel      string // kmirror serve --log-level
+	keep          bool   // close leaves dir (the nodes' logs)
+	ports         []int  // PLAINTEXT, CONTROLLER of node 1, then of node 2, 3
 	nodes         []*kmirrorNode
 }
 
@@ -122,12 +124,12 @@ type kmirrorNode struct {
 	log    string
 }
 
-func startKmirror(ctx context.Context, bin, dir string) (*kmirrorCluster, error) {
+func startKmirror(ctx context.Context, bin, dir, logLevel string, keep bool) (*kmirrorCluster, error) {
 	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
-	k := &kmirrorCluster{bin: bin, dir: dir, ports: ports, nodes: make([]*kmirrorNode, 3)}
+	k := &kmirrorCluster{bin: bin, dir: dir, logLevel: logLevel, keep: keep, ports: ports, nodes: make([]*kmirrorNode, 3)}
 	if out, err := exec.CommandContext(ctx, bin, "version").Output(); err == nil {
 		k.ver = strings.TrimSpace(string(out))
 	}
@@ -185,7 +187,7 @@ func (k *kmirrorCluster) args(id int32) []string {
 	for key, v := range sessionProps {
 		set = append(set, key+"="+v)
 	}
-	args := []string{"serve", "--log-level", "warn"}
+	args := []string{"serve", "--log-level", k.logLevel}
 	for _, s := range set {
 		args = append(args, "--override", s)
 	}
@@ -284,13 +286,16 @@ func (k *kmirrorCluster) restart(ctx context.Context, id int32) error {
 }
 
 // close kills every node (as realkafka's Cluster.Close does: the data
-// goes anyway) and removes the cluster's directory.
+// goes anyway) and removes the cluster's directory unless kept.
 func (k *kmirrorCluster) close() error {
 	for i, n := range k.nodes {
 		if n != nil {
 			n.stop(syscall.SIGKILL)
 			k.nodes[i] = nil
 		}
+	}
+	if k.keep {
+		return nil
 	}
 	return os.RemoveAll(k.dir)
 }
