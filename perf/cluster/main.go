@@ -28,17 +28,16 @@
 // load that grows or fades weighs on both; before them, --warmup writes
 // of each op per system (Kafka's JIT) are not counted.
 //
-// 2. Failover. --kills times per system, the systems alternating: the
-// controller is killed with SIGKILL, then CreateTopics goes to the
-// lowest-id survivor, each attempt on a new connection and bounded by
-// --attempt-timeout, a new one every --retry-every (at most
-// --max-in-flight unanswered), until one succeeds. The time is from just
-// before the SIGKILL to that answer. Each round then kills the controller
-// once more for a patient client: one CreateTopics sent right after the
-// kill, waiting up to 30 s for its answer (what a client with the default
-// request.timeout.ms that sends once sees). It has a kill of its own
-// because the attempts the first client gave up on still run inside the
-// survivor, and a request sent among them would queue behind them. The
+// 2. Failover. --kills rounds per system, the systems alternating; each
+// round kills the controller twice with SIGKILL. After the first kill the
+// client sends CreateTopics to the lowest-id survivor, one at a time, each
+// on a new connection and given 30 s (the default request.timeout.ms),
+// the next --retry-every after one fails, until one succeeds. The time is
+// from just before the SIGKILL to that answer. After the second kill the
+// probe asks when the survivor could first take a write: a new
+// CreateTopics every --retry-every, each given --attempt-timeout, at most
+// --max-in-flight unanswered. (Its own kill: the attempts it gives up on
+// still run inside the survivor.) The
 // node killed is restarted and the cluster waited on (every node names
 // one controller, lists 3 brokers and takes a CreateTopics) before the
 // next round. Both systems keep their quorum timeouts' defaults:
@@ -122,10 +121,10 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.IntVar(&o.ops, "ops", 300, "writes per cell (op, node sent to, system)")
 	fs.IntVar(&o.block, "block", 50, "writes of one cell before the other system's turn")
 	fs.IntVar(&o.warmup, "warmup", 100, "unmeasured writes of each op per system first (JIT)")
-	fs.IntVar(&o.kills, "kills", 5, "kill -9 rounds per system (each kills the controller twice: retrying client, patient client); 0 skips the failover measure")
-	fs.DurationVar(&o.retryEvery, "retry-every", 10*time.Millisecond, "during a failover, start a CreateTopics attempt this often, each on a new connection")
-	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", 2*time.Second, "give up on one CreateTopics attempt during a failover after this long")
-	fs.IntVar(&o.maxInFlight, "max-in-flight", 50, "during a failover, at most this many attempts unanswered at once")
+	fs.IntVar(&o.kills, "kills", 5, "kill -9 rounds per system (each kills the controller twice: for the client, for the probe); 0 skips the failover measure")
+	fs.DurationVar(&o.retryEvery, "retry-every", 5*time.Millisecond, "during a failover, the client sends the next CreateTopics this long after one failed; the probe starts one this often")
+	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", time.Second, "the probe gives up on one CreateTopics after this long (the client waits 30 s)")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 4, "the probe's unanswered CreateTopics at most")
 	fs.StringVar(&o.kmirrorBin, "kmirror-bin", "", "kmirror binary (kmirror serve); empty builds ./cmd/kmirror")
 	fs.IntVar(&o.heapMB, "broker-heap-mb", 1024, "each Kafka node's -Xmx (kafka-server-start.sh's default is 1G)")
 	fs.StringVar(&o.out, "out", "", "also write the report and the progress log to this `file`")
@@ -257,7 +256,7 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 			order = reversed(clusters)
 		}
 		for _, c := range order {
-			for _, patient := range []bool{false, true} {
+			for _, patient := range []bool{true, false} {
 				ctl, err := healthy(ctx, c, fmt.Sprintf("r%d-%v", round, patient), 2*time.Minute)
 				if err != nil {
 					return err

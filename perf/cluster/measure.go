@@ -236,9 +236,10 @@ func (w *writer) write(ctx context.Context, c *conn, op string) (time.Duration, 
 type failover struct {
 	system string
 	round  int
-	// patient: one CreateTopics sent right after the kill, given
-	// patientTimeout (what a client that sends once with the default
-	// request.timeout.ms sees); else attempts every retryEvery.
+	// patient: the client of the brief, sending one CreateTopics at a
+	// time, each given patientTimeout (the default request.timeout.ms),
+	// the next retryEvery after one fails; else the probe, a new attempt
+	// every retryEvery whether or not the others are answered.
 	patient  bool
 	killed   int32 // the controller killed
 	survivor int32 // the node the CreateTopics were sent to
@@ -251,8 +252,8 @@ type failover struct {
 	errs         map[string]int // failed attempts by error
 }
 
-// patientTimeout bounds the patient client's one request, as the client
-// default request.timeout.ms (30 s) bounds a request.
+// patientTimeout bounds each request of the patient client, as the
+// client default request.timeout.ms (30 s) bounds a request.
 const patientTimeout = 30 * time.Second
 
 // attempt is the outcome of one CreateTopics of a failover.
@@ -262,13 +263,16 @@ type attempt struct {
 }
 
 // killController kills c's controller ctl and sends CreateTopics to the
-// lowest-id survivor until one succeeds. A new attempt starts every
-// retryEvery, each on a new connection (a connection's requests are
-// served in order, so one left waiting inside the node would hold up the
-// next) and bounded by attemptTimeout, with at most maxInFlight
-// unanswered. With patient, one request is sent instead, bounded by
-// patientTimeout: attempts abandoned by the client still run inside the
-// survivor, and the patient client's request would queue behind them.
+// lowest-id survivor until one succeeds, each attempt on a new connection
+// (a connection's requests are served in order: one left waiting inside
+// the node would hold up the next). With patient, one at a time, bounded
+// by patientTimeout, the next retryEvery after a failure. Else (the
+// probe) a new attempt starts every retryEvery, bounded by
+// attemptTimeout, with at most maxInFlight unanswered: the attempts it
+// gives up on still run inside the survivor (a Kafka broker forwards
+// them in order, one at a time), so maxInFlight must stay well below what
+// the survivor forwards in attemptTimeout, or the attempts only ever queue
+// behind the abandoned ones.
 func killController(ctx context.Context, c cluster, ctl int32, round int, patient bool, retryEvery, attemptTimeout time.Duration,
 	maxInFlight int, maxWait time.Duration) (failover, error) {
 	f := failover{system: c.name(), round: round, patient: patient, killed: ctl, next: -1, errs: map[string]int{}}
@@ -320,7 +324,18 @@ func killController(ctx context.Context, c cluster, ctl int32, round int, patien
 			}
 			f.errs[errorKind(a.err)]++
 			if patient {
-				return f, fmt.Errorf("%s: the patient CreateTopics after killing node %d failed after %v: %w", c.name(), ctl, a.answer, a.err)
+				if time.Since(start) > maxWait {
+					return f, fmt.Errorf("%s: no CreateTopics succeeded within %v of killing node %d (errors %v)", c.name(), maxWait, ctl, f.errs)
+				}
+				select {
+				case <-ctx.Done():
+					return f, ctx.Err()
+				case <-time.After(retryEvery):
+				}
+				inFlight++
+				f.attempts++
+				go send(seq, timeout)
+				seq++
 			}
 		case <-tick.C:
 			if time.Since(start) > maxWait {

@@ -125,7 +125,7 @@ func (r *report) write(w io.Writer) {
 	if len(r.failover) > 0 {
 		fmt.Fprintln(w, "## kill -9 of the controller to the next successful CreateTopics (ms)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| system | round | client | killed | sent to | next controller | took | successful attempt sent at | attempts | failed attempts |")
+		fmt.Fprintln(w, "| system | round | sender | killed | sent to | next controller | took | successful attempt sent at | attempts | failed attempts |")
 		fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
 		type key struct {
 			system  string
@@ -142,14 +142,14 @@ func (r *report) write(w io.Writer) {
 			meds[key{f.system, f.patient}] = append(meds[key{f.system, f.patient}], f.took)
 		}
 		fmt.Fprintln(w)
-		for _, patient := range []bool{false, true} {
+		for _, patient := range []bool{true, false} {
 			for _, sys := range allSystems {
 				if ds, ok := meds[key{sys, patient}]; ok {
-					fmt.Fprintf(w, "%s, %s client: median %s ms of %d\n", sys, clientName(patient), ms(median(ds)), len(ds))
+					fmt.Fprintf(w, "%s, %s: median %s ms of %d\n", sys, clientName(patient), ms(median(ds)), len(ds))
 				}
 			}
 			if a, b := meds[key{systemKmirror, patient}], meds[key{systemKafka, patient}]; len(a) > 0 && len(b) > 0 {
-				fmt.Fprintf(w, "kmirror / Kafka median, %s client: %s\n", clientName(patient), ratio(median(a), median(b)))
+				fmt.Fprintf(w, "kmirror / Kafka median, %s: %s\n", clientName(patient), ratio(median(a), median(b)))
 			}
 		}
 		fmt.Fprintln(w)
@@ -162,7 +162,7 @@ func (r *report) write(w io.Writer) {
 // clientName names a failover's client.
 func clientName(patient bool) string {
 	if patient {
-		return "patient"
+		return "client"
 	}
-	return "retrying"
+	return "probe"
 }
