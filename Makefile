@@ -49,7 +49,7 @@ bench-produce: build
 # The metadata quorum against real Kafka 4.4.0 (issue 20, perf/cluster):
 # metadata-write latency of a 3-node kmirror cluster and a 3-node KRaft
 # cluster, then kill -9 of the controller to the next CreateTopics.
-# Needs java and mvn, takes about 5 minutes. Extra flags:
+# Needs java and mvn, takes about 11 minutes. Extra flags:
 # make bench-cluster CLUSTERFLAGS='--ops 1000 --kills 9'.
 .PHONY: bench-cluster
 bench-cluster: build
