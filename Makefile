@@ -46,6 +46,15 @@ bench-mm2: build
 bench-produce: build
 	$(GO) run ./perf/produce --kmirror-bin $(BIN) --out perf/baselines/produce-codecs-$$(date -u +%Y-%m-%d).txt $(PRODUCEFLAGS)
 
+# The metadata quorum against real Kafka 4.4.0 (issue 20, perf/cluster):
+# metadata-write latency of a 3-node kmirror cluster and a 3-node KRaft
+# cluster, then kill -9 of the controller to the next CreateTopics.
+# Needs java and mvn, takes about 11 minutes. Extra flags:
+# make bench-cluster CLUSTERFLAGS='--ops 1000 --kills 9'.
+.PHONY: bench-cluster
+bench-cluster: build
+	$(GO) run ./perf/cluster --kmirror-bin $(BIN) --out perf/baselines/cluster-$$(date -u +%Y-%m-%d).txt $(CLUSTERFLAGS)
+
 # A short pass over every fuzz target (FuzzX functions in *_fuzz_test.go).
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_fuzz_test.go' '^func Fuzz' .); do \

@@ -23,6 +23,11 @@ type Config struct {
 	Props map[string]string
 	// HeapMB is the JVM heap (512).
 	HeapMB int
+	// JVM, when not nil, replaces the harness's JVM options besides the
+	// heap: G1 for a Broker, and for a Cluster the first JIT tier only
+	// with the serial collector (clusterJVM). A benchmark of a Cluster
+	// passes Kafka's own (KafkaRunClassJVM).
+	JVM []string
 	// StartTimeout bounds formatting and the wait for the first answer
 	// (90 s: a cold JVM on a loaded 2-core machine is slow).
 	StartTimeout time.Duration
@@ -61,6 +66,14 @@ func (cfg Config) prepare(heapMB int) (Config, string, error) {
 	return cfg, libs, nil
 }
 
+// jvm is cfg.JVM, or def when that is nil.
+func (cfg Config) jvm(def []string) []string {
+	if cfg.JVM != nil {
+		return cfg.JVM
+	}
+	return def
+}
+
 // Start installs (if needed), formats and starts a broker, and returns once
 // it answers Metadata.
 func Start(cfg Config) (*Broker, error) {
@@ -68,7 +81,7 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := newNodes(cfg, libs, layout{count: 1, dirOf: func(int32) string { return cfg.Dir }, jvm: kafkaJVM})
+	nodes, err := newNodes(cfg, libs, layout{count: 1, dirOf: func(int32) string { return cfg.Dir }, jvm: cfg.jvm(kafkaJVM)})
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,13 @@ func clusterProps(n int) map[string]string {
 // start time and the other tests running meanwhile wait on.
 var clusterJVM = []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
 
+// KafkaRunClassJVM are the JVM options Kafka's bin/kafka-run-class.sh
+// gives a broker (KAFKA_JVM_PERFORMANCE_OPTS): G1 with short pauses and
+// every JIT tier. A benchmark passes them as Config.JVM so that a
+// Cluster runs as Kafka's scripts would run it.
+var KafkaRunClassJVM = []string{"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+	"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent"}
+
 // StartCluster installs (if needed), formats and starts an n-node cluster
 // and returns once every node answers Metadata and lists itself. Each
 // node's directory is node-<id> in cfg.Dir; cfg.Props go to every node;
@@ -54,7 +61,7 @@ func StartCluster(n int, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	dirOf := func(id int32) string { return filepath.Join(cfg.Dir, "node-"+strconv.Itoa(int(id))) }
-	nodes, err := newNodes(cfg, libs, layout{count: n, dirOf: dirOf, props: clusterProps(n), jvm: clusterJVM})
+	nodes, err := newNodes(cfg, libs, layout{count: n, dirOf: dirOf, props: clusterProps(n), jvm: cfg.jvm(clusterJVM)})
 	if err != nil {
 		return nil, err
 	}
