@@ -32,7 +32,10 @@ type ControllerChannel struct {
 	voters []Voter
 	leader func() (int32, bool)
 	// minBackoff and maxBackoff bound the wait between attempts while no
-	// controller is known or it cannot be reached.
+	// controller is known or it cannot be reached. The bound is short:
+	// an election takes about a second, and a request that waits longer
+	// than it must after one is a client's failover time
+	// (BENCHMARKS.md "cluster: the metadata quorum").
 	minBackoff, maxBackoff time.Duration
 
 	mu      sync.Mutex
@@ -63,7 +66,7 @@ var errNoController = errors.New("no controller is elected")
 func NewControllerChannel(voters []Voter, leader func() (int32, bool)) *ControllerChannel {
 	return &ControllerChannel{
 		voters: voters, leader: leader,
-		minBackoff: 20 * time.Millisecond, maxBackoff: time.Second,
+		minBackoff: 20 * time.Millisecond, maxBackoff: 100 * time.Millisecond,
 		clients: map[int32]*voterClient{},
 	}
 }

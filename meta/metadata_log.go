@@ -175,6 +175,13 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 	rc.LocalID = serverID(cfg.NodeID)
 	rc.Logger = hlog
 	rc.NoSnapshotRestoreOnStart = true
+	// A follower learns that an entry is committed with the leader's next
+	// AppendEntries, which for a lone write comes after CommitTimeout
+	// (raft's 50 ms, drawn up to 100): a node that forwarded a change
+	// waits for it (read-your-writes), so it cost 80 ms a write. 5 ms
+	// costs a few hundred tiny RPCs a second per follower while idle, on
+	// a LAN (BENCHMARKS.md "cluster: the metadata quorum").
+	rc.CommitTimeout = 5 * time.Millisecond
 	if cfg.Listener == nil && cfg.HeartbeatTimeout == 0 {
 		// Alone, with no network: no reason to wait a second to elect
 		// itself at every start.
