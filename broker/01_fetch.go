@@ -258,7 +258,7 @@ func (b *Broker) addFetchPart(fs *fetchScratch, fp fetchPart, key sessionKey) {
 	}
 	if fp.t != nil && fp.partition >= 0 && int(fp.partition) < len(fp.t.Partitions()) {
 		fp.p = fp.t.Partitions()[fp.partition]
-		fp.ip = imageTopic(fs.img, fp.t).Partition(fp.partition)
+		fp.ip = imagePartitionOf(fs.img, imageTopic(fs.img, fp.t), fp.partition)
 	}
 	if n := len(fs.topics); n > 0 && fs.topics[n-1].name == key.topic && fs.topics[n-1].id == key.topicID {
 		fp.topicIdx = n - 1

@@ -174,8 +174,13 @@ func (b *Broker) publishImageLocked(topics []*partition.Topic) {
 		parts, err = b.store.PartitionAssignments()
 	}
 	if err != nil {
+		// Keep the image published: one built without the records would
+		// have this node lead every partition, other nodes' too.
 		if ok, held := b.warnings.allow("image-records", time.Now()); ok {
-			b.log.Warn("reading the cluster's records for the metadata image; publishing this node alone", "held_back", held, "err", err)
+			b.log.Warn("reading the cluster's records for the metadata image; keeping the last image", "held_back", held, "err", err)
+		}
+		if b.img.Load() != nil {
+			return
 		}
 		brokers, parts = nil, nil
 	}

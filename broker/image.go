@@ -53,8 +53,9 @@ func (b *Broker) epochMoved(p *partition.Partition) {
 }
 
 // imageTopic returns t's entry in im, nil when im does not hold this
-// incarnation of t: a topic created after im was loaded (its creation
-// publishes a newer image), which this node leads.
+// incarnation of t: a topic opened after im was loaded (its creation
+// publishes a newer image). A node alone leads it; in a cluster its
+// leader is unknown to this request (otherLeader, imagePartition).
 func imageTopic(im *meta.Image, t *partition.Topic) *meta.Topic {
 	if t == nil || im == nil {
 		return nil
@@ -69,10 +70,25 @@ func imageTopic(im *meta.Image, t *partition.Topic) *meta.Topic {
 // other than this one (no leader counts as another node), else nil: such
 // a partition is answered NOT_LEADER_OR_FOLLOWER.
 func otherLeader(im *meta.Image, it *meta.Topic, p int32) *meta.Partition {
-	if ip := it.Partition(p); ip != nil && ip.Leader != im.Self() {
+	if ip := imagePartitionOf(im, it, p); ip != nil && ip.Leader != im.Self() {
 		return ip
 	}
 	return nil
+}
+
+// unknownLeader is the image's answer for a partition of a topic opened
+// since the image was loaded, in a cluster: another node may lead it
+// (NOT_LEADER_OR_FOLLOWER, and the client asks again).
+var unknownLeader = meta.Partition{Leader: -1}
+
+// imagePartitionOf is partition p of it (im's entry of a topic, or nil
+// when im does not hold it): nil for a partition im does not hold on a
+// node alone (it leads every partition), unknownLeader in a cluster.
+func imagePartitionOf(im *meta.Image, it *meta.Topic, p int32) *meta.Partition {
+	if it == nil && len(im.Brokers()) > 1 {
+		return &unknownLeader
+	}
+	return it.Partition(p)
 }
 
 // partitionEpoch is p's leader epoch in the image (it is p's topic in

@@ -299,3 +299,18 @@ func TestImageNotLeaderAllocs(t *testing.T) {
 		t.Fatalf("a Fetch with a NOT_LEADER partition allocates %v times", allocs)
 	}
 }
+
+// A topic the loaded image does not hold (opened since) is served on a
+// node alone, and answered NOT_LEADER_OR_FOLLOWER in a cluster: another
+// node may lead it.
+func TestOtherLeaderOfATopicNewerThanTheImage(t *testing.T) {
+	t.Parallel()
+	alone := meta.NewBuilder("c", 1, 1).AddBroker(meta.Broker{ID: 1}).Build()
+	if ip := otherLeader(alone, nil, 0); ip != nil {
+		t.Fatalf("a node alone: %+v, want nil (served here)", ip)
+	}
+	two := meta.NewBuilder("c", 1, 1).AddBroker(meta.Broker{ID: 1}).AddBroker(meta.Broker{ID: 2}).Build()
+	if ip := otherLeader(two, nil, 0); ip == nil || ip.Leader != -1 {
+		t.Fatalf("a cluster: %+v, want an unknown leader", ip)
+	}
+}

@@ -19,19 +19,26 @@ func (b *Broker) partitionConfig(configs map[string]string) (storage.Config, par
 		LogAppendTime: eff.logAppendTime}, err
 }
 
-// deleteTopic deletes a topic from the registry, then, as Kafka does, its
-// committed offsets and its groups' assignments of it.
+// deleteTopic deletes a topic from the registry, which then calls
+// topicRemoved.
 func (b *Broker) deleteTopic(t *partition.Topic) error {
-	deleted, err := b.partitions.Delete(t)
-	if err != nil || !deleted {
-		return err
+	_, err := b.partitions.Delete(t)
+	return err
+}
+
+// topicRemoved is the registry's Removed hook: as Kafka does, a deleted
+// topic's committed offsets and its groups' assignments of it go, on the
+// node that deleted it and on every node that followed the deletion from
+// the metadata log (the offsets are kept where each group is
+// coordinated).
+func (b *Broker) topicRemoved(name string) {
+	if _, err := b.store.DeleteTopicOffsets(name); err != nil {
+		b.log.Warn("deleting the offsets of a deleted topic", "topic", name, "err", err)
 	}
-	if _, err := b.store.DeleteTopicOffsets(t.Name()); err != nil {
-		b.log.Warn("deleting the offsets of a deleted topic", "topic", t.Name(), "err", err)
+	if b.groups != nil {
+		b.groups.TopicDeleted(name)
 	}
-	b.groups.TopicDeleted(t.Name())
-	b.log.Info("topic deleted", "topic", t.Name())
-	return nil
+	b.log.Info("topic deleted", "topic", name)
 }
 
 // checkLeaderEpoch checks a client's CurrentLeaderEpoch (-1: not given)

@@ -525,3 +525,59 @@ func TestClusterBrokerDefaultsAndQuotasEverywhere(t *testing.T) {
 		})
 	}
 }
+
+// A topic deleted through the controller takes its committed offsets with
+// it on every node, also on the group's coordinator elsewhere: the
+// topic re-created under the same name starts with none.
+func TestClusterDeletedTopicTakesItsOffsets(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	ctx := t.Context()
+	ctl := c.controllerIndex()
+	adm := c.client((ctl + 1) % 3)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		for i := range c.nodes {
+			if c.nodes[i].Broker.Partitions().Topic("gone") == nil {
+				return fmt.Errorf("node %d does not host the topic yet", i+1)
+			}
+		}
+		return nil
+	})
+	// Groups hashed to every node: some are coordinated off the controller.
+	var groups []string
+	for i := range 6 {
+		g := fmt.Sprintf("g%d", i)
+		groups = append(groups, g)
+		commit := make(kadm.Offsets)
+		commit.Add(kadm.Offset{Topic: "gone", Partition: 0, At: 42, LeaderEpoch: -1})
+		resp, err := adm.CommitOffsets(ctx, g, commit)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("committing for group %s: %v", g, err)
+		}
+	}
+	if _, err := adm.DeleteTopics(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		_, err := adm.CreateTopic(ctx, 1, 1, nil, "gone")
+		return err
+	})
+	for _, g := range groups {
+		testutil.CheckFor(t, 10*time.Second, func() error {
+			offs, err := adm.FetchOffsets(ctx, g)
+			if err != nil {
+				return err
+			}
+			if o, ok := offs.Lookup("gone", 0); ok && o.At >= 0 {
+				return fmt.Errorf("group %s: offset %d of the deleted topic survived", g, o.At)
+			}
+			return nil
+		})
+	}
+}

@@ -50,6 +50,12 @@ type Config struct {
 	// topic's record; nil, or no assignments returned, leaves them
 	// unassigned (a node alone leads what has no assignment).
 	Place func(id [16]byte, from, to int32) ([]state.PartitionAssignment, error)
+	// Removed is called, without the registry's lock, after a topic is
+	// taken off this node, by Delete or by Sync (another node's
+	// controller deleted it): what the node keeps of the topic outside
+	// the registry (committed offsets, group assignments) goes with it.
+	// Nil: nothing is told.
+	Removed func(name string)
 	// Logger receives topic creations and maintenance failures; nil
 	// discards them.
 	Logger *slog.Logger
@@ -375,6 +381,9 @@ func (m *Manager) remove(t *Topic, unregister bool) (deleted bool, err error) {
 	}
 	if err := m.cfg.Store.DeleteLeaderEpochs(t.id); err != nil {
 		m.log.Warn("deleting the leader epochs of a deleted topic", "topic", t.name, "err", err)
+	}
+	if m.cfg.Removed != nil {
+		m.cfg.Removed(t.name)
 	}
 	return true, nil
 }
