@@ -85,7 +85,7 @@ var unknownLeader = meta.Partition{Leader: -1}
 // when im does not hold it): nil for a partition im does not hold on a
 // node alone (it leads every partition), unknownLeader in a cluster.
 func imagePartitionOf(im *meta.Image, it *meta.Topic, p int32) *meta.Partition {
-	if it == nil && len(im.Brokers()) > 1 {
+	if it == nil && im != nil && len(im.Brokers()) > 1 {
 		return &unknownLeader
 	}
 	return it.Partition(p)
