@@ -125,6 +125,9 @@ type reconciler struct {
 	covered uint64
 }
 
+// reconcileRetry is how soon a failed reconcile runs again.
+const reconcileRetry = time.Second
+
 // Changes is state.Changes, which the reconciler accumulates.
 type Changes = state.Changes
 
@@ -160,8 +163,13 @@ func (r *reconciler) wake() {
 	}
 }
 
+// reconcilable is what run keeps in line with the log: the broker.
+type reconcilable interface {
+	Reconcile(changes state.Changes) error
+}
+
 // run reconciles b with what the log applied until halt.
-func (r *reconciler) run(b *broker.Broker, log *slog.Logger) {
+func (r *reconciler) run(b reconcilable, log *slog.Logger) {
 	defer close(r.done)
 	var lastWarn time.Time
 	for {
@@ -174,17 +182,25 @@ func (r *reconciler) run(b *broker.Broker, log *slog.Logger) {
 		changes, upTo := r.pending, r.latest
 		r.pending, r.running = 0, true
 		r.mu.Unlock()
+		var err error
 		if changes != 0 {
-			if err := b.Reconcile(changes); err != nil && time.Since(lastWarn) > 10*time.Second {
+			if err = b.Reconcile(changes); err != nil && time.Since(lastWarn) > 10*time.Second {
 				lastWarn = time.Now()
-				log.Warn("applying the metadata log's changes to this node (retried at the next change)", "err", err)
+				log.Warn("applying the metadata log's changes to this node (retried every second)", "err", err)
 			}
 		}
 		r.mu.Lock()
 		r.running = false
-		r.covered = max(r.covered, upTo)
-		if r.pending == 0 {
-			r.covered = r.latest // what arrived meanwhile changed nothing
+		if err != nil {
+			// Not covered: the kinds go back, and a run retries them
+			// (a log that could not open, a full disk).
+			r.pending |= changes
+			time.AfterFunc(reconcileRetry, r.wake)
+		} else {
+			r.covered = max(r.covered, upTo)
+			if r.pending == 0 {
+				r.covered = r.latest // what arrived meanwhile changed nothing
+			}
 		}
 		r.cond.Broadcast()
 		r.mu.Unlock()
