@@ -104,6 +104,11 @@ type Image struct {
 	// while the coordinator topics do not exist (one node today).
 	self    int32
 	brokers []Broker // by ID
+	// hosts are the ids a coordinator key hashes over while the
+	// coordinator topics do not exist: every registered broker, fenced
+	// or not (SetCoordinatorHosts), so that a broker's absence does not
+	// move the keys of the others; nil: the brokers.
+	hosts []int32
 	topics  map[string]*Topic
 	byID    map[[16]byte]*Topic
 	names   []string // sorted
@@ -147,10 +152,11 @@ func (im *Image) Partition(name string, p int32) *Partition { return im.topics[n
 // of partition abs(javaHash(key)) % n of the kind's internal topic. While
 // that topic does not exist (each node keeps the state of the keys it
 // coordinates in its own store), a node alone coordinates every key, and
-// in a cluster the key hashes the same way over the brokers of the image,
-// so every node names the same coordinator and a group is never split
-// between two; its state stays on that node (it moves with the
-// coordinator once the internal topics exist). ok is false when the
+// in a cluster the key hashes the same way over the registered brokers,
+// fenced ones too, so every node names the same coordinator, a group is
+// never split between two, and a broker that is down moves no key: its
+// keys have no coordinator until it is back (their state is on it),
+// which clients wait out as COORDINATOR_NOT_AVAILABLE. ok is false when the
 // coordinator is unknown (no leader, or a leader that is not a broker of
 // the image): Kafka's COORDINATOR_NOT_AVAILABLE.
 func (im *Image) Coordinator(kind CoordinatorKind, key string) (b *Broker, ok bool) {
@@ -162,6 +168,8 @@ func (im *Image) Coordinator(kind CoordinatorKind, key string) (b *Broker, ok bo
 	switch t := im.topics[name]; {
 	case t != nil && len(t.Partitions) > 0:
 		id = t.Partitions[partitionFor(key, len(t.Partitions))].Leader
+	case len(im.hosts) > 1:
+		id = im.hosts[partitionFor(key, len(im.hosts))]
 	case len(im.brokers) > 1:
 		id = im.brokers[partitionFor(key, len(im.brokers))].ID
 	}
@@ -213,6 +221,13 @@ func (bd *Builder) AddBroker(b Broker) *Builder {
 		}
 	}
 	bd.im.brokers = append(bd.im.brokers, b)
+	return bd
+}
+
+// SetCoordinatorHosts sets the ids coordinator keys hash over while the
+// coordinator topics do not exist (see Coordinator).
+func (bd *Builder) SetCoordinatorHosts(ids []int32) *Builder {
+	bd.im.hosts = slices.Sorted(slices.Values(ids))
 	return bd
 }
 

@@ -24,6 +24,11 @@ import (
 func ImageFromRecords(clusterID string, self, controller int32, brokers []state.BrokerRegistration,
 	topics []state.Topic, parts []state.PartitionAssignment, localEpoch func(topic string, p int32) int32) *Image {
 	bd := NewBuilder(clusterID, self, controller)
+	hosts := make([]int32, len(brokers))
+	for i, b := range brokers {
+		hosts[i] = b.ID
+	}
+	bd.SetCoordinatorHosts(hosts)
 	for _, b := range brokers {
 		if b.Fenced {
 			continue

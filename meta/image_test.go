@@ -1,6 +1,11 @@
 package meta
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kmirror/kmirror/state"
+)
 
 func twoBrokers() *Image {
 	bd := NewBuilder("c1", 1, 2)
@@ -138,5 +143,30 @@ func TestWithLeaderEpoch(t *testing.T) {
 	}
 	if im.WithLeaderEpoch("b", 2, 1) != im || im.WithLeaderEpoch("zz", 0, 1) != im {
 		t.Fatal("a missing partition copied the image")
+	}
+}
+
+// Without the coordinator topics a key hashes over every registered
+// broker: fencing one moves none of the others' keys, and its own have
+// no coordinator until it is back.
+func TestCoordinatorStaysWhenABrokerIsFenced(t *testing.T) {
+	t.Parallel()
+	regs := []state.BrokerRegistration{{ID: 1}, {ID: 2}, {ID: 3}}
+	all := ImageFromRecords("c", 1, 1, regs, nil, nil, nil)
+	regs[1].Fenced = true
+	fenced := ImageFromRecords("c", 1, 1, regs, nil, nil, nil)
+	for i := range 100 {
+		key := fmt.Sprintf("group-%d", i)
+		before, ok := all.Coordinator(CoordinatorGroup, key)
+		if !ok {
+			t.Fatalf("%s: no coordinator with every broker up", key)
+		}
+		after, ok := fenced.Coordinator(CoordinatorGroup, key)
+		switch {
+		case before.ID == 2 && ok:
+			t.Fatalf("%s: coordinated by %d while its coordinator 2 is fenced", key, after.ID)
+		case before.ID != 2 && (!ok || after.ID != before.ID):
+			t.Fatalf("%s: moved from %d to %+v when broker 2 was fenced", key, before.ID, after)
+		}
 	}
 }
