@@ -108,10 +108,10 @@ type Image struct {
 	// coordinator topics do not exist: every registered broker, fenced
 	// or not (SetCoordinatorHosts), so that a broker's absence does not
 	// move the keys of the others; nil: the brokers.
-	hosts []int32
-	topics  map[string]*Topic
-	byID    map[[16]byte]*Topic
-	names   []string // sorted
+	hosts  []int32
+	topics map[string]*Topic
+	byID   map[[16]byte]*Topic
+	names  []string // sorted
 }
 
 // ClusterID is the cluster's id.
