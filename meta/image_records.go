@@ -15,7 +15,8 @@ import (
 // held before it had a metadata log: while the cluster has at most one
 // broker it is led by self, its only replica; in a larger cluster it is
 // offline (leader -1) until the controller assigns it, so that no two
-// nodes both claim it.
+// nodes both claim it. A partition whose recorded leader is fenced is
+// offline too.
 //
 // localEpoch, when not nil, is the leader epoch of self's own log for a
 // partition self leads: the image shows the larger of it and the
@@ -29,10 +30,12 @@ func ImageFromRecords(clusterID string, self, controller int32, brokers []state.
 		hosts[i] = b.ID
 	}
 	bd.SetCoordinatorHosts(hosts)
+	live := map[int32]bool{}
 	for _, b := range brokers {
 		if b.Fenced {
 			continue
 		}
+		live[b.ID] = true
 		mb := Broker{ID: b.ID, Rack: b.Rack}
 		for _, l := range b.Listeners {
 			mb.Listeners = append(mb.Listeners, Listener{Name: l.Name, Host: l.Host, Port: l.Port})
@@ -54,7 +57,15 @@ func ImageFromRecords(clusterID string, self, controller int32, brokers []state.
 		}
 		for _, p := range byTopic[t.ID] {
 			if p.Partition < t.Partitions {
-				mt.Partitions[p.Partition] = Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				leader := p.Leader
+				if !live[leader] {
+					// A leader fenced before its fencing moved this
+					// partition (placed as it was fenced): offline
+					// until it is back, never a broker clients cannot
+					// find.
+					leader = -1
+				}
+				mt.Partitions[p.Partition] = Partition{Leader: leader, LeaderEpoch: p.LeaderEpoch,
 					Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)}
 			}
 		}

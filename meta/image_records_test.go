@@ -50,3 +50,22 @@ func TestImageFromRecords(t *testing.T) {
 		t.Fatalf("a single node's partition without an assignment, its log at epoch 7: %+v", p)
 	}
 }
+
+// A partition whose recorded leader is fenced (placed on it as it was
+// fenced) is offline in the image, not led by a broker it does not list.
+func TestImageFencedLeaderIsOffline(t *testing.T) {
+	t.Parallel()
+	brokers := []state.BrokerRegistration{{ID: 1}, {ID: 2, Fenced: true}}
+	topics := []state.Topic{{Name: "t", ID: [16]byte{1}, Partitions: 2}}
+	parts := []state.PartitionAssignment{
+		{TopicID: [16]byte{1}, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		{TopicID: [16]byte{1}, Partition: 1, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2},
+	}
+	im := ImageFromRecords("c", 1, 1, brokers, topics, parts, nil)
+	if p := im.Partition("t", 0); p.Leader != 1 {
+		t.Fatalf("t-0 led by %d, want 1", p.Leader)
+	}
+	if p := im.Partition("t", 1); p.Leader != -1 {
+		t.Fatalf("t-1 led by fenced broker 2 in the image: %+v", p)
+	}
+}
