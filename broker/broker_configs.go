@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/partition"
+	"github.com/kmirror/kmirror/state"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -157,6 +158,27 @@ func (b *Broker) setDynamicConfigsLocked(node bool, set map[string]string, del [
 	return b.reapplyTopicConfigs()
 }
 
+// setOtherNodeConfigsLocked stores another node's dynamic configs, on the
+// controller; that node applies them from the metadata log. Keystores
+// are refused: only the node holding the files can check them.
+// REQUIRES: b.adminMu held.
+func (b *Broker) setOtherNodeConfigsLocked(id int32, set map[string]string, del []string) *configError {
+	for name, v := range set {
+		if _, _, ok := listenerKeystoreConfig(name); ok {
+			return newConfigError(kerr.InvalidRequest, "%s of broker %d cannot be changed through the controller yet: "+
+				"only broker %d can check its keystore", name, id, id)
+		}
+		if cerr := validateBrokerConfig(name, v); cerr != nil {
+			return cerr
+		}
+	}
+	if err := b.store.SetNodeConfigs(id, set, del); err != nil {
+		b.log.Error("altering broker configs", "node", id, "err", err)
+		return newConfigError(kerr.UnknownServerError, "altering the configs of broker %d: %v", id, err)
+	}
+	return nil
+}
+
 // dynamicSnapshot returns the cluster-default dynamic broker configs,
 // nodeSnapshot this node's; the maps are never modified
 // (setDynamicConfigsLocked replaces them), so callers may read them without
@@ -245,6 +267,10 @@ func (b *Broker) checkBrokerName(name string, describe bool) *configError {
 type configTarget struct {
 	topic *partition.Topic
 	node  bool
+	// other is the id of another node whose configs these are, set on
+	// the controller of a cluster (the alteration was forwarded from that
+	// node); 0 with node: this node's.
+	other int32
 	// mirror names a CLUSTER_MIRROR resource, served by the control plane.
 	mirror string
 	admin  MirrorAdmin
@@ -266,6 +292,9 @@ func (b *Broker) alterTarget(typ kmsg.ConfigResourceType, name string) (configTa
 		}
 		return configTarget{topic: t}, nil
 	case kmsg.ConfigResourceTypeBroker:
+		if id, ok := b.otherRegisteredBroker(name); ok {
+			return configTarget{node: true, other: id}, nil
+		}
 		return configTarget{node: name != ""}, b.checkBrokerName(name, false)
 	case configResourceClusterMirror:
 		admin := b.admin()
@@ -289,10 +318,36 @@ func (tg configTarget) current(b *Broker) map[string]string {
 	if tg.topic != nil {
 		return tg.topic.Configs()
 	}
+	if tg.other != 0 {
+		cs, err := b.store.NodeConfigs(tg.other)
+		if err != nil {
+			b.log.Warn("reading another node's broker configs", "node", tg.other, "err", err)
+		}
+		return cs
+	}
 	if tg.node {
 		return maps.Clone(b.nodeSnapshot())
 	}
 	return maps.Clone(b.dynamicSnapshot())
+}
+
+// otherRegisteredBroker reports whether name is another registered node's
+// id while this node is a cluster's controller: the node whose configs an
+// alteration names forwarded it here, and it applies them when the
+// metadata log brings them (Reconcile).
+func (b *Broker) otherRegisteredBroker(name string) (int32, bool) {
+	if !b.cfg.Cluster.Several() || !b.isController() || name == "" {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil || int32(id) == b.cfg.NodeID {
+		return 0, false
+	}
+	brokers, err := b.store.Brokers()
+	if err != nil {
+		return 0, false
+	}
+	return int32(id), slices.ContainsFunc(brokers, func(r state.BrokerRegistration) bool { return r.ID == int32(id) })
 }
 
 // validate checks one value to set.
@@ -391,6 +446,9 @@ func (b *Broker) commit(tg configTarget, old, next map[string]string) *configErr
 	}
 	if len(set) == 0 && len(del) == 0 {
 		return nil
+	}
+	if tg.other != 0 {
+		return b.setOtherNodeConfigsLocked(tg.other, set, del)
 	}
 	if err := b.setDynamicConfigsLocked(tg.node, set, del); err != nil {
 		b.log.Error("altering broker configs", "err", err)

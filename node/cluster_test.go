@@ -481,7 +481,8 @@ func TestClusterNodeCatchesUpFromASnapshot(t *testing.T) {
 }
 
 // A cluster-wide broker default and a client quota set through one node
-// are in force on every node.
+// are in force on every node, and a node's own broker config set through
+// it (forwarded to the controller) on that node.
 func TestClusterBrokerDefaultsAndQuotasEverywhere(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3)
@@ -495,6 +496,32 @@ func TestClusterBrokerDefaultsAndQuotasEverywhere(t *testing.T) {
 	if _, err := c.client(2).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{q}); err != nil {
 		t.Fatal(err)
 	}
+	// A node's own config, sent to that node (kafka-configs --entity-type
+	// brokers --entity-name N does so), goes through the controller.
+	ctl := c.controllerIndex()
+	other := (ctl + 1) % 3
+	otherID := int32(other + 1)
+	if resp, err := c.client(other).AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.bytes", Value: kmsg.StringPtr("777777")}}, otherID); err != nil {
+		t.Fatal(err)
+	} else if err := resp[0].Err; err != nil {
+		t.Fatalf("altering broker %d's own config through it: %v (%s)", otherID, err, resp[0].ErrMessage)
+	}
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		rcs, err := c.client(other).DescribeBrokerConfigs(ctx, otherID)
+		if err != nil {
+			return err
+		}
+		rc, err := rcs.On(strconv.Itoa(int(otherID)), nil)
+		if err != nil {
+			return err
+		}
+		for _, cfg := range rc.Configs {
+			if cfg.Key == "log.retention.bytes" && cfg.Value != nil && *cfg.Value == "777777" && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig {
+				return nil
+			}
+		}
+		return fmt.Errorf("broker %d does not apply its own log.retention.bytes", otherID)
+	})
 	for i := range c.nodes {
 		testutil.CheckFor(t, 10*time.Second, func() error {
 			rcs, err := c.client(i).DescribeBrokerConfigs(ctx, int32(i+1))
