@@ -14,7 +14,6 @@ import (
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
-	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/node"
 )
 
@@ -30,22 +29,15 @@ type inProcCluster struct {
 
 func startInProc(t *testing.T) *inProcCluster {
 	t.Helper()
-	c := &inProcCluster{cfgs: make([]broker.Config, 3), nodes: make([]*node.Node, 3)}
-	ports, err := freePorts(6)
+	c := &inProcCluster{cfgs: nodetest.ClusterConfigs(t, 3), nodes: make([]*node.Node, 3)}
+	ports, err := freePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var voters []meta.Voter
-	for i := range 3 {
-		voters = append(voters, meta.Voter{ID: int32(i + 1), Addr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])})
-	}
 	for i := range c.cfgs {
-		cfg := nodetest.Config(t)
-		cfg.NodeID = int32(i + 1)
-		cfg.Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: ports[2*i]}}
-		cfg.Cluster = broker.ClusterConfig{Voters: voters, ControllerListener: &broker.Listener{Name: "CONTROLLER", Host: "127.0.0.1", Port: ports[2*i+1]},
-			SessionTimeout: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond}
-		c.cfgs[i] = cfg
+		// A fixed client port: a node restarted after a kill is found
+		// where it was.
+		c.cfgs[i].Listeners = []broker.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: ports[i]}}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
