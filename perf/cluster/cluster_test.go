@@ -126,7 +126,7 @@ func TestLatencyAndFailoverInProcess(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	rep.write(&sb)
+	rep.Write(&sb)
 	for _, want := range []string{"| IncrementalAlterConfigs | non-controller | kmirror | 6 |", "| CreateTopics | controller | kmirror | 6 |",
 		"| kmirror | 1 | client |", "| kmirror | 1 | probe |"} {
 		if !strings.Contains(sb.String(), want) {

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/perf/internal/benchrun"
 )
 
 // The metadata writes, each one metadata record batch on the controller:
@@ -376,7 +378,7 @@ func errorKind(err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "attempt timed out"
 	default:
-		return "connection: " + tailOf(err.Error(), 60)
+		return "connection: " + benchrun.Tail(err.Error(), 60)
 	}
 }
 

@@ -73,7 +73,11 @@ func ratio(a, b time.Duration) string {
 	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
 }
 
-func (r *report) write(w io.Writer) {
+// Fail records an error that ended the run (benchrun.Report).
+func (r *report) Fail(msg string) { r.errs = append(r.errs, msg) }
+
+// Write writes the report (benchrun.Report).
+func (r *report) Write(w io.Writer) {
 	fmt.Fprintf(w, "# perf/cluster: the metadata quorum, kmirror vs Apache Kafka (issue 20)\n\n")
 	fmt.Fprintf(w, "started %s, args %q\n", r.started.UTC().Format(time.RFC3339), r.args)
 	for _, s := range allSystems {

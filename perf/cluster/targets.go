@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/realkafka"
+	"github.com/kmirror/kmirror/perf/internal/benchrun"
 )
 
 // The systems, in the order the first round runs them.
@@ -221,27 +220,13 @@ func (k *kmirrorCluster) start(ctx context.Context, id int32) (*kmirrorNode, err
 	}
 	var waitErr error
 	go func() { waitErr = n.cmd.Wait(); logf.Close(); close(n.exited) }()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), " serving on "); ok {
-				if f := strings.Fields(rest); len(f) > 0 {
-					select {
-					case addr <- f[0]:
-					default:
-					}
-				}
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
+	addr := benchrun.ServingAddr(stdout)
 	select {
 	case n.addr = <-addr:
 		return n, nil
 	case <-n.exited:
 		data, _ := os.ReadFile(n.log)
-		return nil, fmt.Errorf("kmirror node %d exited before serving (%v):\n%s", id, waitErr, tailOf(string(data), 3000))
+		return nil, fmt.Errorf("kmirror node %d exited before serving (%v):\n%s", id, waitErr, benchrun.Tail(string(data), 3000))
 	case <-time.After(2 * time.Minute):
 		n.stop(syscall.SIGKILL)
 		return nil, fmt.Errorf("kmirror node %d did not serve within 2 minutes", id)
@@ -313,12 +298,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// tailOf is the last n bytes of s.
-func tailOf(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

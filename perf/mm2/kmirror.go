@@ -1,22 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/perf/internal/benchrun"
 )
 
 // mirrorName is the cluster mirror the benchmark creates on kmirror.
@@ -78,22 +76,7 @@ func startKmirror(ctx context.Context, bin, dir string) (*kmirrorProc, error) {
 		logf.Close()
 		close(p.exited)
 	}()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			const marker = " serving on "
-			if _, rest, ok := strings.Cut(sc.Text(), marker); ok {
-				if f := strings.Fields(rest); len(f) > 0 {
-					select {
-					case addr <- f[0]:
-					default:
-					}
-				}
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
+	addr := benchrun.ServingAddr(stdout)
 	select {
 	case p.addr = <-addr:
 	case <-p.exited:

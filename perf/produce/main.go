@@ -46,15 +46,14 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/perf/internal/benchrun"
 	"github.com/kmirror/kmirror/perf/mirror"
 )
 
@@ -200,33 +199,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	var logBuf strings.Builder
-	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, &logBuf), nil))
 	rep := &report{started: time.Now(), args: args, opts: o}
-	err := runAll(ctx, o, rep, log)
-	if err != nil {
-		rep.errs = append(rep.errs, err.Error())
-		log.Error("benchmark failed", "err", err)
-	}
-	rep.write(stdout)
-	if o.out != "" {
-		f, ferr := os.Create(o.out)
-		if ferr == nil {
-			rep.write(f)
-			fmt.Fprintf(f, "\n# progress log\n\n%s", logBuf.String())
-			ferr = f.Close()
-		}
-		if ferr != nil {
-			fmt.Fprintf(stderr, "produce: writing %s: %v\n", o.out, ferr)
-			return 1
-		}
-	}
-	if err != nil {
-		return 1
-	}
-	return 0
+	return benchrun.Run("produce", o.out, stdout, stderr, rep, func(ctx context.Context, log *slog.Logger) error {
+		return runAll(ctx, o, rep, log)
+	})
 }
 
 // runAll starts the targets, runs every cell and stops them; rep fills as

@@ -37,8 +37,12 @@ type report struct {
 	errs           []string
 }
 
-// write prints the run's header, one row per cell and the ratio table.
-func (r *report) write(w io.Writer) {
+// Fail records an error that ended the run (benchrun.Report).
+func (r *report) Fail(msg string) { r.errs = append(r.errs, msg) }
+
+// Write prints the run's header, one row per cell and the ratio table
+// (benchrun.Report).
+func (r *report) Write(w io.Writer) {
 	fmt.Fprintf(w, "# produce throughput per codec: kmirror, kfake, Apache Kafka (perf/produce)\n\n")
 	fmt.Fprintf(w, "started:   %s\n", r.started.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "command:   go run ./perf/produce %s\n", strings.Join(r.args, " "))

@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/kmirror/kmirror/internal/realkafka"
+	"github.com/kmirror/kmirror/perf/internal/benchrun"
 )
 
 // The targets, in the order a cell's first round runs them.
@@ -102,27 +100,13 @@ func startChild(ctx context.Context, name, bin, dir string, args ...string) (*ta
 		}
 		return nil
 	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), " serving on "); ok {
-				if f := strings.Fields(rest); len(f) > 0 {
-					select {
-					case addr <- f[0]:
-					default:
-					}
-				}
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
+	addr := benchrun.ServingAddr(stdout)
 	select {
 	case a := <-addr:
 		return &target{name: name, addr: a, pid: cmd.Process.Pid, close: stop}, nil
 	case <-exited:
 		data, _ := os.ReadFile(logPath)
-		return nil, fmt.Errorf("%s exited before serving (%v):\n%s", name, waitErr, tailOf(string(data), 3000))
+		return nil, fmt.Errorf("%s exited before serving (%v):\n%s", name, waitErr, benchrun.Tail(string(data), 3000))
 	case <-time.After(60 * time.Second):
 		stop()
 		return nil, fmt.Errorf("%s did not start within 60 s", name)
@@ -148,12 +132,4 @@ func startKafka(dir string, heapMB int, log *slog.Logger) (*target, error) {
 		os.RemoveAll(d)
 	}
 	return nil, fmt.Errorf("starting Kafka: %w", err)
-}
-
-// tailOf is the last n bytes of s.
-func tailOf(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }
