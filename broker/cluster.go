@@ -61,32 +61,18 @@ func (b *Broker) Reconcile(changes state.Changes) error {
 
 // placeReplicas is the partition registry's Place: one replica per new
 // partition on the registered, unfenced brokers, leaders spread
-// (meta.PlaceReplicas). A node with no registered broker (a bare broker,
+// (meta.PlaceNew). A node with no registered broker (a bare broker,
 // or a node whose store predates the metadata log) places nothing.
 func (b *Broker) placeReplicas(id [16]byte, from, to int32) ([]state.PartitionAssignment, error) {
 	brokers, err := b.store.Brokers()
 	if err != nil || len(brokers) == 0 {
 		return nil, err
 	}
-	var live []int32
-	for _, br := range brokers {
-		if !br.Fenced && !br.ShuttingDown {
-			live = append(live, br.ID)
-		}
-	}
 	parts, err := b.store.PartitionAssignments()
 	if err != nil {
 		return nil, err
 	}
-	placed, err := meta.PlaceReplicas(live, meta.LeaderCounts(parts), to-from, 1)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]state.PartitionAssignment, len(placed))
-	for i, replicas := range placed {
-		out[i] = meta.NewPartition(id, from+int32(i), replicas)
-	}
-	return out, nil
+	return meta.PlaceNew(brokers, parts, id, from, to-from, 1)
 }
 
 // followAssignedEpochs raises the leader epoch of every partition this

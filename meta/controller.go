@@ -408,23 +408,13 @@ func (c *Controller) CreateTopic(ctx context.Context, t state.Topic, rf int) err
 	if err != nil {
 		return err
 	}
-	var live []int32
-	for _, b := range brokers {
-		if !b.Fenced && !b.ShuttingDown {
-			live = append(live, b.ID)
-		}
-	}
 	parts, err := c.store.PartitionAssignments()
 	if err != nil {
 		return err
 	}
-	placed, err := PlaceReplicas(live, LeaderCounts(parts), t.Partitions, rf)
+	news, err := PlaceNew(brokers, parts, t.ID, 0, t.Partitions, rf)
 	if err != nil {
 		return err
-	}
-	var news []state.PartitionAssignment
-	for i, replicas := range placed {
-		news = append(news, NewPartition(t.ID, int32(i), replicas))
 	}
 	more, err := partitionOps(news)
 	if err != nil {

@@ -55,6 +55,27 @@ func PlaceReplicas(live []int32, leaders map[int32]int, n int32, rf int) ([][]in
 	return out, nil
 }
 
+// PlaceNew assigns partitions from..from+n-1 of topic id, rf replicas
+// each, on the registered brokers that may lead (unfenced, not shutting
+// down), leaders spread over what parts already assign (PlaceReplicas).
+func PlaceNew(brokers []state.BrokerRegistration, parts []state.PartitionAssignment, id [16]byte, from, n int32, rf int) ([]state.PartitionAssignment, error) {
+	var live []int32
+	for _, b := range brokers {
+		if !b.Fenced && !b.ShuttingDown {
+			live = append(live, b.ID)
+		}
+	}
+	placed, err := PlaceReplicas(live, LeaderCounts(parts), n, rf)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]state.PartitionAssignment, len(placed))
+	for i, replicas := range placed {
+		out[i] = NewPartition(id, from+int32(i), replicas)
+	}
+	return out, nil
+}
+
 // LeaderCounts counts the partitions each broker leads.
 func LeaderCounts(parts []state.PartitionAssignment) map[int32]int {
 	counts := map[int32]int{}
