@@ -64,6 +64,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/perf/internal/benchrun"
 )
 
@@ -97,17 +98,6 @@ Flags:
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-// list splits a comma list, trimming blanks.
-func list(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
 
 func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
@@ -143,7 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
-	for _, s := range list(systems) {
+	for _, s := range settings.Items(systems) {
 		if s != systemKmirror && s != systemKafka {
 			return bad("--systems: unknown system %q", s)
 		}

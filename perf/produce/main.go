@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/settings"
 	"github.com/kmirror/kmirror/perf/internal/benchrun"
 	"github.com/kmirror/kmirror/perf/mirror"
 )
@@ -94,17 +95,6 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 var codecNames = map[string]batch.Codec{"none": batch.CodecNone, "gzip": batch.CodecGzip,
 	"snappy": batch.CodecSnappy, "lz4": batch.CodecLz4, "zstd": batch.CodecZstd}
 
-// list splits a comma list, trimming blanks.
-func list(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -143,27 +133,27 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
-	for _, c := range list(codecs) {
+	for _, c := range settings.Items(codecs) {
 		codec, ok := codecNames[c]
 		if !ok {
 			return bad("--codecs: unknown codec %q", c)
 		}
 		o.codecs = append(o.codecs, codec)
 	}
-	for _, t := range list(targets) {
+	for _, t := range settings.Items(targets) {
 		if t != targetKmirror && t != targetKfake && t != targetKafka {
 			return bad("--targets: unknown target %q", t)
 		}
 		o.targets = append(o.targets, t)
 	}
-	for _, a := range list(acks) {
+	for _, a := range settings.Items(acks) {
 		n, err := strconv.Atoi(a)
 		if err != nil || (n != -1 && n != 1) {
 			return bad("--acks: want -1 or 1, got %q", a)
 		}
 		o.acks = append(o.acks, int16(n))
 	}
-	for _, s := range list(sizes) {
+	for _, s := range settings.Items(sizes) {
 		n, err := mirror.ParseBytes(s)
 		if err != nil || n < 1<<10 || n > 1<<20 {
 			return bad("--batch-size: want 1KiB-1MiB, got %q (%v)", s, err)
