@@ -119,7 +119,7 @@ type reconciler struct {
 	// pending is what the entries applied since the last run started
 	// changed; latest the last index applied; running is set during a
 	// run; covered is the last index the broker is known to hold.
-	pending Changes
+	pending state.Changes
 	latest  uint64
 	running bool
 	covered uint64
@@ -127,9 +127,6 @@ type reconciler struct {
 
 // reconcileRetry is how soon a failed reconcile runs again.
 const reconcileRetry = time.Second
-
-// Changes is state.Changes, which the reconciler accumulates.
-type Changes = state.Changes
 
 func newReconciler() *reconciler {
 	r := &reconciler{wakeCh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -140,7 +137,7 @@ func newReconciler() *reconciler {
 // changed records entries up to applied that changed changes, and asks
 // for a run when they changed anything; it never blocks (the log's
 // OnChange).
-func (r *reconciler) changed(changes Changes, applied uint64) {
+func (r *reconciler) changed(changes state.Changes, applied uint64) {
 	r.mu.Lock()
 	r.pending |= changes
 	r.latest = max(r.latest, applied)

@@ -94,14 +94,7 @@ func (s *Store) joinCluster(txn tx, ops []Op) (joined func(), err error) {
 		if err != nil {
 			return nil, err
 		}
-		named := false
-		if err := scanPrefix(txn, keyTopicPrefix, func(string, []byte) error {
-			named = true
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		if !generated || applied > 0 || named {
+		if !generated || applied > 0 || namesATopic(txn) {
 			why := "it was formatted with its id"
 			if generated {
 				why = "it holds metadata of its own"

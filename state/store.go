@@ -315,14 +315,7 @@ func (s *Store) RestoreClusterID(id string) error {
 		return nil
 	}
 	err = s.update(func(txn tx) error {
-		named := false
-		if err := scanPrefix(txn, keyTopicPrefix, func(string, []byte) error {
-			named = true
-			return nil
-		}); err != nil {
-			return err
-		}
-		if named {
+		if namesATopic(txn) {
 			return fmt.Errorf("state: the store names topics of cluster %s: its cluster id stays", s.ClusterID())
 		}
 		if err := txn.Delete([]byte(keyClusterIDGenerated)); err != nil {
@@ -335,6 +328,16 @@ func (s *Store) RestoreClusterID(id string) error {
 	}
 	s.setClusterID(id)
 	return nil
+}
+
+// namesATopic reports whether the store in txn names any topic (keys
+// only: no value is read).
+func namesATopic(txn tx) bool {
+	opts := badger.IteratorOptions{Prefix: []byte(keyTopicPrefix)}
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	it.Seek(opts.Prefix)
+	return it.ValidForPrefix(opts.Prefix)
 }
 
 // newClusterID draws a random id, skipping the values Kafka's
