@@ -92,6 +92,9 @@ type QuorumDescriber interface {
 	// IsController reports whether this node is the controller (the Raft
 	// leader), the only node that appends to the log.
 	IsController() bool
+	// Controller is the controller's node id, ok false while none is
+	// known (the metadata image names it; cheaper than Quorum).
+	Controller() (id int32, ok bool)
 	// Applied is the index of the last entry this node has applied.
 	Applied() uint64
 	// WaitApplied waits until this node has applied entry index, or ctx

@@ -179,7 +179,11 @@ func (b *Broker) publishImageLocked(topics []*partition.Topic) {
 	}
 	controller := self
 	if q := b.cfg.MetadataQuorum; q != nil {
-		controller = q.Quorum().LeaderID
+		if id, ok := q.Controller(); ok {
+			controller = id
+		} else {
+			controller = -1
+		}
 	}
 	sts := make([]state.Topic, len(topics))
 	byName := make(map[string]*partition.Topic, len(topics))

@@ -36,7 +36,11 @@ func (q *fakeQuorum) Quorum() meta.QuorumState {
 	return meta.QuorumState{LeaderID: 1}
 }
 func (q *fakeQuorum) IsController() bool { return q.controller }
-func (q *fakeQuorum) Applied() uint64    { return q.applied.Load() }
+func (q *fakeQuorum) Controller() (int32, bool) {
+	id := q.Quorum().LeaderID
+	return id, id >= 0
+}
+func (q *fakeQuorum) Applied() uint64 { return q.applied.Load() }
 func (q *fakeQuorum) WaitApplied(_ context.Context, index uint64) error {
 	q.waited.Store(index)
 	return nil
