@@ -5,6 +5,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // A source topic carrying configs Apache Kafka has removed (an upgraded
@@ -15,7 +17,7 @@ import (
 // that does not name them, as an operator's own list would not.
 func TestSyncSkipsRemovedTopicConfigs(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs testutil.SyncBuffer
 	f := newSyncFixtureWith(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	f.setMirrorConfigs(t, "topic.properties.exclude", "min\\.insync\\.replicas")
 
@@ -64,7 +66,7 @@ func TestSyncSkipsRemovedTopicConfigs(t *testing.T) {
 // once.
 func TestWithoutRemovedConfigs(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs testutil.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	var seen removedConfigLog
 	for _, c := range []struct {

@@ -1,11 +1,9 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -293,7 +291,7 @@ func TestSyncErrorsCountedAndLoggedOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	src := nodetest.Source(t)
-	var logs lockedBuffer
+	var logs testutil.SyncBuffer
 	n := openTestNodeWith(t, nodetest.Config(t), nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		SourceTimeout: 500 * time.Millisecond})
 	defer n.close()
@@ -318,23 +316,6 @@ func TestSyncErrorsCountedAndLoggedOnce(t *testing.T) {
 	if c := strings.Count(logs.String(), "metadata sync recovered"); c != 1 {
 		t.Fatalf("the recovery was logged %d times, want once:\n%s", c, logs.String())
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // The loop runs the sync by itself every RefreshInterval: a topic created

@@ -8,29 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
-
-// syncBuffer is a log sink safe for the log's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDamagedClosedSegment damages the length of a closed segment's first
 // batch (0x7fffffff) behind a clean shutdown. Opening says so at ERROR,
@@ -71,7 +53,7 @@ func TestDamagedClosedSegment(t *testing.T) {
 	}
 	f.Close()
 
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	l = openTestLog(t, dir, cfg)
 	defer l.Close()

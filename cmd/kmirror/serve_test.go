@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 }
 
 // startServe runs `kmirror serve` as a child process and returns it with
-// the address it printed. The child's stderr is a *syncBuffer.
+// the address it printed. The child's stderr is a *testutil.SyncBuffer.
 func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	p := launchServe(t, args...)
@@ -39,7 +39,7 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 // voters) before they serve, so a test launches them all, then waits.
 type serveProc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	// serving gets the address of the "kmirror serving on" line; it is
 	// closed when the child's stdout ends without one.
 	serving chan string
@@ -55,7 +55,7 @@ func launchServe(t *testing.T, args ...string) *serveProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{cmd: cmd, stderr: &syncBuffer{}, serving: make(chan string, 1)}
+	p := &serveProc{cmd: cmd, stderr: &testutil.SyncBuffer{}, serving: make(chan string, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestServeKafkaServerProperties(t *testing.T) {
 		t.Fatalf("serve exited with %v after SIGTERM", err)
 	}
 	// After Wait the child's stderr is all copied.
-	stderr := cmd.Stderr.(*syncBuffer).String()
+	stderr := cmd.Stderr.(*testutil.SyncBuffer).String()
 	if n := strings.Count(stderr, "ignored Kafka settings"); n != 1 ||
 		!strings.Contains(stderr, `level=INFO msg="ignored Kafka settings: delete.topic.enable, num.network.threads, zookeeper.connect" count=3`) {
 		t.Fatalf("want one INFO line naming the ignored settings, got:\n%s", stderr)

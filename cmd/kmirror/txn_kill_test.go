@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -102,25 +101,6 @@ func (p killPlan) String() string {
 		where = "EndTransaction"
 	}
 	return fmt.Sprintf("txn %d of the round, 0-%v after %s", p.atTxn, p.maxDelay, where)
-}
-
-// syncBuffer is a strings.Builder safe for a child's stderr copier and the
-// test reading it at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.String()
 }
 
 // txnServe is one `kmirror serve` child process.
