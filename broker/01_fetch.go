@@ -113,6 +113,9 @@ func (b *Broker) fetchScratch(r *request) *fetchScratch {
 }
 
 func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
+	if b.scope(r.conn) == scopeController {
+		return b.handleMetadataLogFetch(r) // an observer's (metadata_log_rpcs.go)
+	}
 	req := r.kreq.(*kmsg.FetchRequest)
 	b.stats.FetchRequests.Add(1)
 	fs := b.fetchScratch(r)

@@ -69,17 +69,24 @@ func (b *Broker) handleDescribeQuorum(r *request) (kmsg.Response, error) {
 				continue
 			}
 			sp.LeaderID, sp.LeaderEpoch, sp.HighWatermark = q.LeaderID, q.LeaderEpoch, q.HighWatermark
-			for _, v := range q.Voters {
-				rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-				rs.ReplicaID, rs.LogEndOffset = v.ID, v.LogEndOffset
-				rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = unixMillisOrUnknown(v.LastFetch), unixMillisOrUnknown(v.LastCaughtUp)
-				sp.CurrentVoters = append(sp.CurrentVoters, rs)
-			}
+			sp.CurrentVoters, sp.Observers = replicaStates(q.Voters), replicaStates(q.Observers)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// replicaStates is DescribeQuorum's view of voters or observers.
+func replicaStates(rs []meta.QuorumReplica) []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+	var out []kmsg.DescribeQuorumResponseTopicPartitionReplicaState
+	for _, r := range rs {
+		s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		s.ReplicaID, s.LogEndOffset = r.ID, r.LogEndOffset
+		s.LastFetchTimestamp, s.LastCaughtUpTimestamp = unixMillisOrUnknown(r.LastFetch), unixMillisOrUnknown(r.LastCaughtUp)
+		out = append(out, s)
+	}
+	return out
 }
 
 // QuorumDescriber is the node's metadata log (*meta.MetadataLog) as the

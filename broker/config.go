@@ -114,6 +114,10 @@ type Config struct {
 	// go there in an Envelope (forward.go). Nil: this node never forwards
 	// (a node alone, which is its own controller).
 	ControllerChannel ControllerChannel
+	// MetadataLog is the node's metadata log as its CONTROLLER listener
+	// serves it to observers (broker-only nodes); nil without that
+	// listener.
+	MetadataLog MetadataLogServer
 
 	// Store is the node's state store when the composition root (node/)
 	// opened it (OpenStore) to put the metadata log under it; it stays
@@ -285,9 +289,12 @@ func (s Security) saslUsable() bool {
 // ClusterConfig is a node's KRaft settings, with Kafka's names.
 type ClusterConfig struct {
 	// Voters is controller.quorum.voters; empty, or this node alone, is a
-	// single node. Every node of a cluster must be a voter today
-	// (process.roles=broker,controller).
+	// single node.
 	Voters []meta.Voter
+	// BrokerOnly is process.roles=broker: the node is not a voter but an
+	// observer of the metadata log, which it fetches from the controller
+	// (it binds no CONTROLLER listener). False is broker,controller.
+	BrokerOnly bool
 	// ControllerListener is the listener controller.listener.names
 	// names, which this node binds for the quorum's traffic and the
 	// other nodes' requests to the controller; PLAINTEXT only. Unused
@@ -315,7 +322,7 @@ const (
 
 // Several reports whether the settings name a quorum of several voters:
 // a cluster, not a node alone.
-func (c ClusterConfig) Several() bool { return len(c.Voters) > 1 }
+func (c ClusterConfig) Several() bool { return len(c.Voters) > 1 || c.BrokerOnly }
 
 // validate checks the KRaft settings of node id.
 func (c *ClusterConfig) validate(id int32, bad func(prop, format string, args ...any) error) error {
@@ -328,12 +335,27 @@ func (c *ClusterConfig) validate(id int32, bad func(prop, format string, args ..
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return bad("broker.heartbeat.interval.ms", "must be below broker.session.timeout.ms (%v), got %v", c.SessionTimeout, c.HeartbeatInterval)
 	}
+	voter := slices.ContainsFunc(c.Voters, func(v meta.Voter) bool { return v.ID == id })
+	if c.BrokerOnly {
+		switch {
+		case voter:
+			return bad("controller.quorum.voters", "node %d is a voter, and process.roles=broker: a broker-only node is not "+
+				"in controller.quorum.voters (a voter is broker,controller)", id)
+		case len(c.Voters) < 2:
+			return bad("controller.quorum.voters", "a broker-only node joins a quorum of several voters, got %d "+
+				"(a single voter runs as a node alone)", len(c.Voters))
+		case c.ControllerListener != nil:
+			return bad("controller.listener.names", "a broker-only node binds no controller listener: %s must not be in listeners",
+				c.ControllerListener.Name)
+		}
+		return nil
+	}
 	if len(c.Voters) == 0 {
 		return nil
 	}
-	if !slices.ContainsFunc(c.Voters, func(v meta.Voter) bool { return v.ID == id }) {
-		return bad("controller.quorum.voters", "node %d is not a voter: every kmirror node of a cluster is a voter "+
-			"(process.roles=broker,controller) until broker-only nodes are supported", id)
+	if !voter {
+		return bad("controller.quorum.voters", "node %d is not a voter: a node of a cluster is a voter "+
+			"(process.roles=broker,controller) or a broker-only node (process.roles=broker)", id)
 	}
 	if !c.Several() {
 		return nil

@@ -33,17 +33,19 @@ import (
 // controllerListenerAPIs are the keys served on the CONTROLLER listener.
 var controllerListenerAPIs = []int16{
 	apiVersionsKey,
-	55, // DescribeQuorum (kafka-metadata-quorum.sh --bootstrap-controller)
-	60, // DescribeCluster
-	58, // Envelope
-	62, // BrokerRegistration
-	63, // BrokerHeartbeat
-	67, // AllocateProducerIds
+	fetchKey,         // of __cluster_metadata, by observers (metadata_log_rpcs.go)
+	fetchSnapshotKey, // of the metadata log's snapshot, by observers
+	55,               // DescribeQuorum (kafka-metadata-quorum.sh --bootstrap-controller)
+	60,               // DescribeCluster
+	58,               // Envelope
+	62,               // BrokerRegistration
+	63,               // BrokerHeartbeat
+	67,               // AllocateProducerIds
 }
 
 // controllerOnlyAPIs are the inter-node keys, refused on every listener
 // but the CONTROLLER one.
-var controllerOnlyAPIs = []int16{58, 62, 63, 67}
+var controllerOnlyAPIs = []int16{58, fetchSnapshotKey, 62, 63, 67}
 
 // listenerScope is which API keys a listener serves.
 type listenerScope uint8

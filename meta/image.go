@@ -3,7 +3,9 @@
 // partition, its leader, leader epoch, replicas and ISR) and the metadata
 // log on hashicorp/raft that replicates state/'s records to every node
 // (metadata_log.go, its entries in entry.go, its CONTROLLER listener and
-// channel in controller_listener.go and controller_channel.go), and the
+// channel in controller_listener.go and controller_channel.go; broker-only
+// nodes observe it, fetching from the controller: observer.go and
+// metadata_fetch.go), and the
 // controller's role on it (controller.go: registration, heartbeats,
 // fencing, placement, elections, producer-id blocks, the cluster's
 // identity). A node builds its Image from the records the log applied

@@ -110,13 +110,24 @@ type LogConfig struct {
 // known.
 var ErrNotController = errors.New("meta: this node is not the controller")
 
-// MetadataLog is a node's member of the metadata log.
+// MetadataLog is a node's member of the metadata log: a voter, on raft,
+// or on a broker-only node an observer, which fetches the committed
+// entries from the controller (obs, with raft and what serves it nil;
+// observer.go).
 type MetadataLog struct {
 	cfg   LogConfig
 	raft  *raft.Raft
 	trans transport
 	db    *raftboltdb.BoltStore
+	snaps raft.SnapshotStore
 	fsm   *storeFSM
+	obs   *observer
+	// obsMu guards what the controller keeps for its observers
+	// (metadata_fetch.go): the index the latest snapshot holds, by
+	// snapshot id, and each observer's position as its last fetch said.
+	obsMu         sync.Mutex
+	snapshotHolds map[string]uint64
+	observers     map[int32]QuorumReplica
 	// observer, observed and watching are watchLeader's, nil without
 	// OnChange.
 	observer *raft.Observer
@@ -134,15 +145,21 @@ type transport interface {
 // OpenLog opens (or creates) the node's metadata log and joins the
 // quorum. Voters started with empty dirs and the same voter list form the
 // cluster by themselves: each bootstraps with that list, which raft allows
-// when the lists are identical.
+// when the lists are identical. A node that is not among the voters is an
+// observer (a broker-only node): it keeps no raft state, and fetches the
+// log from the controller into its store.
 func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if !slices.ContainsFunc(cfg.Voters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
-		// Broker-only nodes (non-voters) join through the controller:
-		// not built yet.
-		return nil, fmt.Errorf("node %d is not in controller.quorum.voters", cfg.NodeID)
+		fsm := &storeFSM{store: cfg.Store, log: cfg.Logger, changed: cfg.OnChange}
+		applied, err := cfg.Store.MetadataApplied()
+		if err != nil {
+			return nil, fmt.Errorf("metadata log: %w", err)
+		}
+		fsm.last = applied
+		return openObserver(cfg, fsm)
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("metadata log: %w", err)
@@ -224,7 +241,7 @@ func OpenLog(cfg LogConfig) (*MetadataLog, error) {
 	if err != nil {
 		return fail(fmt.Errorf("metadata log: %w", err))
 	}
-	l := &MetadataLog{cfg: cfg, raft: r, trans: trans, db: db, fsm: fsm}
+	l := &MetadataLog{cfg: cfg, raft: r, trans: trans, db: db, snaps: snaps, fsm: fsm}
 	l.warnChangedVoters()
 	if cfg.OnChange != nil {
 		l.watchLeader()
@@ -321,6 +338,10 @@ func (l *MetadataLog) WaitController(ctx context.Context) error {
 // Controller is the node id of the controller (the Raft leader), ok false
 // while none is known (an election is running).
 func (l *MetadataLog) Controller() (id int32, ok bool) {
+	if l.obs != nil {
+		id, _, ok := l.obs.controller()
+		return id, ok
+	}
 	_, sid := l.raft.LeaderWithID()
 	n, err := strconv.ParseInt(string(sid), 10, 32)
 	if sid == "" || err != nil {
@@ -330,7 +351,16 @@ func (l *MetadataLog) Controller() (id int32, ok bool) {
 }
 
 // IsController reports whether this node is the controller.
-func (l *MetadataLog) IsController() bool { return l.raft.State() == raft.Leader }
+func (l *MetadataLog) IsController() bool { return l.raft != nil && l.raft.State() == raft.Leader }
+
+// leaderEpoch is the controller's epoch (Raft's term) as this node knows it.
+func (l *MetadataLog) leaderEpoch() int32 {
+	if l.obs != nil {
+		_, epoch, _ := l.obs.controller()
+		return epoch
+	}
+	return int32(l.raft.CurrentTerm())
+}
 
 // notController is ErrNotController naming the controller if known.
 func (l *MetadataLog) notController() error {
@@ -397,6 +427,12 @@ func (l *MetadataLog) Replicate(ops []state.Op) error {
 	return err
 }
 
+// Confirmed reports whether the log is known to be this store's: a
+// voter's is (the store and the raft log live and die together), an
+// observer's once the controller answered a fetch, which it refuses to a
+// store of another cluster (Err then says so).
+func (l *MetadataLog) Confirmed() bool { return l.obs == nil || l.obs.confirmed.Load() }
+
 // Applied is the index of the last entry this node's store applied.
 func (l *MetadataLog) Applied() uint64 { return l.fsm.applied() }
 
@@ -428,6 +464,10 @@ func (l *MetadataLog) WaitApplied(ctx context.Context, index uint64) error {
 // does not remove the node from the voters, nor close the controller
 // listener (its owner does): the log's raft side detaches from it.
 func (l *MetadataLog) Close() error {
+	if l.obs != nil {
+		l.obs.close()
+		return nil
+	}
 	err := l.raft.Shutdown().Error()
 	if l.observer != nil {
 		l.raft.DeregisterObserver(l.observer)
@@ -453,6 +493,49 @@ type storeFSM struct {
 	// what it holds.
 	last   uint64
 	failed error
+	// advanced is closed at the next entry applied (appliedAfter); nil
+	// while nobody waits.
+	advanced chan struct{}
+}
+
+// appliedAfter is a channel closed once an entry after index is applied
+// (at once when one is).
+func (f *storeFSM) appliedAfter(index uint64) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last > index {
+		return closedChan
+	}
+	if f.advanced == nil {
+		f.advanced = make(chan struct{})
+	}
+	return f.advanced
+}
+
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// advance records index applied; f.mu is held.
+func (f *storeFSM) advance(index uint64) {
+	f.last = index
+	if f.advanced != nil {
+		close(f.advanced)
+		f.advanced = nil
+	}
+}
+
+// fail stops the state machine applying (an observer's store of another
+// cluster).
+func (f *storeFSM) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed == nil {
+		f.failed = err
+		f.log.Error("this node applies the metadata log no more until it restarts", "err", err)
+	}
 }
 
 func (f *storeFSM) applied() uint64 {
@@ -538,7 +621,7 @@ func (f *storeFSM) apply(l *raft.Log) ([]state.Op, error) {
 			"index", l.Index, "err", err)
 		return nil, f.failed
 	}
-	f.last = l.Index
+	f.advance(l.Index)
 	return ops, nil
 }
 
@@ -568,7 +651,8 @@ func (f *storeFSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("metadata log: restoring a snapshot: %w", err)
 	}
 	f.mu.Lock()
-	f.last, f.failed = index, nil
+	f.advance(index)
+	f.failed = nil
 	f.mu.Unlock()
 	if f.changed != nil {
 		f.changed(state.ChangedAll, index)
@@ -615,6 +699,9 @@ type QuorumState struct {
 	LeaderEpoch   int32
 	HighWatermark int64
 	Voters        []QuorumReplica
+	// Observers are the broker-only nodes that fetched the log from
+	// this controller (empty elsewhere), by id.
+	Observers []QuorumReplica
 }
 
 // QuorumReplica is one voter's position; LogEndOffset is -1 where this
@@ -632,6 +719,9 @@ type QuorumReplica struct {
 
 // Quorum describes the quorum as this node sees it.
 func (l *MetadataLog) Quorum() QuorumState {
+	if l.obs != nil {
+		return l.obs.quorum()
+	}
 	stats := l.raft.Stats()
 	num := func(k string) int64 {
 		n, _ := strconv.ParseInt(stats[k], 10, 64)
@@ -647,6 +737,14 @@ func (l *MetadataLog) Quorum() QuorumState {
 			r.LogEndOffset = num("last_log_index")
 		}
 		q.Voters = append(q.Voters, r)
+	}
+	if l.IsController() {
+		l.obsMu.Lock()
+		for _, r := range l.observers {
+			q.Observers = append(q.Observers, r)
+		}
+		l.obsMu.Unlock()
+		slices.SortFunc(q.Observers, func(a, b QuorumReplica) int { return int(a.ID - b.ID) })
 	}
 	return q
 }

@@ -17,7 +17,8 @@ import (
 
 // A node's place in the cluster (DESIGN.md "The cluster"): its metadata
 // log, on the CONTROLLER listener when the node is one voter of several,
-// in memory when it is alone; the cluster identity it joins before the
+// in memory when it is alone, fetched from the controller on a
+// broker-only node; the cluster identity it joins before the
 // broker opens anything; and the reconciler that brings the broker in
 // line with every batch the log applies.
 
@@ -38,14 +39,17 @@ func (n *Node) openMetadataLog(cfg broker.Config) error {
 		Logger: cfg.Logger, OnChange: n.rec.changed,
 		SnapshotThreshold: cfg.Cluster.SnapshotEntries, SnapshotInterval: cfg.Cluster.SnapshotInterval,
 		TrailingLogs: cfg.Cluster.TrailingEntries}
-	if cfg.Cluster.Several() {
+	switch {
+	case cfg.Cluster.BrokerOnly:
+		lc.Voters = cfg.Cluster.Voters // an observer: it fetches the log from the controller
+	case cfg.Cluster.Several():
 		ln, err := meta.ListenController(cfg.Cluster.ControllerListener.Addr())
 		if err != nil {
 			return fmt.Errorf("controller listener %s: %w", cfg.Cluster.ControllerListener, err)
 		}
 		n.ctlLn = ln
 		lc.Listener, lc.Voters = ln, cfg.Cluster.Voters
-	} else {
+	default:
 		lc.Voters = []meta.Voter{{ID: cfg.NodeID, Addr: "node-" + strconv.Itoa(int(cfg.NodeID))}}
 	}
 	l, err := meta.OpenLog(lc)
@@ -78,7 +82,7 @@ func (n *Node) joinCluster(ctx context.Context, voters []meta.Voter, log *slog.L
 			return err
 		}
 		_, ok, err := n.store.LogClusterID()
-		if err != nil || ok {
+		if err != nil || ok && n.log.Confirmed() {
 			return err
 		}
 		if n.log.IsController() {

@@ -29,22 +29,34 @@ import (
 	"github.com/kmirror/kmirror/state"
 )
 
-// testCluster is n nodes of one cluster in this process, each a voter
-// (process.roles=broker,controller) with its own data dirs, which
-// survive a stop so the node can start again on them.
+// testCluster is nodes of one cluster in this process, voters
+// (process.roles=broker,controller) first, then any broker-only nodes,
+// each with its own data dirs, which survive a stop so the node can
+// start again on them. Node i (an index) has id i+1.
 type testCluster struct {
 	t     *testing.T
 	cfgs  []broker.Config
 	nodes []*Node // nil while stopped
 }
 
-// startCluster starts n nodes of one cluster (nodetest.ClusterConfigs)
-// at once: each waits for a majority of the voters.
-// startCluster starts n nodes at once, each config passed through tune
-// first.
+// startCluster starts n voters of one cluster (nodetest.ClusterConfigs)
+// at once, each config passed through tune first: each waits for a
+// majority of the voters.
 func startCluster(t *testing.T, n int, tune ...func(*broker.Config)) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, cfgs: nodetest.ClusterConfigs(t, n), nodes: make([]*Node, n)}
+	return startMixedCluster(t, n, 0, tune...)
+}
+
+// startMixedCluster starts voters voters and brokers broker-only nodes
+// of one cluster at once.
+func startMixedCluster(t *testing.T, voters, brokers int, tune ...func(*broker.Config)) *testCluster {
+	t.Helper()
+	cfgs := nodetest.ClusterConfigs(t, voters)
+	for i := range brokers {
+		cfgs = append(cfgs, nodetest.BrokerOnlyConfig(t, cfgs[0], int32(voters+i+1)))
+	}
+	n := len(cfgs)
+	c := &testCluster{t: t, cfgs: cfgs, nodes: make([]*Node, n)}
 	for i := range c.cfgs {
 		for _, f := range tune {
 			f(&c.cfgs[i])

@@ -46,7 +46,8 @@ type Node struct {
 	// store is the node's state store and log its metadata log, which
 	// the store writes its replicated records through; controller is the
 	// controller role, acting while this node leads the log; ctlLn the
-	// CONTROLLER listener of a node of several (nil alone); rec follows
+	// CONTROLLER listener of a voter of several (nil alone and on a
+	// broker-only node); rec follows
 	// the log's changes into the broker.
 	store      *state.Store
 	log        *meta.MetadataLog
@@ -127,6 +128,9 @@ func StartContext(ctx context.Context, cfg broker.Config, mirrors control.Config
 	cfg.Store, cfg.MetadataQuorum, cfg.DeferServing = n.store, n.quorum(cfg.NodeID), true
 	if n.ctlLn != nil {
 		cfg.ControllerConns, cfg.ControllerListenerName = n.ctlLn.KafkaListener(), cfg.Cluster.ControllerListener.Name
+		cfg.MetadataLog = n.log
+	}
+	if cfg.Cluster.Several() {
 		n.channel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
 		cfg.ControllerChannel = n.channel
 	}

@@ -486,3 +486,74 @@ func TestServeSIGTERMWhileWaitingForTheQuorum(t *testing.T) {
 		t.Fatalf("stderr does not say what it was waiting for:\n%s", out)
 	}
 }
+
+// A fourth `kmirror serve`, broker-only (process.roles=broker, no
+// CONTROLLER listener), joins the three voters: every node lists it, a
+// topic created through it is there, and it takes its share of
+// leaderships. It follows the log across kill -9 of the controller, and
+// restarted after its own kill -9 it catches up with what changed while
+// it was down.
+func TestServeClusterBrokerOnlyNode(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := startServeCluster(t)
+	voters := ""
+	for i := range c.args {
+		if v := overrideValue(c.args[i], "controller.quorum.voters"); v != "" {
+			voters = v
+		}
+	}
+	args := []string{"--override", "process.roles=broker", "--override", "node.id=4",
+		"--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "controller.listener.names=CONTROLLER",
+		"--override", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"--override", "controller.quorum.voters=" + voters,
+		"--override", "broker.session.timeout.ms=" + strconv.Itoa(clusterSessionMs),
+		"--override", "broker.heartbeat.interval.ms=" + strconv.Itoa(clusterHeartbeatMs),
+		"--override", "log.dirs=" + t.TempDir(), "--override", "metrics.listener=", "--log-level", "warn"}
+	c.args, c.procs, c.addrs = append(c.args, args), append(c.procs, nil), append(c.addrs, "")
+	c.start(4)
+	c.waitBrokers(ctx, 1, 2, 3, 4)
+
+	c.create(ctx, 4, "via-broker")
+	testutil.CheckFor(t, clusterBound, func() error {
+		leaders, err := c.leaders(ctx, 4, "via-broker")
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(slices.Collect(maps.Values(leaders)), 4) {
+			return fmt.Errorf("via-broker's leaders %v: none on the broker-only node", leaders)
+		}
+		return nil
+	})
+
+	ctl := c.controller(ctx)
+	if err := c.signal(ctl, syscall.SIGKILL, 10*time.Second); err == nil {
+		t.Fatalf("node %d exited 0 after kill -9", ctl)
+	}
+	c.create(ctx, 4, "after-controller-kill")
+	c.start(ctl)
+
+	if err := c.signal(4, syscall.SIGKILL, 10*time.Second); err == nil {
+		t.Fatal("node 4 exited 0 after kill -9")
+	}
+	c.create(ctx, c.controller(ctx), "while-broker-down")
+	c.start(4)
+	c.waitBrokers(ctx, 1, 2, 3, 4)
+	for _, topic := range []string{"via-broker", "after-controller-kill", "while-broker-down"} {
+		testutil.CheckFor(t, clusterBound, func() error {
+			_, err := c.leaders(ctx, 4, topic)
+			return err
+		})
+	}
+}
+
+// overrideValue is the value args override key with, "" without one.
+func overrideValue(args []string, key string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--override" && strings.HasPrefix(args[i+1], key+"=") {
+			return strings.TrimPrefix(args[i+1], key+"=")
+		}
+	}
+	return ""
+}

@@ -61,7 +61,7 @@ var serverSettings = []setting{
 	{Def: brokerDef("node.id", "this node's id, an integer >= 0 (default "+strconv.Itoa(broker.DefaultNodeID)+")"),
 		apply: func(c *broker.Config, v string) (err error) { c.NodeID, err = settings.Int32(v, 0); return err }},
 	{Def: settings.Def{Name: "broker.id", Doc: "older name of node.id; if both are set they must agree"}, aliasOf: "node.id"},
-	{Def: settings.Def{Name: "process.roles", Doc: "broker,controller: every kmirror node of a cluster is both (broker-only and controller-only nodes are not supported yet)"},
+	{Def: settings.Def{Name: "process.roles", Doc: "broker,controller (a voter of controller.quorum.voters) or broker (a broker-only node, which fetches the metadata log from the controller); controller-only nodes are not supported yet"},
 		apply: applyProcessRoles},
 	{Def: settings.Def{Name: "controller.quorum.voters", Doc: "comma list of id@host:port, the CONTROLLER listener of every node of the cluster; empty or this node alone: a single node"},
 		apply: func(c *broker.Config, v string) (err error) {
@@ -110,7 +110,7 @@ var serverSettings = []setting{
 		}},
 	{Def: settings.Def{Name: "listener.security.protocol.map", Doc: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)"},
 		apply: applyProtocolMap},
-	{Def: settings.Def{Name: "controller.listener.names", Doc: "the listener (of listeners) that a node of a cluster binds for the quorum and for the other nodes' requests to the controller, PLAINTEXT; a single node binds none"},
+	{Def: settings.Def{Name: "controller.listener.names", Doc: "the listener (of listeners) that a voter of a cluster binds for the quorum and for the other nodes' requests to the controller, PLAINTEXT; a single node and a broker-only node bind none"},
 		apply: takeControllerListener},
 	{Def: brokerDef("socket.request.max.bytes", "largest request frame, an integer >= 1 (default "+strconv.Itoa(broker.DefaultSocketRequestMaxBytes)+")"),
 		apply: func(c *broker.Config, v string) (err error) {
@@ -382,15 +382,19 @@ func loadServeConfig(file string, overrides []string) (cfg broker.Config, ignore
 	return cfg, slices.Sorted(maps.Keys(skipped)), nil
 }
 
-// applyProcessRoles applies process.roles: a kmirror node of a cluster
-// is a broker and a controller (a voter); the other roles would need
-// non-voters, which are not built yet.
+// applyProcessRoles applies process.roles: a kmirror node is a broker
+// and a controller (a voter), or a broker only (an observer of the
+// metadata log); controller-only nodes are not supported yet.
 func applyProcessRoles(c *broker.Config, v string) error {
 	roles := settings.Items(v)
 	slices.Sort(roles)
-	if !slices.Equal(roles, []string{"broker", "controller"}) {
-		return errors.New("a kmirror node is broker and controller (process.roles=broker,controller); " +
-			"broker-only and controller-only nodes are not supported yet")
+	switch {
+	case slices.Equal(roles, []string{"broker", "controller"}):
+		c.Cluster.BrokerOnly = false
+	case slices.Equal(roles, []string{"broker"}):
+		c.Cluster.BrokerOnly = true
+	default:
+		return errors.New("a kmirror node is broker,controller or broker; controller-only nodes are not supported yet")
 	}
 	return nil
 }

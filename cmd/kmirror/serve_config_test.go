@@ -482,15 +482,19 @@ func TestServeHelpNamesIgnoredSettings(t *testing.T) {
 }
 
 // KRaft settings: Kafka's single-node file is a node alone; three voters
-// with a CONTROLLER listener are a cluster; what kmirror cannot be yet
-// (broker-only or controller-only nodes, a dynamic quorum, replication
-// factors above 1) is refused, naming the setting.
+// with a CONTROLLER listener are a cluster, and a broker-only node joins
+// them without one; what kmirror cannot be yet (controller-only nodes, a
+// dynamic quorum, replication factors above 1) is refused, naming the
+// setting.
 func TestLoadServeConfigQuorum(t *testing.T) {
 	t.Parallel()
 	const three = "process.roles=broker,controller\nnode.id=2\n" +
 		"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\n" +
 		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n" +
 		"controller.quorum.voters=1@a:9093,2@127.0.0.1:9093,3@c:9093\n"
+	const brokerOnly = "process.roles=broker\nnode.id=4\nlisteners=PLAINTEXT://127.0.0.1:9092\ncontroller.listener.names=CONTROLLER\n" +
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n" +
+		"controller.quorum.voters=1@a:9093,2@b:9093,3@c:9093\n"
 	for _, c := range []struct {
 		name, contents, err string
 		voters              int
@@ -508,8 +512,13 @@ func TestLoadServeConfigQuorum(t *testing.T) {
 		{"not a voter", "node.id=4\ncontroller.quorum.voters=1@a:9093,2@b:9093,3@c:9093\n", "node 4 is not a voter", 0},
 		{"another node as the only voter", "node.id=1\ncontroller.quorum.voters=2@b:9093\n", "node 1 is not a voter", 0},
 		{"a bad voter list", "controller.quorum.voters=x\n", "controller.quorum.voters: want id@host:port", 0},
-		{"broker only", "process.roles=broker\n", "process.roles", 0},
-		{"controller only", "process.roles=controller\n", "broker-only and controller-only nodes are not supported yet", 0},
+		{"a broker-only node", brokerOnly, "", 3},
+		{"a broker-only node among the voters", strings.Replace(brokerOnly, "node.id=4", "node.id=2", 1), "node 2 is a voter, and process.roles=broker", 0},
+		{"a broker-only node with a controller listener", strings.Replace(brokerOnly, "listeners=PLAINTEXT://127.0.0.1:9092",
+			"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", 1), "CONTROLLER must not be in listeners", 0},
+		{"a broker-only node of one voter", strings.Replace(brokerOnly, "1@a:9093,2@b:9093,3@c:9093", "1@a:9093", 1), "a broker-only node joins a quorum of several voters, got 1", 0},
+		{"a broker-only node without voters", "process.roles=broker\n", "a broker-only node joins a quorum of several voters, got 0", 0},
+		{"controller only", "process.roles=controller\n", "controller-only nodes are not supported yet", 0},
 		{"several bootstrap controllers", "controller.quorum.bootstrap.servers=a:9093,b:9093\n", "controller.quorum.bootstrap.servers", 0},
 		{"replication factor 3", "default.replication.factor=3\n", "default.replication.factor", 0},
 		{"replication factor 1", "default.replication.factor=1\n", "", 0},
@@ -525,7 +534,11 @@ func TestLoadServeConfigQuorum(t *testing.T) {
 			case c.err == "" && len(cfg.Cluster.Voters) != c.voters:
 				t.Fatalf("voters %v, want %d", cfg.Cluster.Voters, c.voters)
 			}
-			if c.voters == 3 {
+			if c.contents == brokerOnly {
+				if !cfg.Cluster.BrokerOnly || cfg.Cluster.ControllerListener != nil || len(cfg.Listeners) != 1 {
+					t.Fatalf("broker only %v, controller listener %+v, listeners %+v", cfg.Cluster.BrokerOnly, cfg.Cluster.ControllerListener, cfg.Listeners)
+				}
+			} else if c.voters == 3 {
 				cl := cfg.Cluster.ControllerListener
 				if cl == nil || cl.Addr() != "127.0.0.1:9093" || len(cfg.Listeners) != 1 || cfg.Listeners[0].Name != "PLAINTEXT" {
 					t.Fatalf("controller listener %+v, listeners %+v", cl, cfg.Listeners)

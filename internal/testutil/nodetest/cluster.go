@@ -42,3 +42,16 @@ func ClusterConfigs(t testing.TB, n int) []broker.Config {
 	}
 	return cfgs
 }
+
+// BrokerOnlyConfig is the config of a broker-only node (process.roles=
+// broker) with node id id joining the cluster of voter, one of
+// ClusterConfigs: the same voters and sessions, no CONTROLLER listener,
+// its own temp dir.
+func BrokerOnlyConfig(t testing.TB, voter broker.Config, id int32) broker.Config {
+	t.Helper()
+	cfg := Config(t)
+	cfg.NodeID = id
+	cfg.Cluster = voter.Cluster
+	cfg.Cluster.ControllerListener, cfg.Cluster.BrokerOnly = nil, true
+	return cfg
+}
