@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,15 +49,16 @@ func (b *Broker) handleFetchSnapshot(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-// handleMetadataLogFetch is Fetch on the CONTROLLER listener.
+// handleMetadataLogFetch is Fetch on the CONTROLLER listener. Its
+// refusals are per partition: Fetch has a top-level error code from v7
+// only.
 func (b *Broker) handleMetadataLogFetch(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.FetchRequest)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	switch az := b.authz(r); {
 	case !az.cluster(aclOperationClusterAction):
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return fetchRefused(req, kerr.ClusterAuthorizationFailed.Code), nil
 	case b.cfg.MetadataLog == nil:
-		resp.ErrorCode = kerr.NotController.Code
+		return fetchRefused(req, kerr.NotLeaderForPartition.Code), nil
 	default:
 		// The long poll ends when the broker closes.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -68,7 +70,26 @@ func (b *Broker) handleMetadataLogFetch(r *request) (kmsg.Response, error) {
 			case <-ctx.Done():
 			}
 		}()
-		return b.cfg.MetadataLog.ServeFetch(ctx, req), nil
+		// The long poll is not request-handling time (quota_throttle.go).
+		start := time.Now()
+		resp := b.cfg.MetadataLog.ServeFetch(ctx, req)
+		r.parked += time.Since(start)
+		return resp, nil
 	}
-	return resp, nil
+}
+
+// fetchRefused answers every partition of req with code.
+func fetchRefused(req *kmsg.FetchRequest, code int16) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode, sp.HighWatermark = rp.Partition, code, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }

@@ -48,8 +48,9 @@ var MetadataTopicID = [16]byte{15: 1}
 // observerFetchMaxWait bounds a Fetch's long poll on the controller.
 const observerFetchMaxWait = 5 * time.Second
 
-// snapshotChunkMax bounds one FetchSnapshot answer.
-const snapshotChunkMax = 1 << 20
+// snapshotChunkMax bounds one FetchSnapshot answer. Large: raft's file
+// store reads a snapshot whole at each open (its CRC), once per chunk.
+const snapshotChunkMax = 8 << 20
 
 // appendEntryBatch appends one entry as a record batch (see above).
 func appendEntryBatch(dst []byte, index, term uint64, data []byte) []byte {
@@ -153,7 +154,8 @@ func metadataPartition(req *kmsg.FetchRequest) (*kmsg.FetchRequestTopic, *kmsg.F
 // MaxWaitMillis, at most observerFetchMaxWait, when there are none yet),
 // or the latest snapshot's id when it misses what only that holds.
 // A cluster id other than the log's is INCONSISTENT_CLUSTER_ID;
-// anything but the metadata log's partition UNKNOWN_TOPIC_OR_PARTITION;
+// anything but the metadata log's partition UNKNOWN_TOPIC_OR_PARTITION
+// (UNKNOWN_TOPIC_ID from v13);
 // a node that is not the controller answers NOT_LEADER_OR_FOLLOWER with
 // the controller it knows; an offset past this log's end (a store of
 // another log) OFFSET_OUT_OF_RANGE.
@@ -163,14 +165,33 @@ func (l *MetadataLog) ServeFetch(ctx context.Context, req *kmsg.FetchRequest) *k
 		// An observer whose store holds another log's entries: fetching
 		// on from its index would mix two clusters' metadata.
 		id, ok, err := l.cfg.Store.LogClusterID()
-		if err == nil && ok && id != *req.ClusterID {
+		switch {
+		case err != nil:
+			l.cfg.Logger.Warn("serving the metadata log to an observer: reading the cluster id", "err", err)
+			resp.ErrorCode = kerr.UnknownServerError.Code
+			return resp
+		case ok && id != *req.ClusterID:
 			resp.ErrorCode = kerr.InconsistentClusterID.Code
 			return resp
 		}
 	}
 	rt, rp := metadataPartition(req)
 	if rp == nil {
-		resp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		// Kafka's controller answers the topics it does not have per
+		// partition; there is only the metadata log here.
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.HighWatermark = rp.Partition, kerr.UnknownTopicOrPartition.Code, -1
+				if req.Version >= 13 {
+					sp.ErrorCode = kerr.UnknownTopicID.Code
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
 		return resp
 	}
 	st := kmsg.NewFetchResponseTopic()
@@ -224,7 +245,10 @@ func (l *MetadataLog) fillFetch(ctx context.Context, req *kmsg.FetchRequest, rp 
 			return 0
 		}
 		from = read.next // what was read holds no entry of the state
-		t := time.NewTimer(time.Until(deadline))
+		// Woken by an entry applied, or every leadershipCheck to see
+		// whether this node still leads (an idle log applies nothing
+		// when leadership moves).
+		t := time.NewTimer(min(time.Until(deadline), leadershipCheck))
 		select {
 		case <-wake:
 		case <-t.C:
@@ -232,10 +256,19 @@ func (l *MetadataLog) fillFetch(ctx context.Context, req *kmsg.FetchRequest, rp 
 		}
 		t.Stop()
 		if ctx.Err() != nil || !l.IsController() {
+			sp.RecordBatches, sp.SnapshotID.EndOffset, sp.SnapshotID.Epoch = nil, -1, -1
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = l.currentLeader()
+			if sp.CurrentLeader.LeaderID == l.cfg.NodeID {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1 // closing: not a controller to ask again
+			}
 			return kerr.NotLeaderForPartition.Code
 		}
 	}
 }
+
+// leadershipCheck is how often a long poll checks that this node still
+// leads.
+const leadershipCheck = 250 * time.Millisecond
 
 // committedRead is what readCommitted found: the record batches of the
 // entries from the fetch offset on, the index the next read starts at,
@@ -251,6 +284,13 @@ type committedRead struct {
 // readCommitted reads the committed entries from index from on, up to
 // about maxBytes (at least one entry). again is set on the second try,
 // after the log was compacted during the first.
+//
+// At or before the latest snapshot's index the snapshot is the truth: a
+// voter that was sent a snapshot keeps what it had of the log above the
+// compaction point, entries raft never checks again and which may not be
+// the ones committed there. So an observer that misses records the
+// snapshot holds is sent the snapshot, and one that holds them all reads
+// on after the snapshot's index (the entries between are raft's own).
 func (l *MetadataLog) readCommitted(from uint64, maxBytes int, again bool) (committedRead, error) {
 	// Committed: this node has applied them, or raft has handed them to
 	// the state machine (AppliedIndex counts raft's own entries too).
@@ -260,32 +300,25 @@ func (l *MetadataLog) readCommitted(from uint64, maxBytes int, again bool) (comm
 		return r, err
 	}
 	r.first = first
-	if first == 0 || from < first {
-		snap, holds, err := l.latestSnapshot()
-		if err != nil {
-			return r, err
-		}
-		switch {
-		case snap == nil:
-			// No snapshot: the log starts at its first entry.
-		case from-1 < holds:
-			r.snapshot = snap // entries the observer misses are only there
+	snap, holds, err := l.latestSnapshot()
+	if err != nil {
+		return r, err
+	}
+	if snap != nil && from <= snap.Index {
+		if from-1 < holds {
+			r.snapshot = snap
 			return r, nil
-		default:
-			// The observer holds every record the snapshot does; the
-			// entries after those up to the snapshot's index are raft's
-			// own, and the log resumes after it.
-			r.next = max(from, snap.Index+1)
 		}
-		if first != 0 {
-			r.next = max(r.next, first)
-		}
+		r.next = snap.Index + 1
+	}
+	if r.next <= r.committed && (first == 0 || r.next < first) {
+		return r, fmt.Errorf("the log starts at %d, and no snapshot holds entry %d", first, r.next)
 	}
 	for r.next <= r.committed && len(r.records) < maxBytes {
 		var e raft.Log
 		if err := l.db.GetLog(r.next, &e); err != nil {
 			if errors.Is(err, raft.ErrLogNotFound) && !again {
-				return l.readCommitted(from, maxBytes, true) // compacted meanwhile: the snapshot covers it
+				return l.readCommitted(from, maxBytes, true) // compacted meanwhile: a newer snapshot covers it
 			}
 			return r, err
 		}

@@ -182,8 +182,9 @@ func TestServeFetch(t *testing.T) {
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.Partitions = "other", []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
 	req.Topics = append(req.Topics, rt)
-	if resp := c.log.ServeFetch(context.Background(), req); resp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-		t.Fatalf("another topic: error %d", resp.ErrorCode)
+	if resp := c.log.ServeFetch(context.Background(), req); len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 ||
+		resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("another topic: %+v", resp)
 	}
 
 	// The controller lists the observer with the position it fetched at.

@@ -717,6 +717,10 @@ type QuorumReplica struct {
 	LastCaughtUp time.Time
 }
 
+// observerExpiry is how long an observer that stopped fetching is still
+// listed.
+const observerExpiry = 5 * time.Minute
+
 // Quorum describes the quorum as this node sees it.
 func (l *MetadataLog) Quorum() QuorumState {
 	if l.obs != nil {
@@ -740,7 +744,11 @@ func (l *MetadataLog) Quorum() QuorumState {
 	}
 	if l.IsController() {
 		l.obsMu.Lock()
-		for _, r := range l.observers {
+		for id, r := range l.observers {
+			if time.Since(r.LastFetch) > observerExpiry {
+				delete(l.observers, id) // gone (Kafka forgets an observer after 5 min too)
+				continue
+			}
 			q.Observers = append(q.Observers, r)
 		}
 		l.obsMu.Unlock()

@@ -248,13 +248,15 @@ func (o *observer) controllersClusterID(ctx context.Context) string {
 // chunk, and restores it into the store, checked whole first.
 func (o *observer) restoreSnapshot(ctx context.Context, endOffset int64, epoch int32) error {
 	var buf bytes.Buffer
+	size := int64(-1)
 	for {
 		req := kmsg.NewPtrFetchSnapshotRequest()
 		req.ReplicaID, req.MaxBytes = o.cfg.NodeID, snapshotChunkMax
 		rt := kmsg.NewFetchSnapshotRequestTopic()
 		rt.Topic = MetadataTopic
 		rp := kmsg.NewFetchSnapshotRequestTopicPartition()
-		rp.CurrentLeaderEpoch, rp.Position = epoch, int64(buf.Len())
+		_, rp.CurrentLeaderEpoch, _ = o.controller()
+		rp.Position = int64(buf.Len())
 		rp.SnapshotID.EndOffset, rp.SnapshotID.Epoch = endOffset, epoch
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
@@ -275,8 +277,11 @@ func (o *observer) restoreSnapshot(ctx context.Context, endOffset int64, epoch i
 		if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
 			return fmt.Errorf("metadata log: fetching snapshot %d: %w", endOffset, err)
 		}
-		if sp.Position != int64(buf.Len()) || len(sp.Bytes) == 0 && int64(buf.Len()) < sp.Size {
-			return fmt.Errorf("metadata log: fetching snapshot %d: chunk at %d, want %d", endOffset, sp.Position, buf.Len())
+		if size < 0 {
+			size = sp.Size
+		}
+		if sp.Position != int64(buf.Len()) || sp.Size != size || len(sp.Bytes) == 0 && int64(buf.Len()) < sp.Size {
+			return fmt.Errorf("metadata log: fetching snapshot %d: chunk at %d of %d bytes, want %d of %d", endOffset, sp.Position, sp.Size, buf.Len(), size)
 		}
 		buf.Write(sp.Bytes)
 		if int64(buf.Len()) >= sp.Size {
