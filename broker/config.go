@@ -88,13 +88,16 @@ type Config struct {
 	MetadataQuorum QuorumDescriber
 	// Controller is the controller role of the node's metadata log, which
 	// the controller RPCs (BrokerRegistration, BrokerHeartbeat,
-	// AllocateProducerIds) call; nil on a node that is not a controller
-	// (they answer NOT_CONTROLLER).
+	// AllocateProducerIds, AlterPartition) call; nil on a node that is
+	// not a controller (they answer NOT_CONTROLLER).
 	Controller *meta.Controller
 	// ProducerIDs is where the broker gets its blocks of producer ids
 	// (the controller, directly or over AllocateProducerIds); nil: the
 	// state store, for a bare broker without a metadata log.
 	ProducerIDs ProducerIDBlocks
+	// ISR changes a partition's in-sync replicas through the controller
+	// (AlterPartition); nil on a node without a metadata log.
+	ISR ISRChanger
 	// ControllerConns is the Kafka side of the node's CONTROLLER
 	// listener (meta.ControllerListener.KafkaListener), bound by the
 	// composition root (node/), which also owns the port; nil: none. The

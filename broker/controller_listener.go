@@ -36,6 +36,7 @@ var controllerListenerAPIs = []int16{
 	fetchKey,         // of __cluster_metadata, by observers (metadata_log_rpcs.go)
 	fetchSnapshotKey, // of the metadata log's snapshot, by observers
 	55,               // DescribeQuorum (kafka-metadata-quorum.sh --bootstrap-controller)
+	56,               // AlterPartition
 	60,               // DescribeCluster
 	58,               // Envelope
 	62,               // BrokerRegistration
@@ -45,7 +46,7 @@ var controllerListenerAPIs = []int16{
 
 // controllerOnlyAPIs are the inter-node keys, refused on every listener
 // but the CONTROLLER one.
-var controllerOnlyAPIs = []int16{58, fetchSnapshotKey, 62, 63, 67}
+var controllerOnlyAPIs = []int16{56, 58, fetchSnapshotKey, 62, 63, 67}
 
 // listenerScope is which API keys a listener serves.
 type listenerScope uint8

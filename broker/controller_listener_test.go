@@ -140,6 +140,7 @@ func TestBrokerListenerRefusesControllerAPIs(t *testing.T) {
 		kmsg.NewPtrBrokerRegistrationRequest(),
 		kmsg.NewPtrBrokerHeartbeatRequest(),
 		kmsg.NewPtrAllocateProducerIDsRequest(),
+		kmsg.NewPtrAlterPartitionRequest(),
 	} {
 		t.Run(nameForKey(req.Key()), func(t *testing.T) {
 			rc := dialRaw(t, b)

@@ -11,10 +11,10 @@ import (
 )
 
 // The controller RPCs (BrokerRegistration, BrokerHeartbeat,
-// AllocateProducerIds) are how a broker takes part in the cluster
-// (DESIGN.md "The cluster"): each calls cfg.Controller, the controller
-// role of this node's metadata log, and answers NOT_CONTROLLER on a node
-// that is not the controller, as Kafka's ControllerApis do. Their sender
+// AllocateProducerIds, AlterPartition) are how a broker takes part in the
+// cluster (DESIGN.md "The cluster"): each calls cfg.Controller, the
+// controller role of this node's metadata log, and answers NOT_CONTROLLER
+// on a node that is not the controller, as Kafka's ControllerApis do. Their sender
 // is a broker of the cluster: they need CLUSTER_ACTION on the cluster.
 
 // controllerRPCTimeout bounds a controller call: one or two metadata log

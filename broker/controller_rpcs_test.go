@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/state"
 )
 
 // The controller RPCs are served on the CONTROLLER listener only (the
@@ -220,6 +221,10 @@ func TestControllerRPCsNotController(t *testing.T) {
 	if r := rc.roundTrip(req).(*kmsg.AllocateProducerIDsResponse); r.ErrorCode != kerr.NotController.Code {
 		t.Fatalf("allocation: %+v", r)
 	}
+	alter := alterPartitionRequest(3, 2, 1, state.Topic{ID: [16]byte{1}}, 0, 0, 0, []int32{2}, nil)
+	if r := rc.roundTrip(alter).(*kmsg.AlterPartitionResponse); r.ErrorCode != kerr.NotController.Code || len(r.Topics) != 0 {
+		t.Fatalf("AlterPartition: %+v", r)
+	}
 }
 
 // The controller RPCs need CLUSTER_ACTION on the cluster: ops (ALL on
@@ -237,6 +242,7 @@ func TestAuthzControllerRPCs(t *testing.T) {
 			rc.roundTrip(registrationRequest(b, 2, 1)).(*kmsg.BrokerRegistrationResponse).ErrorCode,
 			rc.roundTrip(heartbeatRequest(2, 1, 0, false)).(*kmsg.BrokerHeartbeatResponse).ErrorCode,
 			rc.roundTrip(alloc).(*kmsg.AllocateProducerIDsResponse).ErrorCode,
+			rc.roundTrip(alterPartitionRequest(3, 2, 1, state.Topic{ID: [16]byte{1}}, 0, 0, 0, []int32{2}, nil)).(*kmsg.AlterPartitionResponse).ErrorCode,
 		}
 	}
 	for _, tc := range []struct {

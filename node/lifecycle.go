@@ -77,7 +77,8 @@ type LifecycleConfig struct {
 
 // Lifecycle is a node's registration and heartbeats (see the top of
 // lifecycle.go). It is also the broker's source of producer-id blocks
-// (broker.ProducerIDBlocks): the controller's.
+// (broker.ProducerIDBlocks): the controller's, and its way to change a
+// partition's ISR (broker.ISRChanger).
 type Lifecycle struct {
 	cfg         LifecycleConfig
 	incarnation [16]byte
@@ -440,6 +441,50 @@ func (l *Lifecycle) ProducerIDBlock(ctx context.Context, after int64) (first, n 
 	}
 }
 
+// AlterISR is broker.ISRChanger: this broker, the partition's leader at
+// leaderEpoch, asks the controller to change the ISR of the assignment
+// it holds at partitionEpoch to isr (AlterPartition), directly on the
+// controller, else over the channel once the broker is registered. It
+// returns the assignment after the change (the current one when isr is
+// the ISR already) without its replicas, which AlterPartition does not
+// answer and never changes. A refusal is an error wrapping the
+// *kerr.Error of its code (errors.Is(err, kerr.InvalidUpdateVersion)):
+// the change is not retried, the leader must first learn the new
+// assignment. Through elections, re-registrations, connection errors and
+// timeouts it retries until ctx ends; a retry of a change that was
+// written but not answered meets the epoch it moved
+// (INVALID_UPDATE_VERSION), as in Kafka. Without a channel,
+// NOT_CONTROLLER fails at once.
+func (l *Lifecycle) AlterISR(ctx context.Context, topicID [16]byte, partition, leaderEpoch, partitionEpoch int32, isr []int32) (state.PartitionAssignment, error) {
+	ch := meta.ISRChange{TopicID: topicID, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, NewISR: isr}
+	for {
+		if err := l.waitFor(ctx, func() bool { return l.epoch >= 0 }); err != nil {
+			return state.PartitionAssignment{}, fmt.Errorf("node: waiting for the broker's registration: %w", err)
+		}
+		c, _ := l.client()
+		p, err := c.alterPartition(ctx, l.cfg.NodeID, l.Epoch(), ch)
+		if err == nil {
+			p.Replicas = nil
+			return p, nil
+		}
+		var ke *kerr.Error
+		if errors.As(err, &ke) && ke != kerr.RequestTimedOut {
+			return state.PartitionAssignment{}, fmt.Errorf("node: AlterPartition of partition %d of topic %x: %w", partition, topicID, err)
+		}
+		if l.remote == nil && errors.Is(err, meta.ErrNotController) {
+			return state.PartitionAssignment{}, err // no way to another controller
+		}
+		if errors.Is(err, meta.ErrStaleBrokerEpoch) || errors.Is(err, meta.ErrUnknownBroker) {
+			l.wake() // the heartbeat finds out and registers again
+		}
+		select {
+		case <-ctx.Done():
+			return state.PartitionAssignment{}, fmt.Errorf("node: AlterPartition: %w (last error: %w)", ctx.Err(), err)
+		case <-time.After(l.cfg.RetryBackoff):
+		}
+	}
+}
+
 // controllerClient is the controller's calls as a broker makes them. Its
 // errors are meta's: ErrNotController, ErrStaleBrokerEpoch and
 // ErrUnknownBroker, whichever way the call went.
@@ -449,6 +494,9 @@ type controllerClient interface {
 	// producerIDBlock: epoch is -1 on the local controller, which does
 	// not check it.
 	producerIDBlock(ctx context.Context, id int32, epoch, after int64) (first, n int64, err error)
+	// alterPartition is an AlterPartition of one partition from broker
+	// id at epoch: a refusal of the change is a *kerr.Error.
+	alterPartition(ctx context.Context, id int32, epoch int64, ch meta.ISRChange) (state.PartitionAssignment, error)
 }
 
 // producerIDBlockSize is the block a broker asks for, Kafka's.
@@ -484,6 +532,17 @@ func (lc localController) producerIDBlock(ctx context.Context, _ int32, _, after
 	}
 	first, err := lc.c.AllocateProducerIDs(ctx, n)
 	return first, n, err
+}
+
+func (lc localController) alterPartition(ctx context.Context, id int32, epoch int64, ch meta.ISRChange) (state.PartitionAssignment, error) {
+	res, err := lc.c.AlterPartition(ctx, id, epoch, []meta.ISRChange{ch})
+	if err != nil {
+		return state.PartitionAssignment{}, err
+	}
+	if res[0].Err != nil {
+		return state.PartitionAssignment{}, res[0].Err
+	}
+	return res[0].Assignment, nil
 }
 
 // remoteController calls the controller over the channel.
@@ -568,6 +627,46 @@ func (rc remoteController) producerIDBlock(ctx context.Context, id int32, epoch,
 	return r.ProducerIDStart, int64(r.ProducerIDLen), nil
 }
 
+// alterPartition sends ch by topic id, at the version the channel
+// negotiates (v2+: the controller's listener serves v0-3); at v3 the
+// members' broker epochs are -1, unknown: the lifecycle does not see
+// its followers' fetches.
+func (rc remoteController) alterPartition(ctx context.Context, id int32, epoch int64, ch meta.ISRChange) (state.PartitionAssignment, error) {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.BrokerID, req.BrokerEpoch = id, epoch
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.TopicID = ch.TopicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = ch.Partition, ch.LeaderEpoch, ch.PartitionEpoch, ch.NewISR
+	for _, m := range ch.NewISR {
+		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		e.BrokerID, e.BrokerEpoch = m, -1
+		rp.NewEpochISR = append(rp.NewEpochISR, e)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := rc.ch.Request(ctx, req)
+	if err != nil {
+		return state.PartitionAssignment{}, err
+	}
+	r, ok := resp.(*kmsg.AlterPartitionResponse)
+	if !ok {
+		return state.PartitionAssignment{}, fmt.Errorf("node: AlterPartition answered with a %T", resp)
+	}
+	if err := controllerError(r.ErrorCode); err != nil {
+		return state.PartitionAssignment{}, err
+	}
+	if len(r.Topics) != 1 || r.Topics[0].TopidID != ch.TopicID || len(r.Topics[0].Partitions) != 1 || r.Topics[0].Partitions[0].Partition != ch.Partition {
+		return state.PartitionAssignment{}, fmt.Errorf("node: AlterPartition of partition %d answered %+v", ch.Partition, r.Topics)
+	}
+	sp := r.Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 {
+		return state.PartitionAssignment{}, kerr.ErrorForCode(sp.ErrorCode)
+	}
+	return state.PartitionAssignment{TopicID: ch.TopicID, Partition: ch.Partition, ISR: sp.ISR, Leader: sp.LeaderID,
+		LeaderEpoch: sp.LeaderEpoch, PartitionEpoch: sp.PartitionEpoch}, nil
+}
+
 // noController is the client of a lifecycle with neither a controller
 // role nor a channel: every call fails.
 type noController struct{}
@@ -582,6 +681,10 @@ func (noController) heartbeat(context.Context, int32, int64, uint64, bool) (meta
 
 func (noController) producerIDBlock(context.Context, int32, int64, int64) (int64, int64, error) {
 	return 0, 0, meta.ErrNotController
+}
+
+func (noController) alterPartition(context.Context, int32, int64, meta.ISRChange) (state.PartitionAssignment, error) {
+	return state.PartitionAssignment{}, meta.ErrNotController
 }
 
 // newNodeLifecycle is the lifecycle Start builds: the node's controller

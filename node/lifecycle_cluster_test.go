@@ -2,8 +2,15 @@ package node
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/state"
 )
 
 // Three nodes of one quorum each register with the controller, the
@@ -44,5 +51,77 @@ func TestClusterNodesRegister(t *testing.T) {
 		if d := time.Since(start); d > 10*time.Second {
 			t.Fatalf("node %d took %v to close", i+1, d)
 		}
+	}
+}
+
+// A partition's leader changes its ISR through the controller with
+// AlterISR: over the channel from a node that is not the controller,
+// directly on the controller; a stale view or a sender that does not
+// lead is refused with the Kafka error.
+func TestClusterAlterISR(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, n := range c.nodes {
+		if err := n.Lifecycle().WaitUnfenced(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctl := c.controllerIndex()
+	f := (ctl + 1) % len(c.nodes)
+	ctlID, fID := int32(ctl+1), int32(f+1)
+	// Two partitions on three replicas, each in sync with its leader
+	// alone: partition 0 led by node f, partition 1 by the controller.
+	topic := state.Topic{Name: "isr", ID: [16]byte{0x15}, Partitions: 2}
+	ops, err := state.TopicOps(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, leader := range []int32{fID, ctlID} {
+		a := meta.NewPartition(topic.ID, int32(p), []int32{1, 2, 3})
+		a.Leader, a.ISR = leader, []int32{leader}
+		op, err := state.PartitionOp(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op)
+	}
+	if _, err := c.nodes[ctl].log.Apply(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	follower, controller := c.nodes[f].Lifecycle(), c.nodes[ctl].Lifecycle()
+
+	if p, err := follower.AlterISR(ctx, topic.ID, 0, 0, 0, []int32{fID}); err != nil || p.PartitionEpoch != 0 || !slices.Equal(p.ISR, []int32{fID}) {
+		t.Fatalf("the leader's own ISR unchanged: %+v, %v", p, err)
+	}
+	p, err := follower.AlterISR(ctx, topic.ID, 0, 0, 0, []int32{fID, ctlID})
+	if err != nil || p.Leader != fID || p.LeaderEpoch != 0 || p.PartitionEpoch != 1 || !slices.Equal(p.ISR, []int32{fID, ctlID}) {
+		t.Fatalf("expanding over the channel: %+v, %v", p, err)
+	}
+	if _, err := follower.AlterISR(ctx, topic.ID, 0, 0, 0, []int32{fID}); !errors.Is(err, kerr.InvalidUpdateVersion) {
+		t.Fatalf("from the stale partition epoch: %v", err)
+	}
+	if _, err := controller.AlterISR(ctx, topic.ID, 0, 0, 1, []int32{fID}); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("from a follower: %v", err)
+	}
+	if _, err := follower.AlterISR(ctx, [16]byte{0x16}, 0, 0, 0, []int32{fID}); !errors.Is(err, kerr.UnknownTopicID) {
+		t.Fatalf("an unknown topic: %v", err)
+	}
+	p, err = controller.AlterISR(ctx, topic.ID, 1, 0, 0, []int32{ctlID, fID})
+	if err != nil || p.PartitionEpoch != 1 || !slices.Equal(p.ISR, []int32{ctlID, fID}) {
+		t.Fatalf("expanding on the controller: %+v, %v", p, err)
+	}
+	// The changes are the log's: every node's store has them.
+	for _, n := range c.nodes {
+		checkFor(t, "the new ISRs everywhere", func() bool {
+			parts, err := n.store.PartitionAssignments()
+			if err != nil {
+				return false
+			}
+			i := slices.IndexFunc(parts, func(a state.PartitionAssignment) bool { return a.TopicID == topic.ID })
+			return i >= 0 && i+1 < len(parts) && parts[i].PartitionEpoch == 1 && parts[i+1].PartitionEpoch == 1 &&
+				slices.Equal(parts[i].ISR, []int32{fID, ctlID})
+		})
 	}
 }

@@ -135,7 +135,7 @@ func StartContext(ctx context.Context, cfg broker.Config, mirrors control.Config
 		cfg.ControllerChannel = n.channel
 	}
 	n.life = newNodeLifecycle(cfg, n.store, n.log, n.controller)
-	cfg.Controller, cfg.ProducerIDs = n.controller, n.life
+	cfg.Controller, cfg.ProducerIDs, cfg.ISR = n.controller, n.life, n.life
 	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
 	}
