@@ -23,8 +23,9 @@ import (
 //
 // Until replication exists, every node hosts a log for every partition
 // (the ones it does not lead stay empty, and requests for them are
-// answered NOT_LEADER_OR_FOLLOWER from the image); placement spreads the
-// leaders over the brokers with one replica each.
+// answered NOT_LEADER_OR_FOLLOWER from the image); placement gives each
+// partition the topic's replication factor of replicas, leaders spread
+// over the brokers, which replication will fill.
 
 // Reconcile applies to the broker's own state what the metadata log
 // wrote to the store since the last call, of the kinds changes names. It

@@ -46,8 +46,8 @@ type setting struct {
 // serverSettings is every key kmirror applies, in application order. Every other
 // name some Kafka release knows (internal/kafkaconfigs) is accepted and
 // ignored: operators keep one server.properties for Kafka and kmirror, and
-// most of Kafka's settings (thread pools, replication, ZooKeeper, KRaft
-// quorum) have nothing to act on in a single kmirror node. Where Kafka
+// most of Kafka's settings (thread pools, ZooKeeper, KRaft quorum
+// internals) have nothing to act on in kmirror. Where Kafka
 // lets one key take precedence over another, the winner comes later and so
 // overwrites: log.dirs after log.dir, log.roll.ms after log.roll.hours,
 // log.retention.ms after .minutes after .hours, and controller.listener.names
