@@ -218,13 +218,23 @@ func (b *Broker) topicConfigDefault(tc *topicConfig) (string, bool) {
 	return tc.def(&b.cfg), false
 }
 
+// minInsyncReplicasConfig is looked up once: MinInsyncReplicas runs for
+// every acks=all produce.
+var minInsyncReplicasConfig = func() *topicConfig {
+	tc, ok := lookupTopicConfig("min.insync.replicas")
+	if !ok {
+		panic("BUG: no topic config min.insync.replicas")
+	}
+	return tc
+}()
+
 // MinInsyncReplicas is topic's min.insync.replicas, which an acks=all
 // write needs in the ISR: the topic's config, else the dynamic broker
 // default, else min.insync.replicas of the node's configuration (an
 // unknown topic gets the broker's). Topic configs are validated when set,
 // so the value is an int >= 1.
 func (b *Broker) MinInsyncReplicas(topic string) int {
-	tc, _ := lookupTopicConfig("min.insync.replicas")
+	tc := minInsyncReplicasConfig
 	if t := b.partitions.Topic(topic); t != nil {
 		if v, ok := t.Config(tc.Name); ok {
 			return int(settings.MustInt(v))
