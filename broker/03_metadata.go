@@ -103,7 +103,9 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 // autoCreate creates a topic a client asked for by name, if the name is
 // valid; a concurrent create of the same name is fine. A node that is not
 // the controller asks the controller, as Kafka's brokers do, with the
-// client's identity (authorized here already, and again there).
+// client's identity (authorized here already, and again there). The topic
+// gets default.replication.factor replicas; with fewer usable brokers it
+// is not created, as in Kafka.
 func (b *Broker) autoCreate(r *request, name string) *partition.Topic {
 	if validateTopicName(name) != nil {
 		return nil
@@ -111,7 +113,8 @@ func (b *Broker) autoCreate(r *request, name string) *partition.Topic {
 	if b.forwards(createTopicsKey) {
 		return b.autoCreateOnController(r, name)
 	}
-	t, err := b.partitions.Create(name, b.cfg.NumPartitions, nil, [16]byte{}, "")
+	t, err := b.partitions.Create(name, b.cfg.NumPartitions, nil, [16]byte{}, "",
+		partition.Placement{RF: int(b.cfg.DefaultReplicationFactor)})
 	if errors.Is(err, partition.ErrTopicExists) {
 		return b.partitions.Topic(name)
 	}

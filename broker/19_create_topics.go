@@ -21,15 +21,22 @@ import (
 // versus '_' (INVALID_TOPIC_EXCEPTION), an existing topic
 // (TOPIC_ALREADY_EXISTS), a null or invalid config value (INVALID_CONFIG),
 // then the replica assignment, replication factor and partition count.
-// NumPartitions -1 is num.partitions. A request that would write more than
+// NumPartitions -1 is num.partitions, ReplicationFactor -1
+// default.replication.factor; a replication factor above the usable
+// brokers (registered, unfenced, not shutting down; on a bare node this
+// one) is INVALID_REPLICATION_FACTOR with Kafka's message. The replicas
+// are placed as Kafka's controller places them (meta.PlaceReplicas:
+// leaders spread, the other replicas round-robin after them). A manual
+// assignment (which, as in Kafka, needs NumPartitions and
+// ReplicationFactor -1) is placed as given, its first replica leading and
+// all in the ISR: each list must name registered brokers, each once, and
+// every list have as many replicas as the first (INVALID_REPLICA_ASSIGNMENT,
+// Kafka's messages). A request that would write more than
 // Kafka's 10000 metadata records per operation (one per topic, config and
 // partition) fails whole with POLICY_VIOLATION, as Kafka's controller
 // does. ValidateOnly runs every check and creates nothing.
 //
-// One node differs from Kafka: replication factor -1 or 1 is accepted and
-// anything above 1 is INVALID_REPLICATION_FACTOR; a manual assignment
-// (which, as in Kafka, needs NumPartitions and ReplicationFactor -1) may
-// name only this node. Creation is synchronous, so TimeoutMillis is
+// kmirror differs from Kafka: creation is synchronous, so TimeoutMillis is
 // ignored and the topic is usable as soon as the answer is sent. A
 // validate-only answer carries a zero topic ID where Kafka invents a
 // random one that is never used.
@@ -65,9 +72,13 @@ const clusterMetadataTopic = "__cluster_metadata"
 type topicCreation struct {
 	name       string
 	partitions int32
-	configs    map[string]string
-	err        *kerr.Error
-	msg        string
+	// rf is the replication factor; replicas, when set, the manual
+	// assignment by partition.
+	rf       int
+	replicas [][]int32
+	configs  map[string]string
+	err      *kerr.Error
+	msg      string
 }
 
 func (c *topicCreation) fail(err *kerr.Error, format string, args ...any) {
@@ -116,7 +127,8 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = c.name
 		if c.err == nil && !req.ValidateOnly {
-			t, err := b.partitions.Create(c.name, c.partitions, c.configs, [16]byte{}, "")
+			t, err := b.partitions.Create(c.name, c.partitions, c.configs, [16]byte{}, "",
+				partition.Placement{RF: c.rf, Replicas: c.replicas})
 			switch {
 			case errors.Is(err, partition.ErrTopicExists): // created since the check
 				c.fail(kerr.TopicAlreadyExists, "Topic '%s' already exists.", c.name)
@@ -139,7 +151,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
 		default:
 			st.NumPartitions = c.partitions
-			st.ReplicationFactor = 1
+			st.ReplicationFactor = int16(c.rf)
 			st.Configs = b.createdTopicConfigs(c.configs)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -179,17 +191,33 @@ func (b *Broker) checkTopicCreation(rt *kmsg.CreateTopicsRequestTopic, duplicate
 		b.checkCreationAssignment(rt, &c)
 	case rt.ReplicationFactor < -1 || rt.ReplicationFactor == 0:
 		c.fail(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
-	case rt.ReplicationFactor > 1:
-		c.fail(kerr.InvalidReplicationFactor,
-			"Unable to replicate the partition %d time(s): kmirror is a single node; replication factor must be 1", rt.ReplicationFactor)
 	case rt.NumPartitions < -1 || rt.NumPartitions == 0:
 		c.fail(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
-	case rt.NumPartitions == -1:
-		c.partitions = b.cfg.NumPartitions
 	default:
-		c.partitions = rt.NumPartitions
+		c.partitions, c.rf = rt.NumPartitions, int(rt.ReplicationFactor)
+		if c.partitions == -1 {
+			c.partitions = b.cfg.NumPartitions
+		}
+		if c.rf == -1 {
+			c.rf = int(b.cfg.DefaultReplicationFactor)
+		}
+		if err, msg := b.checkReplicationFactor(c.rf); err != nil {
+			c.fail(err, "%s", msg)
+		}
 	}
 	return c
+}
+
+// checkReplicationFactor is the failure (nil if none) and its message
+// when the usable brokers cannot hold rf replicas of each partition.
+func (b *Broker) checkReplicationFactor(rf int) (*kerr.Error, string) {
+	switch msg, err := b.replicationFactorMsg(rf); {
+	case err != nil:
+		return kerr.KafkaStorageError, err.Error()
+	case msg != "":
+		return kerr.InvalidReplicationFactor, msg
+	}
+	return nil, ""
 }
 
 // checkCreationConfigs validates the requested configs into c.configs; a
@@ -217,7 +245,8 @@ func (b *Broker) checkCreationConfigs(rt *kmsg.CreateTopicsRequestTopic, c *topi
 }
 
 // checkCreationAssignment checks a manual assignment as Kafka's controller
-// does and sets the partition count from it.
+// does and sets the partition count, replication factor and replicas from
+// it; the first list sets the replica count the others must have.
 func (b *Broker) checkCreationAssignment(rt *kmsg.CreateTopicsRequestTopic, c *topicCreation) {
 	if rt.ReplicationFactor != -1 {
 		c.fail(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
@@ -227,31 +256,35 @@ func (b *Broker) checkCreationAssignment(rt *kmsg.CreateTopicsRequestTopic, c *t
 		c.fail(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
 		return
 	}
-	seen := make(map[int32]bool, len(rt.ReplicaAssignment))
+	seen := make(map[int32][]int32, len(rt.ReplicaAssignment))
+	rf := -1
 	for _, a := range rt.ReplicaAssignment {
-		if seen[a.Partition] {
+		if seen[a.Partition] != nil {
 			c.fail(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
 			return
 		}
-		if msg := b.checkReplicaAssignment(a.Replicas); msg != "" {
+		if msg := b.checkReplicaAssignment(a.Replicas, rf); msg != "" {
 			c.fail(kerr.InvalidReplicaAssignment, "%s", msg)
 			return
 		}
-		seen[a.Partition] = true
+		seen[a.Partition], rf = a.Replicas, len(a.Replicas)
 	}
-	for i := range int32(len(seen)) {
-		if !seen[i] {
+	c.replicas = make([][]int32, len(seen))
+	for i := range c.replicas {
+		if c.replicas[i] = seen[int32(i)]; c.replicas[i] == nil {
 			c.fail(kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
 			return
 		}
 	}
-	c.partitions = int32(len(seen))
+	c.partitions, c.rf = int32(len(seen)), rf
 }
 
 // checkReplicaAssignment returns why one partition's manual replica list
 // is refused ("" if it is not), with Kafka's messages: every replica must
-// be a broker of the metadata image (on one node, this node alone).
-func (b *Broker) checkReplicaAssignment(replicas []int32) string {
+// be a broker of the metadata image (on one node, this node alone), named
+// once, and the list must have rf replicas unless rf is -1 (the first
+// list of a new topic).
+func (b *Broker) checkReplicaAssignment(replicas []int32, rf int) string {
 	if len(replicas) == 0 {
 		return "The manual partition assignment includes an empty replica list."
 	}
@@ -264,6 +297,10 @@ func (b *Broker) checkReplicaAssignment(replicas []int32) string {
 		if i > 0 && sorted[i-1] == id {
 			return fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
 		}
+	}
+	if rf != -1 && len(replicas) != rf {
+		return fmt.Sprintf("The manual partition assignment includes a partition with %d replica(s), "+
+			"but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 	}
 	return ""
 }

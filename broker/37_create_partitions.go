@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/kmirror/kmirror/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -14,9 +15,13 @@ import (
 // twice is INVALID_REQUEST (one answer), an unknown topic
 // UNKNOWN_TOPIC_OR_PARTITION, a count equal to or below the current one
 // INVALID_PARTITIONS with Kafka's messages, and an assignment list whose
-// length is not the number of new partitions, or any list that is not
-// this node alone, INVALID_REPLICA_ASSIGNMENT. The new partitions are
-// empty logs placed like those of a new topic, with the topic's configs,
+// length is not the number of new partitions, or a list that names a
+// broker not registered, one twice, or not the topic's replication factor
+// of brokers, INVALID_REPLICA_ASSIGNMENT. Without an assignment the new
+// partitions get the topic's replication factor (its first partition's
+// replica count), placed like those of a new topic, which fails with
+// INVALID_REPLICATION_FACTOR when fewer brokers are usable; with one, they
+// are placed as given. They are empty logs with the topic's configs,
 // usable as soon as the answer is sent. ValidateOnly runs every check and
 // adds nothing. Growing past 10000 new partitions in one request is
 // POLICY_VIOLATION (Kafka's per-operation record bound).
@@ -93,16 +98,20 @@ func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateO
 			fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", t.Name(), cur, rt.Count)
 	}
 	more := rt.Count - cur
+	pl := partition.Placement{RF: b.replicationFactor(t)}
 	if rt.Assignment != nil {
 		if len(rt.Assignment) != int(more) {
 			return kerr.InvalidReplicaAssignment.Code,
 				fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", more, len(rt.Assignment))
 		}
 		for _, a := range rt.Assignment {
-			if msg := b.checkReplicaAssignment(a.Replicas); msg != "" {
+			if msg := b.checkReplicaAssignment(a.Replicas, pl.RF); msg != "" {
 				return kerr.InvalidReplicaAssignment.Code, msg
 			}
+			pl.Replicas = append(pl.Replicas, a.Replicas)
 		}
+	} else if err, msg := b.checkReplicationFactor(pl.RF); err != nil {
+		return err.Code, msg
 	}
 	if *added+int(more) > adminOpMaxRecords {
 		return kerr.PolicyViolation.Code, errBatchTooLargeMsg
@@ -111,10 +120,20 @@ func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateO
 	if validateOnly {
 		return 0, ""
 	}
-	if err := b.partitions.Grow(t, rt.Count); err != nil {
+	if err := b.partitions.Grow(t, rt.Count, pl); err != nil {
 		b.log.Warn("adding partitions failed", "topic", t.Name(), "partitions", rt.Count, "err", err)
 		return kerr.KafkaStorageError.Code, err.Error()
 	}
 	b.log.Info("partitions added", "topic", t.Name(), "partitions", rt.Count)
 	return 0, ""
+}
+
+// replicationFactor is t's replica count as Kafka's controller reads it
+// for new partitions: its first partition's, from the image; 1 when the
+// image does not have it yet.
+func (b *Broker) replicationFactor(t *partition.Topic) int {
+	if it := imageTopic(b.image(), t); it != nil && len(it.Partitions) > 0 && len(it.Partitions[0].Replicas) > 0 {
+		return len(it.Partitions[0].Replicas)
+	}
+	return 1
 }

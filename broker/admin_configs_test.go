@@ -27,7 +27,7 @@ func cfgCtx(t *testing.T) context.Context {
 // cfgTopic creates a topic directly (no CreateTopics round trip).
 func cfgTopic(t *testing.T, b *Broker, name string, partitions int32, configs map[string]string) *partition.Topic {
 	t.Helper()
-	tp, err := b.partitions.Create(name, partitions, configs, [16]byte{}, "")
+	tp, err := b.partitions.Create(name, partitions, configs, [16]byte{}, "", partition.Placement{RF: 1})
 	if err != nil {
 		t.Fatalf("creating %s: %v", name, err)
 	}

@@ -122,7 +122,6 @@ func TestAdminCreateTopics(t *testing.T) {
 		{name: "metadata log", topic: "__cluster_metadata", partitions: 1, rf: 1, wantErr: kerr.InvalidRequest},
 		{name: "zero partitions", topic: "p0", partitions: 0, rf: 1, wantErr: kerr.InvalidPartitions},
 		{name: "negative partitions", topic: "pneg", partitions: -2, rf: 1, wantErr: kerr.InvalidPartitions},
-		{name: "rf 2", topic: "rf2", partitions: 1, rf: 2, wantErr: kerr.InvalidReplicationFactor},
 		{name: "rf 0", topic: "rf0", partitions: 1, rf: 0, wantErr: kerr.InvalidReplicationFactor},
 		{name: "rf -2", topic: "rfneg", partitions: 1, rf: -2, wantErr: kerr.InvalidReplicationFactor},
 		{name: "unknown config", topic: "c1", partitions: 1, rf: 1,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/kmirror/kmirror/meta"
@@ -22,8 +23,9 @@ import (
 //
 // Until replication exists, every node hosts a log for every partition
 // (the ones it does not lead stay empty, and requests for them are
-// answered NOT_LEADER_OR_FOLLOWER from the image); placement spreads the
-// leaders over the brokers with one replica each.
+// answered NOT_LEADER_OR_FOLLOWER from the image); placement gives each
+// partition the topic's replication factor of replicas, leaders spread
+// over the brokers, which replication will fill.
 
 // Reconcile applies to the broker's own state what the metadata log
 // wrote to the store since the last call, of the kinds changes names. It
@@ -59,20 +61,68 @@ func (b *Broker) Reconcile(changes state.Changes) error {
 	return errors.Join(errs...)
 }
 
-// placeReplicas is the partition registry's Place: one replica per new
-// partition on the registered, unfenced brokers, leaders spread
-// (meta.PlaceNew). A node with no registered broker (a bare broker,
-// or a node whose store predates the metadata log) places nothing.
-func (b *Broker) placeReplicas(id [16]byte, from, to int32) ([]state.PartitionAssignment, error) {
+// placeReplicas is the partition registry's Place: the new partitions'
+// replicas on the registered, unfenced brokers, pl.RF each with leaders
+// spread (meta.PlaceNew), or as a manual assignment gives them (checked
+// against the image by the handler), the first replica leading and all
+// in the ISR. A node with no registered broker (a bare broker, or a node
+// whose store predates the metadata log) places nothing: it is the only
+// replica of what it creates, and refuses more.
+func (b *Broker) placeReplicas(id [16]byte, from, to int32, pl partition.Placement) ([]state.PartitionAssignment, error) {
 	brokers, err := b.store.Brokers()
-	if err != nil || len(brokers) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if len(brokers) == 0 {
+		if pl.RF > 1 {
+			return nil, fmt.Errorf("%w: %d replicas on a node alone", meta.ErrReplicationFactor, pl.RF)
+		}
+		return nil, nil
+	}
+	if pl.Replicas != nil {
+		out := make([]state.PartitionAssignment, len(pl.Replicas))
+		for i, replicas := range pl.Replicas {
+			out[i] = meta.NewPartition(id, from+int32(i), slices.Clone(replicas))
+		}
+		return out, nil
 	}
 	parts, err := b.store.PartitionAssignments()
 	if err != nil {
 		return nil, err
 	}
-	return meta.PlaceNew(brokers, parts, id, from, to-from, 1)
+	return meta.PlaceNew(brokers, parts, id, from, to-from, pl.RF)
+}
+
+// usableBrokers is how many brokers may take new replicas, Kafka's
+// usable brokers: the registered ones that are unfenced and not shutting
+// down, or this node alone when none is registered (a bare broker).
+func (b *Broker) usableBrokers() (int, error) {
+	brokers, err := b.store.Brokers()
+	if err != nil {
+		return 0, err
+	}
+	if len(brokers) == 0 {
+		return 1, nil
+	}
+	n := 0
+	for _, r := range brokers {
+		if !r.Fenced && !r.ShuttingDown {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// replicationFactorMsg is Kafka's INVALID_REPLICATION_FACTOR message for
+// rf replicas when only usable brokers may take them ("" when they can),
+// or the error reading the registrations.
+func (b *Broker) replicationFactorMsg(rf int) (string, error) {
+	usable, err := b.usableBrokers()
+	if err != nil || rf <= usable {
+		return "", err
+	}
+	return fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d "+
+		"cannot be reached because only %d broker(s) are registered.", rf, rf, usable), nil
 }
 
 // followAssignedEpochs raises the leader epoch of every partition this

@@ -42,6 +42,20 @@ type Config struct {
 	// NumPartitions is num.partitions (default 1) for auto-created topics
 	// and CreateTopics without a partition count.
 	NumPartitions int32
+	// DefaultReplicationFactor is default.replication.factor (default 1):
+	// the replica count of auto-created topics and of CreateTopics with
+	// replication factor -1.
+	DefaultReplicationFactor int32
+	// MinInsyncReplicas is min.insync.replicas (default 1): the broker
+	// default of the topic config of that name, the ISR size below which
+	// a leader refuses acks=all writes (Broker.MinInsyncReplicas).
+	MinInsyncReplicas int
+	// UncleanLeaderElection is unclean.leader.election.enable (default
+	// false): the broker default of the topic config of that name, which
+	// lets an out-of-sync replica lead when no ISR member is left.
+	UncleanLeaderElection bool
+	// Replication is how followers copy their leaders' logs.
+	Replication ReplicationConfig
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool
 	// MessageMaxBytes is message.max.bytes (default 1048588): the largest
@@ -191,6 +205,43 @@ type TxnSettings struct {
 	AbortCheckInterval time.Duration
 }
 
+// ReplicationConfig are the follower side's settings (Kafka's names): how
+// a node fetches the partitions it follows from their leaders, and when a
+// leader drops a follower from the ISR. Zero values get Kafka's defaults
+// in Validate.
+type ReplicationConfig struct {
+	// LagTimeMax is replica.lag.time.max.ms (30 s): a follower that has
+	// not caught up with the leader's log end for this long leaves the
+	// ISR.
+	LagTimeMax time.Duration
+	// NumFetchers is num.replica.fetchers (1): fetcher connections per
+	// source broker.
+	NumFetchers int
+	// FetchMaxBytes is replica.fetch.max.bytes (1048576): the bytes a
+	// follower's fetch asks for per partition (a larger first batch still
+	// comes whole, as in Kafka).
+	FetchMaxBytes int32
+	// FetchWaitMax is replica.fetch.wait.max.ms (500 ms): how long the
+	// leader holds a follower's fetch waiting for FetchMinBytes.
+	FetchWaitMax time.Duration
+	// FetchMinBytes is replica.fetch.min.bytes (1): what a follower's
+	// fetch waits for.
+	FetchMinBytes int32
+	// FetchResponseMaxBytes is replica.fetch.response.max.bytes
+	// (10485760): the bytes a follower's whole fetch asks for.
+	FetchResponseMaxBytes int32
+}
+
+// Kafka's defaults of ReplicationConfig.
+const (
+	DefaultReplicaLagTimeMax            = 30 * time.Second
+	DefaultNumReplicaFetchers           = 1
+	DefaultReplicaFetchMaxBytes         = 1048576
+	DefaultReplicaFetchWaitMax          = 500 * time.Millisecond
+	DefaultReplicaFetchMinBytes         = 1
+	DefaultReplicaFetchResponseMaxBytes = 10485760
+)
+
 // Listener is one listener: a name, a host:port and its security protocol
 // (listener.security.protocol.map; by default the name when it is one of
 // the four protocols).
@@ -238,6 +289,8 @@ func (l Listener) String() string { return l.Name + "://" + l.Addr() }
 const (
 	DefaultNodeID                = 1
 	DefaultNumPartitions         = 1
+	DefaultReplicationFactor     = 1
+	DefaultMinInsyncReplicas     = 1
 	DefaultMessageMaxBytes       = 1048588
 	DefaultSocketRequestMaxBytes = 104857600
 	DefaultLogDir                = "/tmp/kmirror-logs"
@@ -251,10 +304,15 @@ const (
 // DefaultConfig is what `kmirror serve` runs with no file and no flags.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:                DefaultNodeID,
-		Listeners:             []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
-		LogDirs:               []string{DefaultLogDir},
-		NumPartitions:         DefaultNumPartitions,
+		NodeID:                   DefaultNodeID,
+		Listeners:                []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
+		LogDirs:                  []string{DefaultLogDir},
+		NumPartitions:            DefaultNumPartitions,
+		DefaultReplicationFactor: DefaultReplicationFactor,
+		MinInsyncReplicas:        DefaultMinInsyncReplicas,
+		Replication: ReplicationConfig{LagTimeMax: DefaultReplicaLagTimeMax, NumFetchers: DefaultNumReplicaFetchers,
+			FetchMaxBytes: DefaultReplicaFetchMaxBytes, FetchWaitMax: DefaultReplicaFetchWaitMax,
+			FetchMinBytes: DefaultReplicaFetchMinBytes, FetchResponseMaxBytes: DefaultReplicaFetchResponseMaxBytes},
 		AutoCreateTopics:      true,
 		MessageMaxBytes:       DefaultMessageMaxBytes,
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
@@ -464,6 +522,21 @@ func (c *Config) Validate() error {
 	if c.NumPartitions < 1 {
 		return bad("num.partitions", "must be >= 1, got %d", c.NumPartitions)
 	}
+	switch {
+	case c.DefaultReplicationFactor < 0:
+		return bad("default.replication.factor", "must be >= 1, got %d", c.DefaultReplicationFactor)
+	case c.DefaultReplicationFactor == 0:
+		c.DefaultReplicationFactor = DefaultReplicationFactor
+	}
+	switch {
+	case c.MinInsyncReplicas < 0:
+		return bad("min.insync.replicas", "must be >= 1, got %d", c.MinInsyncReplicas)
+	case c.MinInsyncReplicas == 0:
+		c.MinInsyncReplicas = DefaultMinInsyncReplicas
+	}
+	if err := c.Replication.validate(bad); err != nil {
+		return err
+	}
 	if c.MessageMaxBytes < 0 {
 		return bad("message.max.bytes", "must be >= 0, got %d", c.MessageMaxBytes)
 	}
@@ -521,6 +594,32 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// validate refuses negative replication settings and gives the zero ones
+// Kafka's defaults.
+func (r *ReplicationConfig) validate(bad func(prop, format string, args ...any) error) error {
+	for _, f := range []struct {
+		prop       string
+		neg, zero  bool
+		setDefault func()
+	}{
+		{"replica.lag.time.max.ms", r.LagTimeMax < 0, r.LagTimeMax == 0, func() { r.LagTimeMax = DefaultReplicaLagTimeMax }},
+		{"num.replica.fetchers", r.NumFetchers < 0, r.NumFetchers == 0, func() { r.NumFetchers = DefaultNumReplicaFetchers }},
+		{"replica.fetch.max.bytes", r.FetchMaxBytes < 0, r.FetchMaxBytes == 0, func() { r.FetchMaxBytes = DefaultReplicaFetchMaxBytes }},
+		{"replica.fetch.wait.max.ms", r.FetchWaitMax < 0, r.FetchWaitMax == 0, func() { r.FetchWaitMax = DefaultReplicaFetchWaitMax }},
+		{"replica.fetch.min.bytes", r.FetchMinBytes < 0, r.FetchMinBytes == 0, func() { r.FetchMinBytes = DefaultReplicaFetchMinBytes }},
+		{"replica.fetch.response.max.bytes", r.FetchResponseMaxBytes < 0, r.FetchResponseMaxBytes == 0,
+			func() { r.FetchResponseMaxBytes = DefaultReplicaFetchResponseMaxBytes }},
+	} {
+		switch {
+		case f.neg:
+			return bad(f.prop, "must be >= 1")
+		case f.zero:
+			f.setDefault()
+		}
 	}
 	return nil
 }

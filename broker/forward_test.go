@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/netio"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -195,7 +196,7 @@ func TestForwardCreateTopics(t *testing.T) {
 func TestForwardIncrementalAlterConfigs(t *testing.T) {
 	t.Parallel()
 	p := newForwardPair(t, nil)
-	if _, err := p.ctrl.partitions.Create("cfg", 1, nil, [16]byte{}, ""); err != nil {
+	if _, err := p.ctrl.partitions.Create("cfg", 1, nil, [16]byte{}, "", partition.Placement{RF: 1}); err != nil {
 		t.Fatal(err)
 	}
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()

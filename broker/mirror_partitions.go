@@ -28,7 +28,9 @@ func (b *Broker) CreateMirrorTopic(name string, id [16]byte, partitions int32, m
 	if partitions < 1 {
 		return fmt.Errorf("broker: mirror topic %s: %d partitions", name, partitions)
 	}
-	_, err := b.partitions.Create(name, partitions, nil, id, mirror)
+	// One replica, as before replication: the mirror's fetchers write
+	// the topic on its leader only.
+	_, err := b.partitions.Create(name, partitions, nil, id, mirror, partition.Placement{RF: 1})
 	return err
 }
 
@@ -58,7 +60,7 @@ func (b *Broker) GrowMirrorTopic(name string, partitions int32) error {
 	case !t.ReadOnly():
 		return fmt.Errorf("broker: topic %s is not a mirror topic", name)
 	}
-	if err := b.partitions.Grow(t, partitions); err != nil {
+	if err := b.partitions.Grow(t, partitions, partition.Placement{RF: 1}); err != nil {
 		return err
 	}
 	b.log.Info("mirror topic partitions added", "topic", name, "partitions", partitions)

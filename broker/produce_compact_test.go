@@ -50,7 +50,7 @@ func codecBatch(t testing.TB, c batch.Codec, recs []kmsg.Record) []byte {
 // compactedTopic creates a topic with the given cleanup.policy.
 func compactedTopic(t testing.TB, b *Broker, name, policy string) *partition.Topic {
 	t.Helper()
-	tp, err := b.partitions.Create(name, 1, map[string]string{"cleanup.policy": policy}, [16]byte{}, "")
+	tp, err := b.partitions.Create(name, 1, map[string]string{"cleanup.policy": policy}, [16]byte{}, "", partition.Placement{RF: 1})
 	if err != nil {
 		t.Fatalf("creating %s: %v", name, err)
 	}

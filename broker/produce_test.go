@@ -22,7 +22,7 @@ import (
 // mustTopic creates a topic directly, bypassing any admin API.
 func mustTopic(t testing.TB, b *Broker, name string, partitions int32) *partition.Topic {
 	t.Helper()
-	tp, err := b.partitions.Create(name, partitions, nil, [16]byte{}, "")
+	tp, err := b.partitions.Create(name, partitions, nil, [16]byte{}, "", partition.Placement{RF: 1})
 	if err != nil {
 		t.Fatalf("creating %s: %v", name, err)
 	}

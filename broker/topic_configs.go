@@ -141,8 +141,8 @@ var topicConfigs = []topicConfig{
 		apply: func(c *storage.Config, _ *effectiveTopicConfig, _ string, n int64) { c.MinCompactionLagMs = n },
 		def:   func(b *Config) string { return itoa64(b.Log.MinCompactionLagMs) }},
 	{Def: topicDef("min.insync.replicas", "min.insync.replicas", settings.Int, settings.ZeroRefused, settings.AtLeast(settings.Int, 1),
-		"Replicas that must acknowledge an acks=all write (stored, always met on a single node)."),
-		def: func(*Config) string { return "1" }},
+		"In-sync replicas an acks=all write needs; with fewer, the leader answers NOT_ENOUGH_REPLICAS."),
+		def: func(b *Config) string { return strconv.Itoa(b.MinInsyncReplicas) }},
 	{Def: topicDef("preallocate", "log.preallocate", settings.Boolean, settings.ZeroRefused, settings.CheckBool,
 		"Preallocate segment files (stored, no effect)."),
 		def: func(*Config) string { return "false" }},
@@ -172,8 +172,8 @@ var topicConfigs = []topicConfig{
 		apply: func(c *storage.Config, _ *effectiveTopicConfig, _ string, n int64) { c.SegmentMs = n },
 		def:   func(b *Config) string { return itoa64(b.Log.SegmentMs) }},
 	{Def: topicDef("unclean.leader.election.enable", "unclean.leader.election.enable", settings.Boolean, settings.ZeroRefused, settings.CheckBool,
-		"Allow out-of-sync replicas to lead (stored, no effect on a single node)."),
-		def: func(*Config) string { return "false" }},
+		"Let an out-of-sync replica lead when no in-sync one is left, at the cost of the records it lacks."),
+		def: func(b *Config) string { return strconv.FormatBool(b.UncleanLeaderElection) }},
 }
 
 // minTopicSegmentBytes is the smallest segment.bytes storage accepts (four
@@ -216,6 +216,32 @@ func (b *Broker) topicConfigDefault(tc *topicConfig) (string, bool) {
 		return v, true
 	}
 	return tc.def(&b.cfg), false
+}
+
+// minInsyncReplicasConfig is looked up once: MinInsyncReplicas runs for
+// every acks=all produce.
+var minInsyncReplicasConfig = func() *topicConfig {
+	tc, ok := lookupTopicConfig("min.insync.replicas")
+	if !ok {
+		panic("BUG: no topic config min.insync.replicas")
+	}
+	return tc
+}()
+
+// MinInsyncReplicas is topic's min.insync.replicas, which an acks=all
+// write needs in the ISR: the topic's config, else the dynamic broker
+// default, else min.insync.replicas of the node's configuration (an
+// unknown topic gets the broker's). Topic configs are validated when set,
+// so the value is an int >= 1.
+func (b *Broker) MinInsyncReplicas(topic string) int {
+	tc := minInsyncReplicasConfig
+	if t := b.partitions.Topic(topic); t != nil {
+		if v, ok := t.Config(tc.Name); ok {
+			return int(settings.MustInt(v))
+		}
+	}
+	v, _ := b.topicConfigDefault(tc)
+	return int(settings.MustInt(v))
 }
 
 // logConfig resolves a topic's storage configuration and broker-enforced

@@ -45,11 +45,12 @@ type Config struct {
 	// its published one (Partition.SetPublishedEpoch): after an append in
 	// a newer epoch or a raised floor. The registry's lock may be held.
 	EpochMoved func(p *Partition)
-	// Place assigns replicas to new partitions from..to-1 of topic id
-	// (the controller's placement, meta.PlaceReplicas), written with the
-	// topic's record; nil, or no assignments returned, leaves them
-	// unassigned (a node alone leads what has no assignment).
-	Place func(id [16]byte, from, to int32) ([]state.PartitionAssignment, error)
+	// Place assigns replicas to new partitions from..to-1 of topic id as
+	// pl asks (the controller's placement, meta.PlaceReplicas, or a manual
+	// assignment), written with the topic's record; nil, or no
+	// assignments returned, leaves them unassigned (a node alone leads
+	// what has no assignment).
+	Place func(id [16]byte, from, to int32, pl Placement) ([]state.PartitionAssignment, error)
 	// Removed is called, without the registry's lock, after a topic is
 	// taken off this node, by Delete or by Sync (another node's
 	// controller deleted it): what the node keeps of the topic outside
@@ -59,6 +60,16 @@ type Config struct {
 	// Logger receives topic creations and maintenance failures; nil
 	// discards them.
 	Logger *slog.Logger
+}
+
+// Placement is how Create and Grow ask Config.Place to assign the new
+// partitions' replicas: RF replicas each, placed by the controller's
+// rules, or, when Replicas is set (a manual assignment, as CreateTopics
+// and CreatePartitions may give), new partition i on Replicas[i], the
+// first leading.
+type Placement struct {
+	RF       int
+	Replicas [][]int32
 }
 
 // Manager is the node's partition registry (Kafka's ReplicaManager): the
@@ -259,9 +270,9 @@ func (m *Manager) addPartitions(t *Topic, n int32) error {
 }
 
 // Create registers and opens a topic, owned by cluster mirror mirror when
-// that is not "" (then read-only to clients). configs must be validated;
-// a zero id gets a random one.
-func (m *Manager) Create(name string, partitions int32, configs map[string]string, id [16]byte, mirror string) (*Topic, error) {
+// that is not "" (then read-only to clients), its replicas placed as pl
+// asks. configs must be validated; a zero id gets a random one.
+func (m *Manager) Create(name string, partitions int32, configs map[string]string, id [16]byte, mirror string, pl Placement) (*Topic, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.topics[name]; ok {
@@ -280,7 +291,7 @@ func (m *Manager) Create(name string, partitions int32, configs map[string]strin
 	// Logs first, registry second: a crash in between leaves empty
 	// directories the next create reuses, never a registered topic
 	// without logs.
-	assigned, err := m.place(id, 0, partitions)
+	assigned, err := m.place(id, 0, partitions, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -302,11 +313,11 @@ func (m *Manager) Create(name string, partitions int32, configs map[string]strin
 }
 
 // place is Config.Place, none without it.
-func (m *Manager) place(id [16]byte, from, to int32) ([]state.PartitionAssignment, error) {
+func (m *Manager) place(id [16]byte, from, to int32, pl Placement) ([]state.PartitionAssignment, error) {
 	if m.cfg.Place == nil {
 		return nil, nil
 	}
-	assigned, err := m.cfg.Place(id, from, to)
+	assigned, err := m.cfg.Place(id, from, to, pl)
 	if err != nil {
 		return nil, fmt.Errorf("placing the replicas of partitions %d-%d: %w", from, to-1, err)
 	}
@@ -431,8 +442,8 @@ func (m *Manager) removeDeletedDir(dir string) {
 }
 
 // Grow adds partitions (CreatePartitions, a mirror's partition growth) up
-// to n in total.
-func (m *Manager) Grow(t *Topic, n int32) error {
+// to n in total, their replicas placed as pl asks.
+func (m *Manager) Grow(t *Topic, n int32, pl Placement) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.topics[t.name] != t {
@@ -442,7 +453,7 @@ func (m *Manager) Grow(t *Topic, n int32) error {
 	if n <= int32(len(old)) {
 		return fmt.Errorf("topic %s already has %d partitions", t.name, len(old))
 	}
-	assigned, err := m.place(t.id, int32(len(old)), n)
+	assigned, err := m.place(t.id, int32(len(old)), n, pl)
 	if err != nil {
 		return err
 	}

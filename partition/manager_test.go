@@ -81,14 +81,14 @@ func pidReset(off int64, epoch int32) []byte {
 func TestManagerFollowerAndRestart(t *testing.T) {
 	t.Parallel()
 	n := newTestNode(t)
-	tp, err := n.m.Create("m", 1, map[string]string{"cleanup.policy": "compact"}, [16]byte{7}, "dr")
+	tp, err := n.m.Create("m", 1, map[string]string{"cleanup.policy": "compact"}, [16]byte{7}, "dr", Placement{RF: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.m.Create("m", 1, nil, [16]byte{}, ""); err != ErrTopicExists {
+	if _, err := n.m.Create("m", 1, nil, [16]byte{}, "", Placement{RF: 1}); err != ErrTopicExists {
 		t.Fatalf("second create: %v, want ErrTopicExists", err)
 	}
-	if err := n.m.Grow(tp, 2); err != nil {
+	if err := n.m.Grow(tp, 2, Placement{RF: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if n.changes != 2 || len(tp.Partitions()) != 2 || !tp.ReadOnly() || !tp.Partition(1).Compact() {
@@ -145,7 +145,7 @@ func TestManagerFollowerAndRestart(t *testing.T) {
 func TestManagerDelete(t *testing.T) {
 	t.Parallel()
 	n := newTestNode(t)
-	tp, err := n.m.Create("gone", 1, nil, [16]byte{}, "")
+	tp, err := n.m.Create("gone", 1, nil, [16]byte{}, "", Placement{RF: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestManagerDelete(t *testing.T) {
 	if n.m.Topic("gone") != nil || len(n.m.Partitions()) != 0 {
 		t.Fatal("the topic is still registered")
 	}
-	if err := n.m.Grow(tp, 2); err != ErrTopicGone {
+	if err := n.m.Grow(tp, 2, Placement{RF: 1}); err != ErrTopicGone {
 		t.Fatalf("growing a deleted topic: %v", err)
 	}
 	n.m.Maintain(time.Now()) // within the delay: nothing is removed

@@ -14,15 +14,15 @@ import (
 func TestSyncFollowsTheStore(t *testing.T) {
 	t.Parallel()
 	n := newTestNode(t)
-	grown, err := n.m.Create("grown", 1, nil, [16]byte{}, "")
+	grown, err := n.m.Create("grown", 1, nil, [16]byte{}, "", Placement{RF: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone, err := n.m.Create("gone", 1, nil, [16]byte{}, "")
+	gone, err := n.m.Create("gone", 1, nil, [16]byte{}, "", Placement{RF: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	renewed, err := n.m.Create("renewed", 1, nil, [16]byte{}, "")
+	renewed, err := n.m.Create("renewed", 1, nil, [16]byte{}, "", Placement{RF: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestSyncRacingCreates(t *testing.T) {
 	}()
 	for i := range 100 {
 		name := fmt.Sprintf("t%d", i)
-		if _, err := n.m.Create(name, 1, nil, [16]byte{}, ""); err != nil {
+		if _, err := n.m.Create(name, 1, nil, [16]byte{}, "", Placement{RF: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if n.m.Topic(name) == nil {

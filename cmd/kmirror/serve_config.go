@@ -46,8 +46,8 @@ type setting struct {
 // serverSettings is every key kmirror applies, in application order. Every other
 // name some Kafka release knows (internal/kafkaconfigs) is accepted and
 // ignored: operators keep one server.properties for Kafka and kmirror, and
-// most of Kafka's settings (thread pools, replication, ZooKeeper, KRaft
-// quorum) have nothing to act on in a single kmirror node. Where Kafka
+// most of Kafka's settings (thread pools, ZooKeeper, KRaft quorum
+// internals) have nothing to act on in kmirror. Where Kafka
 // lets one key take precedence over another, the winner comes later and so
 // overwrites: log.dirs after log.dir, log.roll.ms after log.roll.hours,
 // log.retention.ms after .minutes after .hours, and controller.listener.names
@@ -91,12 +91,55 @@ var serverSettings = []setting{
 			c.Cluster.HeartbeatInterval = time.Duration(n) * time.Millisecond
 			return err
 		}},
-	{Def: settings.Def{Name: "default.replication.factor", Doc: "replication factor of new topics: 1 (replicas on several nodes are not supported yet)"},
+	{Def: brokerDef("default.replication.factor", "replicas of auto-created topics and of CreateTopics with replication factor -1, an integer >= 1 (default "+strconv.Itoa(broker.DefaultReplicationFactor)+")"),
+		apply: func(c *broker.Config, v string) (err error) {
+			c.DefaultReplicationFactor, err = settings.Int32(v, 1)
+			return err
+		}},
+
+	// Replication: the ISR and the followers' fetchers.
+	{Def: brokerDef("min.insync.replicas", "in-sync replicas an acks=all write needs, the default of the topic config, an integer >= 1 (default "+strconv.Itoa(broker.DefaultMinInsyncReplicas)+")"),
 		apply: func(c *broker.Config, v string) error {
 			n, err := settings.Int32(v, 1)
-			if err == nil && n != 1 {
-				err = fmt.Errorf("only 1 is supported until kmirror replicates partitions between nodes (got %d)", n)
-			}
+			c.MinInsyncReplicas = int(n)
+			return err
+		}},
+	{Def: brokerDef("unclean.leader.election.enable", "let an out-of-sync replica lead when no in-sync one is left, the default of the topic config, true or false (default false)"),
+		apply: func(c *broker.Config, v string) (err error) {
+			c.UncleanLeaderElection, err = settings.ParseBool(v)
+			return err
+		}},
+	{Def: settings.Def{Name: "replica.lag.time.max.ms", Doc: "a follower not caught up with its leader for this long leaves the ISR, an integer >= 1 (default 30000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int64(v, 1)
+			c.Replication.LagTimeMax = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "num.replica.fetchers", Doc: "fetcher connections a follower opens per leader broker, an integer >= 1 (default 1)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.Replication.NumFetchers = int(n)
+			return err
+		}},
+	{Def: settings.Def{Name: "replica.fetch.max.bytes", Doc: "bytes a follower fetches per partition and request, an integer >= 1 (default 1048576)"},
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Replication.FetchMaxBytes, err = settings.Int32(v, 1)
+			return err
+		}},
+	{Def: settings.Def{Name: "replica.fetch.response.max.bytes", Doc: "bytes a follower fetches per request, an integer >= 1 (default 10485760)"},
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Replication.FetchResponseMaxBytes, err = settings.Int32(v, 1)
+			return err
+		}},
+	{Def: settings.Def{Name: "replica.fetch.min.bytes", Doc: "bytes a follower's fetch waits for, an integer >= 1 (default 1)"},
+		apply: func(c *broker.Config, v string) (err error) {
+			c.Replication.FetchMinBytes, err = settings.Int32(v, 1)
+			return err
+		}},
+	{Def: settings.Def{Name: "replica.fetch.wait.max.ms", Doc: "longest a leader holds a follower's fetch for replica.fetch.min.bytes, an integer >= 1 (default 500)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.Replication.FetchWaitMax = time.Duration(n) * time.Millisecond
 			return err
 		}},
 

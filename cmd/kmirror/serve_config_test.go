@@ -170,8 +170,15 @@ func TestLoadServeConfig(t *testing.T) {
 		{name: "metrics partition labels", overrides: []string{"metrics.mirror.partition.labels=TRUE"},
 			edit: func(c *broker.Config) { c.MetricsMirrorPartitionLabels = true }},
 		{name: "ignored keys", contents: "process.roles=broker,controller\ncontroller.quorum.voters=1@localhost:9093\n" +
-			"num.network.threads=abc\nmin.insync.replicas=2\n", edit: func(c *broker.Config) {
+			"num.network.threads=abc\n", edit: func(c *broker.Config) {
 			c.Cluster.Voters = []meta.Voter{{ID: 1, Addr: "localhost:9093"}}
+		}},
+		{name: "replication settings", contents: "default.replication.factor=3\nmin.insync.replicas=2\nunclean.leader.election.enable=TRUE\n" +
+			"replica.lag.time.max.ms=10000\nnum.replica.fetchers=4\nreplica.fetch.max.bytes=2048\nreplica.fetch.response.max.bytes=4096\n" +
+			"replica.fetch.min.bytes=16\nreplica.fetch.wait.max.ms=100\n", edit: func(c *broker.Config) {
+			c.DefaultReplicationFactor, c.MinInsyncReplicas, c.UncleanLeaderElection = 3, 2, true
+			c.Replication = broker.ReplicationConfig{LagTimeMax: 10 * time.Second, NumFetchers: 4, FetchMaxBytes: 2048,
+				FetchResponseMaxBytes: 4096, FetchMinBytes: 16, FetchWaitMax: 100 * time.Millisecond}
 		}},
 		{name: "mirror settings", overrides: []string{"mirror.metadata.refresh.interval.ms=0", "mirror.failed.retry.initial.backoff.ms=100",
 			"mirror.failed.retry.max.backoff.ms=300000", "mirror.failed.retry.max.attempts=0"},
@@ -268,6 +275,15 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"producer expiration zero", "producer.id.expiration.ms=0", nil, `producer.id.expiration.ms: want an integer >= 1`},
 		{"cleanup policy", "log.cleanup.policy=compress", nil, `log.cleanup.policy: want delete, compact or compact,delete (got "compress") (line 1 of {file})`},
 		{"cleanup policy empty", "log.cleanup.policy=", nil, `log.cleanup.policy: want delete, compact or compact,delete (got "")`},
+		{"replication factor zero", "default.replication.factor=0", nil, `default.replication.factor: want an integer >= 1 (got "0") (line 1 of {file})`},
+		{"min.insync.replicas zero", "min.insync.replicas=0", nil, `min.insync.replicas: want an integer >= 1 (got "0")`},
+		{"unclean election not a boolean", "unclean.leader.election.enable=yes", nil, `unclean.leader.election.enable: want true or false (got "yes")`},
+		{"replica lag zero", "replica.lag.time.max.ms=0", nil, `replica.lag.time.max.ms: want an integer >= 1 (got "0")`},
+		{"replica fetchers zero", "num.replica.fetchers=0", nil, `num.replica.fetchers: want an integer >= 1 (got "0")`},
+		{"replica fetch max bytes negative", "replica.fetch.max.bytes=-1", nil, `replica.fetch.max.bytes: want an integer >= 1 (got "-1")`},
+		{"replica fetch response max bytes text", "replica.fetch.response.max.bytes=10M", nil, `replica.fetch.response.max.bytes: want an integer >= 1 (got "10M")`},
+		{"replica fetch min bytes zero", "replica.fetch.min.bytes=0", nil, `replica.fetch.min.bytes: want an integer >= 1 (got "0")`},
+		{"replica fetch wait too big", "replica.fetch.wait.max.ms=2147483648", nil, `replica.fetch.wait.max.ms: want an integer <= 2147483647`},
 		{"log.dirs empty", "log.dirs= , ", nil, `log.dirs: want a comma-separated list of directories (got ",")`},
 		{"log.dir empty", "log.dir=", nil, `log.dir: want a comma-separated list of directories (got "") (line 1 of {file})`},
 
@@ -363,8 +379,7 @@ func TestSettingsTable(t *testing.T) {
 	for _, name := range []string{"inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
 		"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
 		"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-		"min.insync.replicas"} {
+		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr"} {
 		if lookupSetting(name) != nil || !kafkaconfigs.Known(name) {
 			t.Errorf("%s: want an accepted, ignored key", name)
 		}
@@ -425,7 +440,7 @@ func TestLoadServeConfigIgnoresKafkaSettings(t *testing.T) {
 		"inter.broker.protocol.version=3.9\nport=9092\nprocess.roles=broker,controller\n"+
 		"listener.name.internal.ssl.keystore.location=/k.jks\nlistener.name.sasl.scram-sha-256.sasl.jaas.config=x\n"+
 		"num.partitions=4\n")
-	cfg, ignored, err := loadServeConfig(path, []string{"delete.topic.enable=false", "unclean.leader.election.enable=true"})
+	cfg, ignored, err := loadServeConfig(path, []string{"delete.topic.enable=false", "log.flush.scheduler.interval.ms=1000"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,8 +451,8 @@ func TestLoadServeConfigIgnoresKafkaSettings(t *testing.T) {
 		t.Errorf("KafkaSettings (described as static) = %v", cfg.KafkaSettings)
 	}
 	want := []string{"delete.topic.enable", "inter.broker.protocol.version", "listener.name.internal.ssl.keystore.location",
-		"listener.name.sasl.scram-sha-256.sasl.jaas.config", "log.message.format.version", "num.io.threads",
-		"num.network.threads", "port", "unclean.leader.election.enable", "zookeeper.connect"}
+		"listener.name.sasl.scram-sha-256.sasl.jaas.config", "log.flush.scheduler.interval.ms", "log.message.format.version",
+		"num.io.threads", "num.network.threads", "port", "zookeeper.connect"}
 	if !reflect.DeepEqual(ignored, want) {
 		t.Fatalf("ignored\n got %q\nwant %q", ignored, want)
 	}
@@ -484,8 +499,7 @@ func TestServeHelpNamesIgnoredSettings(t *testing.T) {
 // KRaft settings: Kafka's single-node file is a node alone; three voters
 // with a CONTROLLER listener are a cluster, and a broker-only node joins
 // them without one; what kmirror cannot be yet (controller-only nodes, a
-// dynamic quorum, replication factors above 1) is refused, naming the
-// setting.
+// dynamic quorum) is refused, naming the setting.
 func TestLoadServeConfigQuorum(t *testing.T) {
 	t.Parallel()
 	const three = "process.roles=broker,controller\nnode.id=2\n" +
@@ -520,8 +534,8 @@ func TestLoadServeConfigQuorum(t *testing.T) {
 		{"a broker-only node without voters", "process.roles=broker\n", "a broker-only node joins a quorum of several voters, got 0", 0},
 		{"controller only", "process.roles=controller\n", "controller-only nodes are not supported yet", 0},
 		{"several bootstrap controllers", "controller.quorum.bootstrap.servers=a:9093,b:9093\n", "controller.quorum.bootstrap.servers", 0},
-		{"replication factor 3", "default.replication.factor=3\n", "default.replication.factor", 0},
-		{"replication factor 1", "default.replication.factor=1\n", "", 0},
+		{"replication factor 3", "default.replication.factor=3\n", "", 0},
+		{"replication factor 0", "default.replication.factor=0\n", "default.replication.factor", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
