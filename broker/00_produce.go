@@ -58,7 +58,11 @@ var errReadOnlyTopic = kerr.PolicyViolation.Code
 // REQUEST_TIMED_OUT after the request's timeout. On one node the two
 // answer alike and at once: every append raises the high watermark to the
 // log end before its answer (Partition.Appended). A replicated leader
-// will wait in AwaitHighWatermark for its in-sync replicas.
+// waits in AwaitHighWatermark for its in-sync replicas. acks=all to a
+// partition with fewer in-sync replicas than its min.insync.replicas is
+// refused before the append (NOT_ENOUGH_REPLICAS), and answered
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it while the
+// produce waited, as Kafka's.
 //
 // Authorization: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for
 // its partitions (after UNKNOWN_TOPIC_ID for an unknown topic ID, before
@@ -125,8 +129,17 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				sp.ErrorMessage = &msg
 			default:
 				p := t.Partitions()[rp.Partition]
+				minISR := 0
+				if req.Acks == -1 {
+					if minISR = b.MinInsyncReplicas(t.Name()); p.ISRSize() < minISR {
+						sp.ErrorCode = kerr.NotEnoughReplicas.Code
+						msg := fmt.Sprintf("the partition has %d in-sync replicas, fewer than min.insync.replicas=%d", p.ISRSize(), minISR)
+						sp.ErrorMessage = &msg
+						break
+					}
+				}
 				if end := b.producePartition(r, p, rp.Records, &sp); req.Acks == -1 && end > 0 {
-					b.produceAcksAll(p, end, &sp, &deadline, req.TimeoutMillis)
+					b.produceAcksAll(p, end, &sp, &deadline, req.TimeoutMillis, minISR)
 				}
 			}
 			if sp.ErrorCode != 0 {
@@ -233,16 +246,24 @@ func (b *Broker) producePartition(r *request, p *partition.Partition, records []
 // partitions of a request share one deadline, the request's timeout from
 // the first wait. On one node the high watermark is already there and
 // nothing waits.
-func (b *Broker) produceAcksAll(p *partition.Partition, end int64, sp *kmsg.ProduceResponseTopicPartition, deadline *time.Time, timeoutMs int32) {
-	if p.Log().HighWatermark() >= end {
-		return // always, on one node
+func (b *Broker) produceAcksAll(p *partition.Partition, end int64, sp *kmsg.ProduceResponseTopicPartition, deadline *time.Time, timeoutMs int32, minISR int) {
+	if p.Log().HighWatermark() < end { // on one node it always is
+		if deadline.IsZero() {
+			*deadline = time.Now().Add(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
+		}
+		if !p.AwaitHighWatermark(end, time.Until(*deadline), b.closing) {
+			sp.ErrorCode = kerr.RequestTimedOut.Code
+			msg := fmt.Sprintf("the high watermark did not reach %d within the request's %d ms", end, timeoutMs)
+			sp.ErrorMessage = &msg
+			return
+		}
 	}
-	if deadline.IsZero() {
-		*deadline = time.Now().Add(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
-	}
-	if !p.AwaitHighWatermark(end, time.Until(*deadline), b.closing) {
-		sp.ErrorCode = kerr.RequestTimedOut.Code
-		msg := fmt.Sprintf("the high watermark did not reach %d within the request's %d ms", end, timeoutMs)
+	if n := p.ISRSize(); n < minISR {
+		// In the log and committed, but the ISR shrank below the minimum
+		// meanwhile: Kafka's DelayedProduce answers so, and the producer
+		// retries (a duplicate for an idempotent one).
+		sp.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
+		msg := fmt.Sprintf("appended, but the partition has %d in-sync replicas now, fewer than min.insync.replicas=%d", n, minISR)
 		sp.ErrorMessage = &msg
 	}
 }

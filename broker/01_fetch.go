@@ -98,7 +98,10 @@ type fetchScratch struct {
 	topics []fetchTopic
 	// img is the metadata image of the request being answered, nil
 	// between requests.
-	img     *meta.Image
+	img *meta.Image
+	// replica is the follower's node id of a replica fetch, -1 for a
+	// consumer's.
+	replica int32
 	aborted []storage.AbortedTxn
 	wake    chan struct{}
 	timer   *time.Timer
@@ -122,6 +125,10 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	fs.parts, fs.topics = fs.parts[:0], fs.topics[:0]
 	fs.img = b.image()
 	defer func() { fs.img = nil }()
+	fs.replica = -1
+	if isFollowerFetch(req) {
+		fs.replica = max(req.ReplicaID, req.ReplicaState.ID)
+	}
 
 	sess, sessErr := b.fetchSessionFor(req, fs)
 	if sess != nil {
@@ -356,7 +363,15 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 	// returns its first batch whole when that batch alone is larger.
 	limit := min(int64(fp.maxBytes), *budget)
 	upTo := p.Log().HighWatermark()
-	if committed {
+	switch {
+	case fs.replica >= 0:
+		// A follower copies the whole log; its fetch offset is its log
+		// end, which moves the high watermark (replicas.go).
+		upTo = p.Log().LogEndOffset()
+		if p.ReplicaFetched(fs.replica, fp.offset, time.Now()) {
+			b.isrChangeWanted()
+		}
+	case committed:
 		upTo = p.Log().LastStableOffset()
 	}
 	var err error

@@ -17,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/partition"
+	"github.com/kmirror/kmirror/replicate"
 	"github.com/kmirror/kmirror/state"
 	"github.com/kmirror/kmirror/storage"
 	"github.com/kmirror/kmirror/txn"
@@ -41,6 +42,11 @@ type Broker struct {
 	srv   *netio.Server
 	// partitions are the topics and partition logs the node hosts.
 	partitions *partition.Manager
+	// replicas fetch the partitions this node follows from their leaders
+	// (replication.go); nil for a bare broker.
+	replicas *replicate.Manager
+	// isrWake asks isrLoop for a pass now (isr.go).
+	isrWake chan struct{}
 
 	// advertised is what Metadata and DescribeCluster tell clients, fixed
 	// once the listeners are bound.
@@ -239,9 +245,19 @@ func New(cfg Config) (*Broker, error) {
 	b.srv = srv
 	b.advertised = advertisedListeners(cfg, srv.Listeners()[:len(cfg.Listeners)]) // not the CONTROLLER one
 	b.publishImage()
+	if b.replicas = newReplicas(b); b.replicas != nil {
+		if parts, err := store.PartitionAssignments(); err == nil { // else the first reconcile's
+			b.applyAssignments(parts)
+		}
+	}
 	b.bg.Add(2)
 	go b.maintain()
 	go b.checkpointLoop()
+	if b.replicas != nil {
+		b.isrWake = make(chan struct{}, 1)
+		b.bg.Add(1)
+		go b.isrLoop()
+	}
 	if !cfg.DeferServing {
 		b.StartServing()
 	}
@@ -358,6 +374,9 @@ func (b *Broker) Close() error {
 			errs = append(errs, fmt.Errorf("stopping listeners: %w", err))
 		}
 		b.bg.Wait()
+		if b.replicas != nil {
+			b.replicas.Close() // before the logs they append to
+		}
 		// The last high watermarks, for the next start (Kafka writes the
 		// checkpoint at shutdown too). The loop has stopped.
 		if err := b.partitions.CheckpointHighWatermarks(); err != nil {

@@ -40,10 +40,17 @@ func (b *Broker) Reconcile(changes state.Changes) error {
 		}
 	}
 	if changes&(state.ChangedTopics|state.ChangedCluster) != 0 {
-		if err := b.followAssignedEpochs(); err != nil {
+		parts, err := b.store.PartitionAssignments()
+		if err == nil {
+			err = b.followAssignedEpochs(parts)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 		b.publishImage()
+		if parts != nil {
+			b.applyAssignments(parts)
+		}
 	}
 	if changes&state.ChangedACLs != 0 {
 		b.aclsChanged()
@@ -129,11 +136,7 @@ func (b *Broker) replicationFactorMsg(rf int) (string, error) {
 // node leads to its assignment's (the controller bumps it at each
 // election), so that its appends are stamped with the epoch clients and
 // followers are told.
-func (b *Broker) followAssignedEpochs() error {
-	parts, err := b.store.PartitionAssignments()
-	if err != nil {
-		return err
-	}
+func (b *Broker) followAssignedEpochs(parts []state.PartitionAssignment) error {
 	raise := map[[16]byte]map[int32]int32{}
 	for _, a := range parts {
 		if a.Leader != b.cfg.NodeID {

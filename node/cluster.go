@@ -65,7 +65,8 @@ func (n *Node) openMetadataLog(cfg broker.Config) error {
 		}
 	}
 	n.store.SetReplicator(l)
-	n.controller = meta.NewController(l, n.store, meta.ControllerConfig{SessionTimeout: cfg.Cluster.SessionTimeout})
+	n.controller = meta.NewController(l, n.store, meta.ControllerConfig{SessionTimeout: cfg.Cluster.SessionTimeout,
+		UncleanLeaderElection: cfg.UncleanLeaderElection})
 	return nil
 }
 

@@ -41,6 +41,9 @@ type Partition struct {
 	// of one load whether it moved the epoch.
 	published atomic.Int32
 
+	// replicas is the partition's replica set (replicas.go).
+	replicas replicaSet
+
 	waitMu  sync.Mutex
 	waiters []chan struct{}
 }
@@ -122,12 +125,14 @@ func (p *Partition) Waiting() int {
 }
 
 // Appended is called after every append the node makes to p (produce,
-// mirror appends, transaction markers and other control batches). On one
-// node the appended records are committed at once, so it raises the high
-// watermark to the log end (see hw_checkpoint.go), has p's leader epoch
-// published if the append moved it, then wakes p's waiters.
+// mirror appends, transaction markers and other control batches). A
+// partition committed at every append (one without an assignment, or
+// whose ISR is this node alone) raises its high watermark to the log end
+// (see hw_checkpoint.go); a leader with followers moves it as they fetch
+// (replicas.go). Appended has p's leader epoch published if the append
+// moved it, then wakes p's waiters.
 func (p *Partition) Appended() {
-	p.log.SetHighWatermark(p.log.LogEndOffset())
+	p.advanceHighWatermark()
 	p.epochMaybeMoved()
 	p.wake()
 }

@@ -1,0 +1,93 @@
+package broker
+
+import (
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/replicate"
+	"github.com/kmirror/kmirror/state"
+)
+
+// Replication (DESIGN.md "The cluster", "Data"): each partition takes its
+// assignment from the metadata log at every reconcile (partition's
+// replica set: the leader moves its high watermark as its followers
+// fetch), and the partitions this node follows are fetched from their
+// leaders (replicate/). A leader serves its followers' fetches up to its
+// log end and records their progress (01_fetch.go); acks=all waits for
+// the ISR (00_produce.go).
+
+// newReplicas is the node's replica fetchers; none for a bare broker,
+// which has no metadata log and leads all it hosts.
+func newReplicas(b *Broker) *replicate.Manager {
+	if b.cfg.MetadataQuorum == nil {
+		return nil
+	}
+	rc := b.cfg.Replication
+	return replicate.NewManager(replicate.Config{NodeID: b.cfg.NodeID, LeaderAddr: b.leaderAddr, Logger: b.log,
+		Fetchers: rc.NumFetchers, MaxWait: rc.FetchWaitMax, MinBytes: rc.FetchMinBytes,
+		MaxBytes: rc.FetchResponseMaxBytes, PartitionMaxBytes: rc.FetchMaxBytes})
+}
+
+// leaderAddr is the address followers reach node id at: its listener of
+// the name of this node's first listener (Kafka's inter.broker.listener.name
+// defaults to the security protocol's listener; every node of a cluster
+// has the same listener names).
+func (b *Broker) leaderAddr(id int32) (string, bool) {
+	im := b.image()
+	if im == nil || len(b.advertised) == 0 {
+		return "", false
+	}
+	br := im.Broker(id)
+	if br == nil {
+		return "", false
+	}
+	for _, l := range br.Listeners {
+		if l.Name == b.advertised[0].Name {
+			return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))), true
+		}
+	}
+	return "", false
+}
+
+// applyAssignments gives every hosted partition its assignment from the
+// store and has the replica fetchers follow the partitions this node is a
+// follower of, whose leader is live in the image. A partition without an
+// assignment (a bare broker, a topic older than the metadata log) stays
+// committed at every append.
+func (b *Broker) applyAssignments(parts []state.PartitionAssignment) {
+	if b.replicas == nil {
+		return
+	}
+	self := b.cfg.NodeID
+	im := b.image()
+	var follow []replicate.Target
+	for _, a := range parts {
+		t := b.partitions.TopicByID(a.TopicID)
+		if t == nil {
+			continue
+		}
+		p := t.Partition(a.Partition)
+		if p == nil {
+			continue
+		}
+		p.SetAssignment(self, assignmentOf(a))
+		if a.Leader == self || a.Leader < 0 || !slices.Contains(a.Replicas, self) || !leaderLive(im, t.Name(), a.Partition) {
+			continue
+		}
+		follow = append(follow, replicate.Target{Topic: t.Name(), TopicID: a.TopicID, Partition: a.Partition,
+			Replica: p, Leader: a.Leader, LeaderEpoch: a.LeaderEpoch})
+	}
+	b.replicas.Follow(follow)
+}
+
+// leaderLive reports whether the image names a leader for the partition
+// (a fenced leader is none).
+func leaderLive(im *meta.Image, topic string, p int32) bool {
+	if im == nil || im.Topic(topic) == nil {
+		return false
+	}
+	ip := im.Partition(topic, p)
+	return ip != nil && ip.Leader >= 0
+}

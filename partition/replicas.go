@@ -1,0 +1,270 @@
+package partition
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// A partition's replica set, as Kafka's Partition keeps it (DESIGN.md
+// "The cluster"): the controller's assignment (leader, epochs, replicas,
+// ISR), and on the leader each follower's progress, from which the high
+// watermark moves (the smallest log end in the ISR) and the ISR is kept
+// (a follower that has not caught up within replica.lag.time.max.ms
+// leaves it, one caught up with the high watermark rejoins: ISRChanges).
+//
+// A partition with no assignment, or whose ISR is this node alone, is
+// committed at every append, as on a single node: Appended raises the
+// high watermark to the log end. A follower's high watermark is its
+// leader's, as far as its own log reaches (AppendReplica).
+
+// Assignment is a partition's replica set as the metadata log holds it.
+type Assignment struct {
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+}
+
+// followerProgress is what the leader knows of one follower: its log end
+// (the offset of its last fetch, -1 before one in this leadership), when
+// it last fetched and the leader's log end then, and when it was last
+// caught up with the leader's log end (Kafka's Replica fetch state).
+type followerProgress struct {
+	logEnd          int64
+	lastFetch       time.Time
+	leaderEndAtLast int64
+	lastCaughtUp    time.Time
+}
+
+// replicaSet is a partition's assignment and, on its leader, its
+// followers' progress; guarded by mu.
+type replicaSet struct {
+	mu sync.Mutex
+	// assigned is false for a partition without an assignment (a node
+	// alone, or a topic a single node held before its metadata log).
+	assigned  bool
+	self      int32
+	a         Assignment
+	followers map[int32]*followerProgress
+}
+
+// SetAssignment records p's assignment for node self, from the metadata
+// log. Becoming leader (or a new leader epoch) starts the followers'
+// progress afresh: their log ends are unknown until they fetch, and the
+// ISR members count as caught up now, so that none leaves the ISR before
+// it had replica.lag.time.max.ms to fetch (Kafka's makeLeader).
+func (p *Partition) SetAssignment(self int32, a Assignment) {
+	rs := &p.replicas
+	rs.mu.Lock()
+	newLeadership := a.Leader == self && (!rs.assigned || rs.a.Leader != self || rs.a.LeaderEpoch != a.LeaderEpoch)
+	rs.assigned, rs.self = true, self
+	rs.a = Assignment{Leader: a.Leader, LeaderEpoch: a.LeaderEpoch, PartitionEpoch: a.PartitionEpoch,
+		Replicas: slices.Clone(a.Replicas), ISR: slices.Clone(a.ISR)}
+	switch {
+	case a.Leader != self:
+		rs.followers = nil
+	case newLeadership:
+		now := time.Now()
+		rs.followers = map[int32]*followerProgress{}
+		for _, id := range a.Replicas {
+			if id != self {
+				fp := &followerProgress{logEnd: -1, leaderEndAtLast: -1}
+				if slices.Contains(a.ISR, id) {
+					fp.lastCaughtUp = now
+				}
+				rs.followers[id] = fp
+			}
+		}
+	}
+	rs.mu.Unlock()
+	p.advanceHighWatermark() // an ISR that shrank may let it move
+}
+
+// ClearAssignment makes p a partition without an assignment again.
+func (p *Partition) ClearAssignment() {
+	rs := &p.replicas
+	rs.mu.Lock()
+	rs.assigned, rs.followers = false, nil
+	rs.mu.Unlock()
+	p.advanceHighWatermark()
+}
+
+// Assignment is p's assignment, ok false without one.
+func (p *Partition) Assignment() (a Assignment, ok bool) {
+	rs := &p.replicas
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.assigned {
+		return Assignment{}, false
+	}
+	a = rs.a
+	a.Replicas, a.ISR = slices.Clone(a.Replicas), slices.Clone(a.ISR)
+	return a, true
+}
+
+// ISRSize is the number of in-sync replicas (1 without an assignment):
+// acks=all needs min.insync.replicas of them.
+func (p *Partition) ISRSize() int {
+	rs := &p.replicas
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.assigned {
+		return 1
+	}
+	return len(rs.a.ISR)
+}
+
+// ReplicaFetched records a follower's fetch at offset (its log end) on
+// the leader, and moves the high watermark when the follower is in the
+// ISR. A fetch from a node that is not a follower of p, or on a node
+// that does not lead p, is ignored. It reports whether the follower,
+// outside the ISR, is now caught up enough to rejoin it (ISRChanges).
+func (p *Partition) ReplicaFetched(replica int32, offset int64, now time.Time) (rejoin bool) {
+	rs := &p.replicas
+	rs.mu.Lock()
+	fp := rs.followers[replica]
+	if fp == nil || !rs.assigned || rs.a.Leader != rs.self {
+		rs.mu.Unlock()
+		return false
+	}
+	leaderEnd := p.log.LogEndOffset()
+	switch {
+	case offset >= leaderEnd:
+		fp.lastCaughtUp = later(fp.lastCaughtUp, now)
+	case offset >= fp.leaderEndAtLast && fp.leaderEndAtLast >= 0:
+		fp.lastCaughtUp = later(fp.lastCaughtUp, fp.lastFetch)
+	}
+	fp.logEnd, fp.lastFetch, fp.leaderEndAtLast = offset, now, leaderEnd
+	inISR := slices.Contains(rs.a.ISR, replica)
+	rejoin = !inISR && p.mayRejoin(offset)
+	rs.mu.Unlock()
+	if inISR {
+		p.advanceHighWatermark()
+	}
+	return rejoin
+}
+
+// mayRejoin reports whether a follower at log end offset may rejoin the
+// ISR: it holds the high watermark and everything of the current leader
+// epoch before it (Kafka's isFollowerInSync).
+func (p *Partition) mayRejoin(offset int64) bool {
+	return offset >= p.log.HighWatermark() && offset >= p.epochStart()
+}
+
+// epochStart is the first offset of the leader's current epoch in its
+// log (its log end when it has appended nothing in that epoch yet).
+func (p *Partition) epochStart() int64 {
+	if e, ok := p.log.Epochs().Latest(); ok && e.Epoch >= p.replicas.a.LeaderEpoch {
+		return e.StartOffset
+	}
+	return p.log.LogEndOffset()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// advanceHighWatermark raises the high watermark to the smallest log end
+// in the ISR (the log end itself on a partition committed at every
+// append), and wakes the waiters when it moved. A follower's is left to
+// AppendReplica.
+func (p *Partition) advanceHighWatermark() {
+	hw := p.log.LogEndOffset()
+	rs := &p.replicas
+	rs.mu.Lock()
+	if rs.assigned {
+		if rs.a.Leader != rs.self {
+			rs.mu.Unlock()
+			return
+		}
+		for _, id := range rs.a.ISR {
+			if id == rs.self {
+				continue
+			}
+			fp := rs.followers[id]
+			if fp == nil || fp.logEnd < 0 {
+				rs.mu.Unlock()
+				return // not heard from yet in this leadership
+			}
+			hw = min(hw, fp.logEnd)
+		}
+	}
+	rs.mu.Unlock()
+	if p.log.SetHighWatermark(hw) {
+		p.wake()
+	}
+}
+
+// ISRChange is an ISR the leader asks the controller for.
+type ISRChange struct {
+	LeaderEpoch, PartitionEpoch int32
+	ISR                         []int32
+}
+
+// ISRChanges is the ISR change p's leader should ask for now, ok false
+// when none: the ISR without the followers that have not caught up
+// within lagMax (replica.lag.time.max.ms), with the followers outside it
+// that are caught up (mayRejoin), fetched within lagMax and eligible
+// (registered, unfenced and not shutting down: Kafka's
+// isReplicaIsrEligible; the controller refuses the others). The leader
+// stays in its ISR.
+func (p *Partition) ISRChanges(now time.Time, lagMax time.Duration, eligible func(id int32) bool) (ISRChange, bool) {
+	rs := &p.replicas
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.assigned || rs.a.Leader != rs.self {
+		return ISRChange{}, false
+	}
+	var isr []int32
+	changed := false
+	for _, id := range rs.a.Replicas {
+		fp := rs.followers[id]
+		inISR := slices.Contains(rs.a.ISR, id)
+		switch {
+		case id == rs.self:
+			isr = append(isr, id)
+			changed = changed || !inISR
+		case fp == nil:
+			if inISR {
+				isr = append(isr, id)
+			}
+		case inISR && now.Sub(fp.lastCaughtUp) > lagMax:
+			changed = true // out of sync: leaves
+		case inISR:
+			isr = append(isr, id)
+		case fp.logEnd >= 0 && p.mayRejoin(fp.logEnd) && now.Sub(fp.lastFetch) <= lagMax && eligible(id):
+			isr = append(isr, id)
+			changed = true
+		}
+	}
+	if !changed {
+		return ISRChange{}, false
+	}
+	return ISRChange{LeaderEpoch: rs.a.LeaderEpoch, PartitionEpoch: rs.a.PartitionEpoch, ISR: isr}, true
+}
+
+// AppendReplica appends a follower's fetch from its leader: batches
+// verified by the caller, at the leader's offsets, then the high
+// watermark the leader sent as far as this log reaches, and the leader's
+// log start when it moved up.
+func (p *Partition) AppendReplica(batches []byte, leaderHW, leaderLogStart int64) error {
+	if len(batches) > 0 {
+		if _, err := p.log.AppendMirror(batches); err != nil {
+			return err
+		}
+	}
+	if leaderLogStart > p.log.LogStartOffset() && leaderLogStart <= p.log.LogEndOffset() {
+		if err := p.log.SetLogStartOffset(leaderLogStart); err != nil {
+			return err
+		}
+	}
+	if p.log.SetHighWatermark(min(leaderHW, p.log.LogEndOffset())) || len(batches) > 0 {
+		p.wake()
+	}
+	return nil
+}

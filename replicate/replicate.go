@@ -1,0 +1,511 @@
+// Package replicate is the follower side of Kafka's replication (DESIGN.md
+// "The cluster", "Data"): for every partition this node follows, it
+// fetches from the partition's leader with Fetch as a replica (its node
+// id and broker epoch, the current leader epoch, the epoch of its last
+// record), appends the leader's batches byte for byte at the leader's
+// offsets through the partition's append path (the one mirroring uses),
+// takes the leader's high watermark as far as its own log reaches, and
+// truncates where the leader says its log diverged (KIP-320's
+// DivergingEpoch) or to the leader's bounds when its offset is out of
+// range.
+//
+// num.replica.fetchers fetchers per leader node, each a goroutine with
+// one connection, ask for the partitions that node leads for this one,
+// each partition on the fetcher its topic id and number hash to. The set comes from the metadata image at each
+// reconcile (Manager.Follow): a partition whose leader moves leaves one
+// fetcher and joins another, at its own log end.
+//
+// WHY its own package: the mirror fetchers (fetch/) copy another
+// cluster, with its identity, throttles and KIP-1279 states; a replica
+// fetcher copies a leader of this cluster and needs none of it. What they
+// share is the append path (partition/), and later the raw connection
+// (DESIGN.md's internal/kconn); today this one speaks through kgo.
+package replicate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/batch"
+)
+
+// Replica is a partition as its follower writes it (*partition.Partition).
+type Replica interface {
+	LogEndOffset() int64
+	// LatestEpoch is the leader epoch of the log's last record.
+	LatestEpoch() (epoch int32, ok bool)
+	// AppendReplica appends verified batches at their own offsets, then
+	// takes the leader's high watermark and log start.
+	AppendReplica(batches []byte, leaderHW, leaderLogStart int64) error
+	TruncateTo(offset int64) error
+	RestartAt(offset int64) error
+}
+
+// Target is one partition to follow.
+type Target struct {
+	Topic       string
+	TopicID     [16]byte
+	Partition   int32
+	Replica     Replica
+	Leader      int32
+	LeaderEpoch int32
+}
+
+// key names a followed partition.
+type key struct {
+	id        [16]byte
+	partition int32
+}
+
+// Config configures the fetchers, with Kafka's settings.
+type Config struct {
+	// NodeID is this node's id, the replica id of its fetches;
+	// BrokerEpoch its broker epoch (-1 while unregistered).
+	NodeID      int32
+	BrokerEpoch func() int64
+	// LeaderAddr is the host:port of node id's inter-broker listener,
+	// false while the image lists no such node.
+	LeaderAddr func(id int32) (string, bool)
+	// Fetchers is num.replica.fetchers (1): fetchers per leader.
+	Fetchers int
+	// MaxWait is replica.fetch.wait.max.ms (500 ms), MinBytes
+	// replica.fetch.min.bytes (1), MaxBytes replica.fetch.response.max.bytes
+	// (10 MiB), PartitionMaxBytes replica.fetch.max.bytes (1 MiB),
+	// Backoff replica.fetch.backoff.ms (1 s): the wait of a partition
+	// whose fetch failed.
+	MaxWait           time.Duration
+	MinBytes          int32
+	MaxBytes          int32
+	PartitionMaxBytes int32
+	Backoff           time.Duration
+	Logger            *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Fetchers <= 0 {
+		c.Fetchers = 1
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.MinBytes <= 0 {
+		c.MinBytes = 1
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 10 << 20
+	}
+	if c.PartitionMaxBytes <= 0 {
+		c.PartitionMaxBytes = 1 << 20
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.BrokerEpoch == nil {
+		c.BrokerEpoch = func() int64 { return -1 }
+	}
+}
+
+// Manager runs the node's replica fetchers.
+type Manager struct {
+	cfg Config
+
+	mu       sync.Mutex
+	fetchers map[slot]*fetcher
+	closed   bool
+}
+
+// slot is one of a leader's fetchers.
+type slot struct {
+	leader int32
+	n      int
+}
+
+// slotOf is the fetcher of t among Fetchers per leader.
+func (m *Manager) slotOf(t Target) slot {
+	h := uint32(t.Partition)
+	for _, b := range t.TopicID {
+		h = h*31 + uint32(b)
+	}
+	return slot{t.Leader, int(h % uint32(m.cfg.Fetchers))}
+}
+
+// NewManager is a manager following nothing yet.
+func NewManager(cfg Config) *Manager {
+	cfg.defaults()
+	return &Manager{cfg: cfg, fetchers: map[slot]*fetcher{}}
+}
+
+// Follow makes targets the partitions this node follows: each is fetched
+// from its leader, from its own log end; a partition no longer listed
+// stops being fetched (its leader moved here, or it left this node).
+func (m *Manager) Follow(targets []Target) {
+	bySlot := map[slot][]Target{}
+	for _, t := range targets {
+		bySlot[m.slotOf(t)] = append(bySlot[m.slotOf(t)], t)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	for sl, f := range m.fetchers {
+		if _, ok := bySlot[sl]; !ok {
+			f.stop()
+			delete(m.fetchers, sl)
+		}
+	}
+	for sl, ts := range bySlot {
+		f := m.fetchers[sl]
+		if f == nil {
+			f = newFetcher(m.cfg, sl.leader)
+			m.fetchers[sl] = f
+		}
+		f.set(ts)
+	}
+}
+
+// Following is the number of partitions followed.
+func (m *Manager) Following() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, f := range m.fetchers {
+		f.mu.Lock()
+		n += len(f.parts)
+		f.mu.Unlock()
+	}
+	return n
+}
+
+// Close stops every fetcher and waits for them.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	fs := m.fetchers
+	m.fetchers, m.closed = map[slot]*fetcher{}, true
+	m.mu.Unlock()
+	for _, f := range fs {
+		f.stop()
+	}
+}
+
+// fetcher fetches the partitions one leader leads for this node.
+type fetcher struct {
+	cfg    Config
+	leader int32
+
+	mu      sync.Mutex
+	parts   map[key]*followed
+	changed chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// followed is a partition's target and, after a failure, when it may be
+// fetched again.
+type followed struct {
+	Target
+	retryAt time.Time
+}
+
+func newFetcher(cfg Config, leader int32) *fetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fetcher{cfg: cfg, leader: leader, parts: map[key]*followed{}, changed: make(chan struct{}, 1),
+		cancel: cancel, done: make(chan struct{})}
+	go f.run(ctx)
+	return f
+}
+
+// set replaces the fetcher's partitions; a partition kept keeps its
+// backoff unless its leader epoch changed.
+func (f *fetcher) set(ts []Target) {
+	f.mu.Lock()
+	old := f.parts
+	f.parts = make(map[key]*followed, len(ts))
+	for _, t := range ts {
+		k := key{t.TopicID, t.Partition}
+		fp := &followed{Target: t}
+		if o := old[k]; o != nil && o.LeaderEpoch == t.LeaderEpoch && o.Replica == t.Replica {
+			fp.retryAt = o.retryAt
+		}
+		f.parts[k] = fp
+	}
+	f.mu.Unlock()
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	defer close(f.done)
+	var cl *kgo.Client
+	var clAddr string
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	var lastWarn time.Time
+	warn := func(msg string, args ...any) {
+		if time.Since(lastWarn) > 10*time.Second {
+			lastWarn = time.Now()
+			f.cfg.Logger.Warn(msg, append([]any{"leader", f.leader}, args...)...)
+		}
+	}
+	for ctx.Err() == nil {
+		ready, next := f.ready(time.Now())
+		addr, ok := f.cfg.LeaderAddr(f.leader)
+		if len(ready) == 0 || !ok {
+			f.sleep(ctx, next)
+			continue
+		}
+		if cl == nil || addr != clAddr {
+			if cl != nil {
+				cl.Close()
+			}
+			var err error
+			if cl, err = kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("kmirror-replica-%d", f.cfg.NodeID))); err != nil {
+				warn("replica fetcher: creating a client", "err", err)
+				cl = nil
+				f.backoff(ready)
+				continue
+			}
+			clAddr = addr
+		}
+		resp, err := f.fetch(ctx, cl, ready)
+		if err != nil {
+			if ctx.Err() == nil {
+				warn("replica fetcher: fetching from the leader", "addr", addr, "err", err)
+				f.backoff(ready)
+			}
+			continue
+		}
+		for _, res := range f.apply(ctx, cl, ready, resp) {
+			warn("replica fetcher", "topic", res.t.Topic, "partition", res.t.Partition, "err", res.err)
+		}
+	}
+}
+
+// ready is the partitions that may be fetched now, and the next time one
+// will be when none may.
+func (f *fetcher) ready(now time.Time) ([]*followed, time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ready []*followed
+	next := now.Add(time.Second)
+	for _, fp := range f.parts {
+		if !now.Before(fp.retryAt) {
+			ready = append(ready, fp)
+		} else if fp.retryAt.Before(next) {
+			next = fp.retryAt
+		}
+	}
+	return ready, next
+}
+
+// sleep waits until next, a change of the partitions, or the end.
+func (f *fetcher) sleep(ctx context.Context, next time.Time) {
+	t := time.NewTimer(max(time.Until(next), time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-f.changed:
+	case <-t.C:
+	}
+}
+
+// backoff holds parts back for the configured backoff.
+func (f *fetcher) backoff(parts []*followed) {
+	at := time.Now().Add(f.cfg.Backoff)
+	f.mu.Lock()
+	for _, fp := range parts {
+		fp.retryAt = at
+	}
+	f.mu.Unlock()
+}
+
+// fetch sends one Fetch for parts, from each one's log end.
+func (f *fetcher) fetch(ctx context.Context, cl *kgo.Client, parts []*followed) (*kmsg.FetchResponse, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = f.cfg.NodeID, f.cfg.NodeID, f.cfg.BrokerEpoch()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(f.cfg.MaxWait/time.Millisecond), f.cfg.MinBytes, f.cfg.MaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1 // sessionless
+	byTopic := map[[16]byte]int{}
+	for _, fp := range parts {
+		i, ok := byTopic[fp.TopicID]
+		if !ok {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = fp.Topic, fp.TopicID
+			req.Topics = append(req.Topics, rt)
+			i = len(req.Topics) - 1
+			byTopic[fp.TopicID] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch = fp.Partition, fp.Replica.LogEndOffset(), fp.LeaderEpoch
+		rp.LastFetchedEpoch = -1
+		if e, ok := fp.Replica.LatestEpoch(); ok {
+			rp.LastFetchedEpoch = e
+		}
+		rp.LogStartOffset, rp.PartitionMaxBytes = -1, f.cfg.PartitionMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	rctx, cancel := context.WithTimeout(ctx, f.cfg.MaxWait+30*time.Second)
+	defer cancel()
+	kresp, err := cl.SeedBrokers()[0].Request(rctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	if resp.Version < 13 {
+		return nil, fmt.Errorf("the leader answered Fetch v%d, want v13 or later (topic ids)", resp.Version)
+	}
+	return resp, nil
+}
+
+// partResult is a partition's failure, for the log.
+type partResult struct {
+	t   *followed
+	err error
+}
+
+// apply applies a Fetch answer to each partition, and backs off those
+// that failed; it returns the failures worth telling.
+func (f *fetcher) apply(ctx context.Context, cl *kgo.Client, parts []*followed, resp *kmsg.FetchResponse) []partResult {
+	byKey := make(map[key]*followed, len(parts))
+	for _, fp := range parts {
+		byKey[key{fp.TopicID, fp.Partition}] = fp
+	}
+	var failed []*followed
+	var told []partResult
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			sp := &rt.Partitions[j]
+			fp := byKey[key{rt.TopicID, sp.Partition}]
+			if fp == nil {
+				continue
+			}
+			if err := f.applyPartition(ctx, cl, fp, sp); err != nil {
+				failed = append(failed, fp)
+				if !isTransient(err) {
+					told = append(told, partResult{fp, err})
+				}
+			}
+		}
+	}
+	f.backoff(failed)
+	return told
+}
+
+// isTransient reports errors that a change of leader explains, which the
+// next image fixes: not worth a warning.
+func isTransient(err error) bool {
+	return errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch) ||
+		errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.UnknownTopicID) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition)
+}
+
+// applyPartition applies one partition's answer.
+func (f *fetcher) applyPartition(ctx context.Context, cl *kgo.Client, fp *followed, sp *kmsg.FetchResponseTopicPartition) error {
+	switch sp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		return f.outOfRange(ctx, cl, fp)
+	default:
+		return kerr.ErrorForCode(sp.ErrorCode)
+	}
+	r := fp.Replica
+	if d := sp.DivergingEpoch; d.EndOffset >= 0 {
+		// The leader's log holds epoch d.Epoch up to d.EndOffset only:
+		// what this log has after it diverged (KIP-320).
+		to := min(d.EndOffset, r.LogEndOffset())
+		f.cfg.Logger.Info("replica diverged from its leader: truncating", "topic", fp.Topic, "partition", fp.Partition,
+			"to", to, "log end", r.LogEndOffset(), "leader epoch", d.Epoch)
+		return r.TruncateTo(to)
+	}
+	records := sp.RecordBatches
+	it := batch.NewIterator(records)
+	for _, ok := it.Next(); ok; _, ok = it.Next() {
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("the leader's batches: %w", err)
+	}
+	// A response cut at its size limit may end in a partial batch: it
+	// comes whole with the next fetch.
+	return r.AppendReplica(records[:it.Consumed()], sp.HighWatermark, sp.LogStartOffset)
+}
+
+// outOfRange brings a log whose end the leader cannot place back into the
+// leader's range: restarted at the leader's log start when behind it,
+// else cut to the leader's high watermark, and restarted at its log
+// start when that changed nothing (the leader knows none of its epochs).
+func (f *fetcher) outOfRange(ctx context.Context, cl *kgo.Client, fp *followed) error {
+	start, err := f.listOffset(ctx, cl, fp, -2)
+	if err != nil {
+		return err
+	}
+	hw, err := f.listOffset(ctx, cl, fp, -1)
+	if err != nil {
+		return err
+	}
+	r := fp.Replica
+	end := r.LogEndOffset()
+	f.cfg.Logger.Info("replica out of the leader's range", "topic", fp.Topic, "partition", fp.Partition,
+		"log end", end, "leader log start", start, "leader high watermark", hw)
+	switch {
+	case end < start:
+		return r.RestartAt(start)
+	case end > hw:
+		return r.TruncateTo(hw)
+	default:
+		return r.RestartAt(start)
+	}
+}
+
+// listOffset asks the leader for the partition's earliest (-2) or latest
+// (-1) offset.
+func (f *fetcher) listOffset(ctx context.Context, cl *kgo.Client, fp *followed, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = f.cfg.NodeID
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = fp.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = fp.Partition, ts, fp.LeaderEpoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	kresp, err := cl.SeedBrokers()[0].Request(rctx, req)
+	if err != nil {
+		return 0, err
+	}
+	resp := kresp.(*kmsg.ListOffsetsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("ListOffsets answered %d topics", len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return 0, fmt.Errorf("ListOffsets: %w", err)
+	}
+	return p.Offset, nil
+}
