@@ -135,6 +135,10 @@ type Stats struct {
 	// throttle times.
 	Throttled      [numQuotaKinds]atomic.Int64
 	ThrottleMillis [numQuotaKinds]atomic.Int64
+	// ISRShrinks and ISRExpands count the ISR changes of partitions this
+	// node leads that the controller accepted (Kafka's IsrShrinksPerSec
+	// and IsrExpandsPerSec).
+	ISRShrinks, ISRExpands atomic.Int64
 }
 
 // New opens the state store and every partition log, then binds the

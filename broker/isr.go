@@ -101,8 +101,15 @@ func (b *Broker) checkISRs(ctx context.Context, fromWake bool, refused map[*part
 			}
 			b.log.Info("partition ISR changed", "topic", t.Name(), "partition", p.Index(), "isr", a.ISR,
 				"partition_epoch", a.PartitionEpoch)
-			if cur, ok := p.Assignment(); ok && a.Replicas == nil {
+			cur, _ := p.Assignment()
+			if a.Replicas == nil {
 				a.Replicas = cur.Replicas // AlterPartition's answer does not carry them
+			}
+			switch {
+			case len(a.ISR) < len(cur.ISR):
+				b.stats.ISRShrinks.Add(1)
+			case len(a.ISR) > len(cur.ISR):
+				b.stats.ISRExpands.Add(1)
 			}
 			p.SetAssignment(b.cfg.NodeID, assignmentOf(a))
 		}

@@ -91,3 +91,40 @@ func leaderLive(im *meta.Image, topic string, p int32) bool {
 	ip := im.Partition(topic, p)
 	return ip != nil && ip.Leader >= 0
 }
+
+// ReplicationStat is what the node's partitions' replication looks like
+// now, for the metrics: the partitions it leads, those of them whose ISR
+// is smaller than their replicas (Kafka's UnderReplicatedPartitions) or
+// than their min.insync.replicas (UnderMinIsrPartitionCount), and the
+// partitions it follows.
+type ReplicationStat struct {
+	Leading, UnderReplicated, UnderMinISR, Following int
+}
+
+// ReplicationStat counts the node's partitions by replication state.
+func (b *Broker) ReplicationStat() ReplicationStat {
+	var st ReplicationStat
+	for _, t := range b.partitions.Topics() {
+		minISR := -1
+		for _, p := range t.Partitions() {
+			a, ok := p.Assignment()
+			switch {
+			case !ok:
+			case a.Leader == b.cfg.NodeID:
+				st.Leading++
+				if len(a.ISR) < len(a.Replicas) {
+					st.UnderReplicated++
+				}
+				if minISR < 0 {
+					minISR = b.MinInsyncReplicas(t.Name())
+				}
+				if len(a.ISR) < minISR {
+					st.UnderMinISR++
+				}
+			case slices.Contains(a.Replicas, b.cfg.NodeID):
+				st.Following++
+			}
+		}
+	}
+	return st
+}

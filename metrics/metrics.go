@@ -20,6 +20,16 @@
 //	                                         (produce, fetch, request)
 //	kmirror_broker_throttle_seconds_total{quota}
 //	                                         their throttle times
+//	kmirror_replication_leader_partitions    partitions this node leads
+//	kmirror_replication_under_replicated_partitions
+//	                                         of those, with an ISR smaller than their replicas
+//	                                         (Kafka's UnderReplicatedPartitions)
+//	kmirror_replication_under_min_isr_partitions
+//	                                         of those, with an ISR below min.insync.replicas:
+//	                                         acks=all is refused
+//	kmirror_replication_follower_partitions  partitions this node follows
+//	kmirror_replication_isr_shrinks_total    ISR shrinks of partitions this node leads
+//	kmirror_replication_isr_expands_total    ISR expansions of partitions this node leads
 //	kmirror_broker_topics                    topics on the node
 //	kmirror_broker_partitions                partitions on the node
 //	kmirror_log_size_bytes{topic}            bytes on disk of a topic's logs
@@ -55,6 +65,8 @@ type Collector struct {
 	throttled, throttleTime                                  *prometheus.Desc
 	topics, partitions, logSize, logStart, logEnd            *prometheus.Desc
 	diskFree, diskTotal                                      *prometheus.Desc
+	leading, underReplicated, underMinISR, following         *prometheus.Desc
+	isrShrinks, isrExpands                                   *prometheus.Desc
 }
 
 // NewCollector returns a collector for b; register it with a registry.
@@ -83,6 +95,14 @@ func NewCollector(b *broker.Broker) *Collector {
 		logEnd:         d("kmirror_log_end_offset", "A partition's log end offset: the offset of its next record.", "topic", "partition"),
 		diskFree:       d("kmirror_disk_free_bytes", "Bytes still usable on the filesystem of a log dir or of the state store.", "dir", "kind"),
 		diskTotal:      d("kmirror_disk_total_bytes", "Size of the filesystem of a log dir or of the state store.", "dir", "kind"),
+		leading:        d("kmirror_replication_leader_partitions", "Partitions this node leads."),
+		underReplicated: d("kmirror_replication_under_replicated_partitions",
+			"Partitions this node leads whose ISR is smaller than their replicas."),
+		underMinISR: d("kmirror_replication_under_min_isr_partitions",
+			"Partitions this node leads whose ISR is below min.insync.replicas (acks=all is refused)."),
+		following:  d("kmirror_replication_follower_partitions", "Partitions this node follows."),
+		isrShrinks: d("kmirror_replication_isr_shrinks_total", "ISR shrinks of partitions this node leads."),
+		isrExpands: d("kmirror_replication_isr_expands_total", "ISR expansions of partitions this node leads."),
 	}
 }
 
@@ -90,7 +110,8 @@ func NewCollector(b *broker.Broker) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connOpened, c.connClosed, c.bytesIn, c.bytesOut, c.framingErrors,
 		c.requests, c.produceBatches, c.produceBytes, c.fetchBytes, c.errorResponses, c.throttled, c.throttleTime,
-		c.topics, c.partitions, c.logSize, c.logStart, c.logEnd, c.diskFree, c.diskTotal} {
+		c.topics, c.partitions, c.logSize, c.logStart, c.logEnd, c.diskFree, c.diskTotal,
+		c.leading, c.underReplicated, c.underMinISR, c.following, c.isrShrinks, c.isrExpands} {
 		ch <- d
 	}
 }
@@ -135,6 +156,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.logEnd, p.LogEndOffset, t.Name, index)
 		}
 	}
+	rs := c.b.ReplicationStat()
+	gauge(c.leading, int64(rs.Leading))
+	gauge(c.underReplicated, int64(rs.UnderReplicated))
+	gauge(c.underMinISR, int64(rs.UnderMinISR))
+	gauge(c.following, int64(rs.Following))
+	counter(c.isrShrinks, bs.ISRShrinks.Load())
+	counter(c.isrExpands, bs.ISRExpands.Load())
 	gauge(c.topics, int64(len(topics)))
 	gauge(c.partitions, int64(parts))
 	// Measured at the scrape (one statfs per dir), so an alert sees the

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +197,9 @@ func TestClusterReplicates(t *testing.T) {
 	if err := strict.ProduceSync(t.Context(), &kgo.Record{Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.NotEnoughReplicas) {
 		t.Fatalf("acks=all with 2 in-sync replicas of min.insync.replicas=3: %v, want NOT_ENOUGH_REPLICAS", err)
 	}
+	if got := metricValue(t, c.nodes[survivor], "kmirror_replication_under_replicated_partitions"); got < 1 {
+		t.Fatalf("under-replicated partitions led by node %d: %v, want at least 1", survivor+1, got)
+	}
 	one := nodetest.Client(t, []string{c.nodes[survivor].Addr()}, kgo.DefaultProduceTopic("strict"),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	if err := one.ProduceSync(t.Context(), &kgo.Record{Value: []byte("y")}).FirstErr(); err != nil {
@@ -212,4 +218,30 @@ func TestClusterReplicates(t *testing.T) {
 	})
 	c.consumeAll(leader, "r", acked)
 	c.produceAll(leader, "strict", "t", 1) // three in sync again
+	var expands, under float64
+	for _, n := range c.nodes {
+		expands += metricValue(t, n, "kmirror_replication_isr_expands_total")
+		under += metricValue(t, n, "kmirror_replication_under_replicated_partitions")
+	}
+	if expands < 4 || under != 0 {
+		t.Fatalf("after the rejoin: %v ISR expansions (want one per partition, 4), %v under-replicated partitions", expands, under)
+	}
+}
+
+// metricValue is the value of the unlabelled metric name on n's /metrics.
+func metricValue(t *testing.T, n *Node, name string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	n.MetricsHandler(false).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s on /metrics", name)
+	return 0
 }
