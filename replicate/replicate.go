@@ -175,19 +175,6 @@ func (m *Manager) Follow(targets []Target) {
 	}
 }
 
-// Following is the number of partitions followed.
-func (m *Manager) Following() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for _, f := range m.fetchers {
-		f.mu.Lock()
-		n += len(f.parts)
-		f.mu.Unlock()
-	}
-	return n
-}
-
 // Close stops every fetcher and waits for them.
 func (m *Manager) Close() {
 	m.mu.Lock()
