@@ -56,6 +56,9 @@ type Config struct {
 	UncleanLeaderElection bool
 	// Replication is how followers copy their leaders' logs.
 	Replication ReplicationConfig
+	// LeaderRebalance is the controller's balancing of leaderships back to
+	// the preferred replicas (auto.leader.rebalance.enable).
+	LeaderRebalance LeaderRebalanceConfig
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool
 	// MessageMaxBytes is message.max.bytes (default 1048588): the largest
@@ -232,6 +235,24 @@ type ReplicationConfig struct {
 	FetchResponseMaxBytes int32
 }
 
+// LeaderRebalanceConfig is the controller's preferred-leader balancing,
+// with Kafka's settings: Enable is auto.leader.rebalance.enable (true),
+// CheckInterval leader.imbalance.check.interval.seconds (300 s), Percent
+// leader.imbalance.per.broker.percentage (10): every CheckInterval, the
+// partitions of a broker that leads fewer than it is preferred for by
+// more than Percent go back to it.
+type LeaderRebalanceConfig struct {
+	Enable        bool
+	CheckInterval time.Duration
+	Percent       int
+}
+
+// Kafka's defaults of LeaderRebalanceConfig.
+const (
+	DefaultLeaderImbalanceCheckInterval = 300 * time.Second
+	DefaultLeaderImbalancePercent       = 10
+)
+
 // Kafka's defaults of ReplicationConfig.
 const (
 	DefaultReplicaLagTimeMax            = 30 * time.Second
@@ -313,6 +334,8 @@ func DefaultConfig() Config {
 		Replication: ReplicationConfig{LagTimeMax: DefaultReplicaLagTimeMax, NumFetchers: DefaultNumReplicaFetchers,
 			FetchMaxBytes: DefaultReplicaFetchMaxBytes, FetchWaitMax: DefaultReplicaFetchWaitMax,
 			FetchMinBytes: DefaultReplicaFetchMinBytes, FetchResponseMaxBytes: DefaultReplicaFetchResponseMaxBytes},
+		LeaderRebalance: LeaderRebalanceConfig{Enable: true, CheckInterval: DefaultLeaderImbalanceCheckInterval,
+			Percent: DefaultLeaderImbalancePercent},
 		AutoCreateTopics:      true,
 		MessageMaxBytes:       DefaultMessageMaxBytes,
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
@@ -537,6 +560,9 @@ func (c *Config) Validate() error {
 	if err := c.Replication.validate(bad); err != nil {
 		return err
 	}
+	if err := c.LeaderRebalance.validate(bad); err != nil {
+		return err
+	}
 	if c.MessageMaxBytes < 0 {
 		return bad("message.max.bytes", "must be >= 0, got %d", c.MessageMaxBytes)
 	}
@@ -620,6 +646,24 @@ func (r *ReplicationConfig) validate(bad func(prop, format string, args ...any) 
 		case f.zero:
 			f.setDefault()
 		}
+	}
+	return nil
+}
+
+// validate refuses negative or out-of-range rebalance settings and gives
+// the zero interval and percentage Kafka's defaults.
+func (r *LeaderRebalanceConfig) validate(bad func(prop, format string, args ...any) error) error {
+	switch {
+	case r.CheckInterval < 0:
+		return bad("leader.imbalance.check.interval.seconds", "must be >= 1, got %v", r.CheckInterval)
+	case r.Percent < 0 || r.Percent > 100:
+		return bad("leader.imbalance.per.broker.percentage", "must be in [0, 100], got %d", r.Percent)
+	}
+	if r.CheckInterval == 0 {
+		r.CheckInterval = DefaultLeaderImbalanceCheckInterval
+	}
+	if r.Percent == 0 {
+		r.Percent = DefaultLeaderImbalancePercent
 	}
 	return nil
 }

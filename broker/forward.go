@@ -60,6 +60,7 @@ var forwardable = [maxAPIKey]bool{
 	31: true, // DeleteAcls
 	33: true, // AlterConfigs
 	37: true, // CreatePartitions
+	43: true, // ElectLeaders
 	44: true, // IncrementalAlterConfigs
 	49: true, // AlterClientQuotas
 	51: true, // AlterUserScramCredentials

@@ -82,7 +82,7 @@ func (b *Broker) checkISRs(ctx context.Context, fromWake bool, refused map[*part
 				return
 			}
 			ch, ok := p.ISRChanges(now, lagMax, func(id int32) bool { return eligible[id] })
-			if ok && fromWake && refused[p] == ch.PartitionEpoch {
+			if e, was := refused[p]; ok && fromWake && was && e == ch.PartitionEpoch {
 				continue // refused at this partition epoch: the next assignment, or the next tick
 			}
 			if !ok {

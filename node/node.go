@@ -63,6 +63,9 @@ type Node struct {
 	// life is the node's registration and heartbeats with the
 	// controller (lifecycle.go).
 	life *Lifecycle
+	// rebalancer moves leaderships back to their preferred replicas
+	// while this node is the controller (rebalance.go); nil when off.
+	rebalancer *leaderRebalancer
 	// metricsSrv serves /metrics on metrics.listener; nil when that is
 	// empty.
 	metricsSrv *http.Server
@@ -151,6 +154,7 @@ func StartContext(ctx context.Context, cfg broker.Config, mirrors control.Config
 		}
 	}
 	n.life.Start(brokerEndpoints(n.Broker.Listeners()))
+	n.rebalancer = startLeaderRebalancer(cfg.LeaderRebalance, n.controller, n.log.IsController, cfg.Logger)
 	if err = n.waitUnfenced(ctx, cfg.Cluster.Several()); err != nil {
 		return nil, err
 	}
@@ -178,6 +182,7 @@ func (n *Node) close() error {
 		cancel()
 		n.life.Close()
 	}
+	n.rebalancer.close()
 	if n.metricsSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.metricsSrv.Shutdown(ctx)

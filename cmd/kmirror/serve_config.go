@@ -115,6 +115,26 @@ var serverSettings = []setting{
 			c.Replication.LagTimeMax = time.Duration(n) * time.Millisecond
 			return err
 		}},
+	{Def: settings.Def{Name: "auto.leader.rebalance.enable", Doc: "the controller moves leaderships back to their preferred replicas, true or false (default true)"},
+		apply: func(c *broker.Config, v string) (err error) {
+			c.LeaderRebalance.Enable, err = settings.ParseBool(v)
+			return err
+		}},
+	{Def: settings.Def{Name: "leader.imbalance.check.interval.seconds", Doc: "how often the controller checks the leaderships' balance, an integer >= 1 (default 300)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int64(v, 1)
+			c.LeaderRebalance.CheckInterval = time.Duration(n) * time.Second
+			return err
+		}},
+	{Def: settings.Def{Name: "leader.imbalance.per.broker.percentage", Doc: "a broker leading fewer of the partitions it is preferred for by more than this percentage gets them back, 1 to 100 (default 10)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			if err == nil && n > 100 {
+				err = fmt.Errorf("want at most 100, got %d", n)
+			}
+			c.LeaderRebalance.Percent = int(n)
+			return err
+		}},
 	{Def: settings.Def{Name: "num.replica.fetchers", Doc: "fetcher connections a follower opens per leader broker, an integer >= 1 (default 1)"},
 		apply: func(c *broker.Config, v string) error {
 			n, err := settings.Int32(v, 1)
