@@ -48,7 +48,8 @@ func clusterController(t *testing.T, ctx context.Context, nodes []*ctlNode) int3
 	return ctl
 }
 
-// kafka-topics, kafka-configs, kafka-acls and kafka-metadata-quorum
+// kafka-topics (replication factors 1 and 3), kafka-leader-election,
+// kafka-configs, kafka-acls and kafka-metadata-quorum
 // against three nodes: a topic created through node 2 is described
 // through node 3 with its six partitions led by nodes 1, 2 and 3; a
 // config altered through node 3 is described through node 1; an ACL
@@ -93,6 +94,29 @@ func TestKafkaToolsCluster(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Fatalf("kafka-topics --describe through node 3:\n%s", out)
+		}
+
+		// Replicated: three replicas in sync, and the preferred leaders
+		// already lead.
+		const replicated = "tools-replicated"
+		tool(1, "kafka-topics", "--create", "--topic", replicated, "--partitions", "3", "--replication-factor", "3")
+		testutil.CheckFor(t, testutil.Timeout, func() error {
+			d := parseTopicDescribe(t, tool(2, "kafka-topics", "--describe", "--topic", replicated), replicated)
+			if d.header["ReplicationFactor"] != "3" || len(d.partitions) != 3 {
+				return fmt.Errorf("describe: %v, %d partitions", d.header, len(d.partitions))
+			}
+			for _, p := range d.partitions {
+				if len(strings.Split(p["Replicas"], ",")) != 3 || len(strings.Split(p["Isr"], ",")) != 3 ||
+					!strings.HasPrefix(p["Replicas"], p["Leader"]+",") {
+					return fmt.Errorf("partition %s: Leader %s, Replicas %s, Isr %s; want three replicas in sync, the first leading",
+						p["Partition"], p["Leader"], p["Replicas"], p["Isr"])
+				}
+			}
+			return nil
+		})
+		out = tool(3, "kafka-leader-election", "--election-type", "PREFERRED", "--topic", replicated, "--partition", "0")
+		if !strings.Contains(out, "Valid replica already elected for partitions "+replicated+"-0") {
+			t.Fatalf("kafka-leader-election --election-type PREFERRED through node 3: want the replica already elected, got:\n%s", out)
 		}
 
 		topicArgs := []string{"--entity-type", "topics", "--entity-name", topic}

@@ -195,6 +195,7 @@ var toolClasses = map[string][]string{
 	"kafka-verifiable-producer": {"org.apache.kafka.tools.VerifiableProducer"},
 	"kafka-consumer-perf-test":  {"org.apache.kafka.tools.ConsumerPerformance", "kafka.tools.ConsumerPerformance"},
 	"kafka-metadata-quorum":     {"org.apache.kafka.tools.MetadataQuorumCommand"},
+	"kafka-leader-election":     {"org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"},
 	"connect-mirror-maker":      {"org.apache.kafka.connect.mirror.MirrorMaker"},
 }
 
