@@ -62,6 +62,7 @@ var forwardable = [maxAPIKey]bool{
 	37: true, // CreatePartitions
 	43: true, // ElectLeaders
 	44: true, // IncrementalAlterConfigs
+	45: true, // AlterPartitionReassignments
 	49: true, // AlterClientQuotas
 	51: true, // AlterUserScramCredentials
 
@@ -352,6 +353,22 @@ func errorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 			}
 			r.Entries = append(r.Entries, re)
 		}
+	case *kmsg.ElectLeadersRequest:
+		r := resp.(*kmsg.ElectLeadersResponse)
+		r.ErrorCode = code
+		for _, t := range q.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = t.Topic
+			for _, p := range t.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.ErrorMessage = p, code, m
+				st.Partitions = append(st.Partitions, sp)
+			}
+			r.Topics = append(r.Topics, st)
+		}
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		r := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+		r.ErrorCode, r.ErrorMessage = code, m
 	default:
 		if !setMirrorError(resp, code, m) {
 			panic(fmt.Sprintf("BUG: no error answer for a %s request", nameForKey(req.Key())))

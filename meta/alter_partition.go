@@ -109,6 +109,12 @@ func (c *Controller) AlterPartition(ctx context.Context, brokerID int32, brokerE
 			continue
 		}
 		next, _ := change(cur, r.NewISR, cur.Leader)
+		// A reassignment whose target is now in sync completes here
+		// (reassign.go).
+		next = completeReassignment(next, func(id int32) bool {
+			b, ok := regs[id]
+			return ok && !b.Fenced && !b.ShuttingDown
+		})
 		parts[k] = next
 		changed = append(changed, next)
 		results[i].Assignment = next

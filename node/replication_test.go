@@ -57,7 +57,7 @@ func (c *testCluster) partitionOn(i int, topic string, p int32) *partition.Parti
 	return c.nodes[i].Broker.Partitions().Topic(topic).Partition(p)
 }
 
-// replicasIdentical waits until every running node's copy of every
+// replicasIdentical waits until every running replica's copy of every
 // partition of topic holds the same bytes at the same offsets as its
 // leader's, up to its log end, and the leader's high watermark is there.
 func (c *testCluster) replicasIdentical(topic string, partitions int32) {
@@ -84,8 +84,9 @@ func (c *testCluster) replicasIdentical(topic string, partitions int32) {
 			if err != nil {
 				return err
 			}
+			la, _ := leader.Assignment()
 			for i, n := range c.nodes {
-				if n == nil {
+				if n == nil || !slices.Contains(la.Replicas, int32(i+1)) {
 					continue
 				}
 				r := c.partitionOn(i, topic, p)

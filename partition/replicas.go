@@ -65,7 +65,20 @@ func (p *Partition) SetAssignment(self int32, a Assignment) {
 	switch {
 	case a.Leader != self:
 		rs.followers = nil
-	case newLeadership:
+	case !newLeadership:
+		// Same leadership, other replicas (a reassignment): new ones are
+		// unknown until they fetch, gone ones are forgotten.
+		for _, id := range a.Replicas {
+			if id != self && rs.followers[id] == nil {
+				rs.followers[id] = &followerProgress{logEnd: -1, leaderEndAtLast: -1}
+			}
+		}
+		for id := range rs.followers {
+			if !slices.Contains(a.Replicas, id) {
+				delete(rs.followers, id)
+			}
+		}
+	default:
 		now := time.Now()
 		rs.followers = map[int32]*followerProgress{}
 		for _, id := range a.Replicas {

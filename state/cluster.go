@@ -62,7 +62,19 @@ type PartitionAssignment struct {
 	// AlterPartition from a stale leader.
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// Adding and Removing are an ongoing reassignment's (Kafka's
+	// AddingReplicas and RemovingReplicas): Replicas holds both the
+	// target and the replicas leaving it until the target is in sync.
+	Adding, Removing []int32
 }
+
+// Reassigning reports whether a reassignment of p is under way.
+func (p PartitionAssignment) Reassigning() bool { return len(p.Adding) > 0 || len(p.Removing) > 0 }
+
+// partitionFormatV2 leads an assignment with a reassignment under way: v1
+// and the Adding and Removing lists. One without keeps v1, so records
+// written before v2 existed are unchanged.
+const partitionFormatV2 byte = 2
 
 func brokerKey(id int32) []byte { return fmt.Appendf([]byte(keyBrokerPrefix), "%08x", uint32(id)) }
 
@@ -159,13 +171,21 @@ func checkBroker(b *BrokerRegistration) error {
 
 // appendPartition appends p's value. REQUIRES: checkPartition(&p) == nil.
 func appendPartition(dst []byte, p PartitionAssignment) []byte {
-	dst = append(dst, formatV1)
+	format := formatV1
+	if p.Reassigning() {
+		format = partitionFormatV2
+	}
+	dst = append(dst, format)
 	dst = append(dst, p.TopicID[:]...)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(p.Partition))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(p.Leader))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(p.LeaderEpoch))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(p.PartitionEpoch))
-	for _, ids := range [][]int32{p.Replicas, p.ISR} {
+	lists := [][]int32{p.Replicas, p.ISR}
+	if format == partitionFormatV2 {
+		lists = append(lists, p.Adding, p.Removing)
+	}
+	for _, ids := range lists {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(ids)))
 		for _, id := range ids {
 			dst = binary.BigEndian.AppendUint32(dst, uint32(id))
@@ -176,7 +196,12 @@ func appendPartition(dst []byte, p PartitionAssignment) []byte {
 
 func decodePartition(v []byte) (PartitionAssignment, error) {
 	r := reader{b: v, what: "partition assignment"}
-	r.version()
+	v2 := len(v) > 0 && v[0] == partitionFormatV2
+	if v2 {
+		r.b = r.b[1:]
+	} else {
+		r.version()
+	}
 	var p PartitionAssignment
 	copy(p.TopicID[:], r.bytes(16))
 	p.Partition = int32(r.u32())
@@ -193,6 +218,12 @@ func decodePartition(v []byte) (PartitionAssignment, error) {
 	}
 	p.Replicas = ids()
 	p.ISR = ids()
+	if v2 {
+		p.Adding, p.Removing = ids(), ids()
+		if !p.Reassigning() {
+			r.fail("v2 without a reassignment")
+		}
+	}
 	if err := r.complete(); err != nil {
 		return PartitionAssignment{}, err
 	}
@@ -223,6 +254,16 @@ func checkPartition(p *PartitionAssignment) error {
 	for i, id := range p.ISR {
 		if !slices.Contains(p.Replicas, id) || slices.Contains(p.ISR[:i], id) {
 			return fmt.Errorf("partition %d: ISR %v of replicas %v", p.Partition, p.ISR, p.Replicas)
+		}
+	}
+	for i, id := range p.Adding {
+		if !slices.Contains(p.Replicas, id) || slices.Contains(p.Adding[:i], id) {
+			return fmt.Errorf("partition %d: adding %v of replicas %v", p.Partition, p.Adding, p.Replicas)
+		}
+	}
+	for i, id := range p.Removing {
+		if !slices.Contains(p.Replicas, id) || slices.Contains(p.Removing[:i], id) || slices.Contains(p.Adding, id) {
+			return fmt.Errorf("partition %d: removing %v of replicas %v (adding %v)", p.Partition, p.Removing, p.Replicas, p.Adding)
 		}
 	}
 	return nil

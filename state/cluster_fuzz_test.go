@@ -24,6 +24,8 @@ func FuzzDecodePartition(f *testing.F) {
 	for _, p := range []PartitionAssignment{
 		{TopicID: tid(1), Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		{TopicID: tid(2), Partition: 7, Replicas: []int32{3, 1, 2}, ISR: []int32{1}, Leader: -1, LeaderEpoch: 4, PartitionEpoch: 9},
+		{TopicID: tid(3), Partition: 2, Replicas: []int32{4, 5, 1}, ISR: []int32{1, 4}, Leader: 1, LeaderEpoch: 2, PartitionEpoch: 3,
+			Adding: []int32{4, 5}, Removing: []int32{1}},
 	} {
 		f.Add(appendPartition(nil, p))
 	}

@@ -65,7 +65,8 @@ func replicatedKey(key []byte) bool {
 
 // checkOp refuses an Op this package could not have produced: a key
 // outside the replicated families, or a value without one of its family's
-// format bytes (1; mirror partition states are written as 1 or 2).
+// format bytes (1; mirror partition states and partition assignments
+// are written as 1 or 2).
 func checkOp(op Op) error {
 	if !replicatedKey(op.Key) {
 		return fmt.Errorf("%w: %q", ErrNotReplicated, op.Key)
@@ -80,7 +81,8 @@ func checkOp(op Op) error {
 		return nil
 	}
 	if len(op.Value) > 0 && (op.Value[0] == formatV1 ||
-		op.Value[0] == mirrorPartitionFormatV2 && bytes.HasPrefix(op.Key, []byte(keyMirrorPartitionPrefix))) {
+		op.Value[0] == mirrorPartitionFormatV2 && bytes.HasPrefix(op.Key, []byte(keyMirrorPartitionPrefix)) ||
+		op.Value[0] == partitionFormatV2 && bytes.HasPrefix(op.Key, []byte(keyPartitionPrefix))) {
 		return nil
 	}
 	return fmt.Errorf("state: key %q: value of no known format version", op.Key)
