@@ -13,15 +13,17 @@
 // batches at their own offsets, truncates, restarts and advances the log
 // start, and reads the bounds and epochs.
 //
-// WHY a package of its own: this is the code the cluster changes. There a
-// partition's role (leader or follower) comes from the metadata image
-// (meta/), a leader raises its high watermark to the minimum log end of
-// its in-sync replicas and acks=all produces wait for it
-// (AwaitHighWatermark), and followers append their leader's batches
-// through the same Follower path the mirror fetchers use. On one node
-// every append is committed at once: Appended raises the high watermark
-// to the log end, and the node leads every partition it hosts. Keeping
-// that in one place leaves the handlers untouched when it changes.
+// WHY a package of its own: this is the code the cluster changes. A
+// partition's role (leader or follower) comes from its assignment in the
+// metadata log (SetAssignment, replicas.go); a leader raises its high
+// watermark to the minimum log end of its in-sync replicas as they fetch
+// (ReplicaFetched) and acks=all produces wait for it
+// (AwaitHighWatermark); it tells which followers should leave or rejoin
+// the ISR (ISRChanges); followers append their leader's batches through
+// the same append path the mirror fetchers use (AppendReplica). A
+// partition without an assignment, or whose ISR is this node alone, is
+// committed at every append: Appended raises the high watermark to the
+// log end. Keeping that in one place leaves the handlers untouched.
 //
 // Mirror topics (a topic whose mirror is set: every mirror state but
 // STOPPED) belong to their mirror: the maintenance pass runs neither
