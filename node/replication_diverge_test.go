@@ -146,6 +146,70 @@ func TestClusterFollowerTruncatesDivergentTail(t *testing.T) {
 	c.consumeAll(oldLeader, "d", append(acked, fresh...))
 }
 
+// A follower whose last epoch its new leader never saw: the old leader
+// led again at a later epoch (its ISR alone) and took acks=1 records at
+// it, then a follower that has neither those nor that epoch became
+// leader, uncleanly, and took nothing yet (a leader's epoch history
+// learns its epoch at its first append). The old leader's fetch, with a
+// last epoch the leader cannot place, is OFFSET_OUT_OF_RANGE; being
+// ahead of the leader's high watermark it cuts its log there, and then
+// holds the leader's records: the acks=all ones, none of its own tail.
+func TestClusterFollowerAheadOfALeaderLackingItsEpoch(t *testing.T) {
+	t.Parallel()
+	c := startMixedCluster(t, 3, 3, func(cfg *broker.Config) { cfg.UncleanLeaderElection = true })
+	c.brokersSeen(t.Context(), 0, 1, 2, 3, 4, 5, 6)
+	const oldLeader, next, third = 3, 4, 5 // node ids 4, 5, 6
+	c.createAssigned(0, "u", oldLeader+1, next+1, third+1)
+	acked := c.produceAll(oldLeader, "u", "a", 20)
+	c.replicasIdentical("u", 1)
+	common := c.partitionOn(oldLeader, "u", 0).LogEndOffset()
+
+	c.stop(next)
+	c.stop(third)
+	alone := func(id int32) func(int32, []int32) bool {
+		return func(l int32, isr []int32) bool { return l == id && slices.Equal(isr, []int32{id}) }
+	}
+	offline := func(l int32, isr []int32) bool { return l < 0 && slices.Equal(isr, []int32{oldLeader + 1}) }
+	_, epoch0 := c.assignmentIs(oldLeader, "u", "the old leader alone in the ISR", alone(oldLeader+1))
+	c.produceOne(oldLeader, "u", "lost", 3)
+	c.stop(oldLeader)
+	c.assignmentIs(0, "u", "offline with the old leader as ISR", offline)
+	c.restart(oldLeader)
+	_, epoch2 := c.assignmentIs(oldLeader, "u", "led by the old leader again", alone(oldLeader+1))
+	c.produceOne(oldLeader, "u", "later", 3)
+	if e, ok := c.partitionOn(oldLeader, "u", 0).LatestEpoch(); !ok || e != epoch2 || epoch2 <= epoch0 {
+		t.Fatalf("the old leader's last epoch %d %v, want its second leadership's %d (first %d)", e, ok, epoch2, epoch0)
+	}
+	ahead := c.partitionOn(oldLeader, "u", 0).LogEndOffset()
+	c.stop(oldLeader)
+	c.assignmentIs(0, "u", "offline with the old leader as ISR", offline)
+
+	c.restart(next)
+	c.assignmentIs(next, "u", "led by the restarted follower alone", alone(next+1))
+	nl := c.partitionOn(next, "u", 0)
+	if e, end := nl.EndOffsetForEpoch(epoch2); e >= 0 || end >= 0 {
+		t.Fatalf("the new leader places epoch %d at %d, %d: the test wants a leader that cannot", epoch2, e, end)
+	}
+	if nl.LogEndOffset() != common || nl.HighWatermark() != common || ahead <= common {
+		t.Fatalf("the new leader's log end %d, high watermark %d; the old leader's %d; want %d, %d and more",
+			nl.LogEndOffset(), nl.HighWatermark(), ahead, common, common)
+	}
+
+	c.restart(oldLeader)
+	c.restart(third)
+	c.replicasIdentical("u", 1)
+	old := c.partitionOn(oldLeader, "u", 0)
+	if end := old.LogEndOffset(); end != common {
+		t.Fatalf("the old leader's log end %d, want the new leader's %d", end, common)
+	}
+	if e, ok := old.LatestEpoch(); !ok || e != epoch0 {
+		t.Fatalf("the old leader's last epoch %d %v, want %d", e, ok, epoch0)
+	}
+	fresh := c.produceAll(next, "u", "b", 5)
+	c.replicasIdentical("u", 1)
+	c.consumeAll(oldLeader, "u", append(acked, fresh...))
+}
+
 // A follower stopped while its leader deletes records past the
 // follower's log end comes back below the leader's log start: its fetch
 // is OFFSET_OUT_OF_RANGE, it restarts its log at the leader's log start
