@@ -18,10 +18,19 @@ import (
 
 // fakeReplica is a log that records what the fetcher does to it.
 type fakeReplica struct {
-	mu    sync.Mutex
-	end   int64
-	epoch int32 // -1: no record
-	ops   []string
+	mu  sync.Mutex
+	end int64
+	// epoch is the last record's epoch (-1: no record) when epochs, the
+	// log's epoch history, is empty.
+	epoch  int32
+	epochs []epochStart
+	ops    []string
+}
+
+// epochStart is where an epoch begins in a fakeReplica.
+type epochStart struct {
+	epoch int32
+	start int64
 }
 
 func (r *fakeReplica) LogEndOffset() int64 {
@@ -33,7 +42,29 @@ func (r *fakeReplica) LogEndOffset() int64 {
 func (r *fakeReplica) LatestEpoch() (int32, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.epochs) > 0 {
+		return r.epochs[len(r.epochs)-1].epoch, true
+	}
 	return r.epoch, r.epoch >= 0
+}
+
+// EndOffsetForEpoch is storage.EpochCache.EndOffsetFor's answer on
+// r.epochs: the largest epoch at most epoch, and where the next begins.
+func (r *fakeReplica) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	es := r.epochs
+	if len(es) > 0 && es[len(es)-1].epoch == epoch {
+		return epoch, r.end
+	}
+	higher := slices.IndexFunc(es, func(e epochStart) bool { return e.epoch > epoch })
+	switch higher {
+	case -1:
+		return -1, -1
+	case 0:
+		return epoch, es[0].start
+	}
+	return es[higher-1].epoch, es[higher].start
 }
 
 func (r *fakeReplica) AppendReplica(batches []byte, leaderHW, leaderLogStart int64) error {
@@ -57,6 +88,7 @@ func (r *fakeReplica) TruncateTo(offset int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.end = min(r.end, offset)
+	r.epochs = slices.DeleteFunc(r.epochs, func(e epochStart) bool { return e.start >= offset })
 	r.ops = append(r.ops, fmt.Sprintf("truncate %d", offset))
 	return nil
 }
@@ -64,7 +96,7 @@ func (r *fakeReplica) TruncateTo(offset int64) error {
 func (r *fakeReplica) RestartAt(offset int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.end, r.epoch = offset, -1
+	r.end, r.epoch, r.epochs = offset, -1, nil
 	r.ops = append(r.ops, fmt.Sprintf("restart %d", offset))
 	return nil
 }
@@ -180,19 +212,25 @@ func follow(t *testing.T, l *fakeLeader, r *fakeReplica, want []string) *Manager
 
 // The fetcher fetches as replica 7 at the target's leader epoch, from the
 // replica's log end and the epoch of its last record, and cuts the log
-// where the leader says it diverged, never above its own end.
+// where the leader says its epoch ended, never above its own end nor
+// above the end of that epoch in its own log (Kafka's
+// getOffsetTruncationState): what follows is of later epochs than the
+// leader's there. The replica's log is epoch 0 from 0, 2 from 4, 3 from
+// 8, up to 10.
 func TestFetcherTruncatesOnDivergingEpoch(t *testing.T) {
 	t.Parallel()
+	const end = 10
 	for _, tt := range []struct {
 		name     string
-		end      int64
+		divEpoch int32
 		divEnd   int64
 		wantCut  int64
-		divEpoch int32
 	}{
-		{"inside the log", 10, 7, 7, 2},
-		{"past the log end", 10, 12, 10, 2},
-		{"at offset zero", 10, 0, 0, 0},
+		{"inside the replica's epoch", 2, 7, 7},
+		{"past the end of the replica's epoch", 2, 9, 8},
+		{"past the log end", 3, 12, 10},
+		{"an epoch the replica lacks", 1, 6, 4},
+		{"at offset zero", 0, 0, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -200,12 +238,12 @@ func TestFetcherTruncatesOnDivergingEpoch(t *testing.T) {
 				sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = tt.divEpoch, tt.divEnd
 				sp.HighWatermark = 100
 			})
-			r := &fakeReplica{end: tt.end, epoch: 3}
+			r := &fakeReplica{end: end, epochs: []epochStart{{0, 0}, {2, 4}, {3, 8}}}
 			follow(t, l, r, []string{fmt.Sprintf("truncate %d", tt.wantCut)})
 			fp := l.firstFetch(t)
-			if fp.FetchOffset != tt.end || fp.LastFetchedEpoch != 3 || fp.CurrentLeaderEpoch != 5 {
+			if fp.FetchOffset != end || fp.LastFetchedEpoch != 3 || fp.CurrentLeaderEpoch != 5 {
 				t.Fatalf("fetch offset %d, last fetched epoch %d, current leader epoch %d; want %d, 3, 5",
-					fp.FetchOffset, fp.LastFetchedEpoch, fp.CurrentLeaderEpoch, tt.end)
+					fp.FetchOffset, fp.LastFetchedEpoch, fp.CurrentLeaderEpoch, end)
 			}
 			l.mu.Lock()
 			req := l.fetches[0]
