@@ -210,6 +210,65 @@ func TestClusterFollowerAheadOfALeaderLackingItsEpoch(t *testing.T) {
 	c.consumeAll(oldLeader, "u", append(acked, fresh...))
 }
 
+// Two unclean elections in turn: the old leader takes acks=1 records
+// alone, a follower leads without them and takes its own, then the old
+// leader leads again, with its records but not the follower's, and
+// takes others. The follower,
+// restarted, fetches with its last epoch, which the leader never had: the
+// leader's answer is the end of the first epoch, past where the
+// follower's copy of that epoch ends. It must cut at its own end of that
+// epoch (what follows is its own epoch's), not stay at the leader's
+// (above its log end: nothing cut, the same answer at every fetch).
+func TestClusterFollowerTruncatesToItsOwnEpochEnd(t *testing.T) {
+	t.Parallel()
+	c := startMixedCluster(t, 3, 3, func(cfg *broker.Config) { cfg.UncleanLeaderElection = true })
+	c.brokersSeen(t.Context(), 0, 1, 2, 3, 4, 5, 6)
+	const a, b, third = 3, 4, 5 // node ids 4, 5, 6
+	c.createAssigned(0, "w", a+1, b+1, third+1)
+	acked := c.produceAll(a, "w", "a", 20)
+	c.replicasIdentical("w", 1)
+	common := c.partitionOn(a, "w", 0).LogEndOffset()
+	alone := func(id int32) func(int32, []int32) bool {
+		return func(l int32, isr []int32) bool { return l == id && slices.Equal(isr, []int32{id}) }
+	}
+	offline := func(id int32) func(int32, []int32) bool {
+		return func(l int32, isr []int32) bool { return l < 0 && slices.Equal(isr, []int32{id}) }
+	}
+
+	c.stop(b)
+	c.stop(third)
+	c.assignmentIs(a, "w", "a alone in the ISR", alone(a+1))
+	kept := c.produceOne(a, "w", "kept-a", 5) // a leads again with them
+	c.stop(a)
+	c.assignmentIs(0, "w", "offline with a as ISR", offline(a+1))
+
+	c.restart(b)
+	c.assignmentIs(b, "w", "led by b alone", alone(b+1))
+	c.produceOne(b, "w", "lost-b", 3)
+	bEnd := c.partitionOn(b, "w", 0).LogEndOffset()
+	c.stop(b)
+	c.assignmentIs(0, "w", "offline with b as ISR", offline(b+1))
+
+	c.restart(a)
+	c.assignmentIs(a, "w", "led by a alone", alone(a+1))
+	fresh := c.produceAll(a, "w", "c", 2)
+	if aEnd := c.partitionOn(a, "w", 0).LogEndOffset(); bEnd >= aEnd-int64(len(fresh)) || bEnd <= common {
+		t.Fatalf("b's log end %d, a's %d before its last %d records, the common prefix %d: want b's between",
+			bEnd, aEnd-int64(len(fresh)), len(fresh), common)
+	}
+
+	c.restart(b)
+	c.restart(third)
+	c.replicasIdentical("w", 1)
+	c.consumeAll(b, "w", slices.Concat(acked, kept, fresh))
+	testutil.CheckFor(t, 30*time.Second, func() error {
+		if a, _ := c.partitionOn(a, "w", 0).Assignment(); len(a.ISR) != 3 {
+			return fmt.Errorf("w-0's ISR %v: the restarted nodes have not rejoined", a.ISR)
+		}
+		return nil
+	})
+}
+
 // A follower stopped while its leader deletes records past the
 // follower's log end comes back below the leader's log start: its fetch
 // is OFFSET_OUT_OF_RANGE, it restarts its log at the leader's log start
