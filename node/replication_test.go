@@ -33,6 +33,13 @@ func (c *testCluster) createReplicated(topic string, partitions int32, rf int) {
 	if err := c.nodes[ctl].controller.CreateTopic(c.t.Context(), state.Topic{Name: topic, ID: id, Partitions: partitions}, rf); err != nil {
 		c.t.Fatal(err)
 	}
+	c.inSync(topic, rf)
+}
+
+// inSync waits until every running node hosts topic and every replica's
+// image shows rf replicas, all in the ISR.
+func (c *testCluster) inSync(topic string, rf int) {
+	c.t.Helper()
 	testutil.CheckFor(c.t, 20*time.Second, func() error {
 		for i, n := range c.nodes {
 			if n == nil {
@@ -57,9 +64,11 @@ func (c *testCluster) partitionOn(i int, topic string, p int32) *partition.Parti
 	return c.nodes[i].Broker.Partitions().Topic(topic).Partition(p)
 }
 
-// replicasIdentical waits until every running replica's copy of every
+// replicasIdentical waits until every running replica of every
 // partition of topic holds the same bytes at the same offsets as its
-// leader's, up to its log end, and the leader's high watermark is there.
+// leader, up to its log end, and the leader's high watermark is there.
+// The nodes that are not replicas (they host the partition, empty) are
+// not compared.
 func (c *testCluster) replicasIdentical(topic string, partitions int32) {
 	c.t.Helper()
 	testutil.CheckFor(c.t, 30*time.Second, func() error {

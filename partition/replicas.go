@@ -264,20 +264,24 @@ func (p *Partition) ISRChanges(now time.Time, lagMax time.Duration, eligible fun
 // AppendReplica appends a follower's fetch from its leader: batches
 // verified by the caller, at the leader's offsets, then the high
 // watermark the leader sent as far as this log reaches, and the leader's
-// log start when it moved up.
+// log start when it moved up. The high watermark goes first (Kafka's
+// processPartitionData order): the log start never passes it, and the
+// leader's log start is at most the leader's high watermark, which this
+// log may not have had yet (a follower's lags one fetch behind).
 func (p *Partition) AppendReplica(batches []byte, leaderHW, leaderLogStart int64) error {
 	if len(batches) > 0 {
 		if _, err := p.log.AppendMirror(batches); err != nil {
 			return err
 		}
 	}
+	moved := p.log.SetHighWatermark(min(leaderHW, p.log.LogEndOffset()))
+	if moved || len(batches) > 0 {
+		p.wake()
+	}
 	if leaderLogStart > p.log.LogStartOffset() && leaderLogStart <= p.log.LogEndOffset() {
 		if err := p.log.SetLogStartOffset(leaderLogStart); err != nil {
 			return err
 		}
-	}
-	if p.log.SetHighWatermark(min(leaderHW, p.log.LogEndOffset())) || len(batches) > 0 {
-		p.wake()
 	}
 	return nil
 }

@@ -158,3 +158,33 @@ func TestReplicaSetFollowerAppend(t *testing.T) {
 		t.Fatalf("high watermark %d after a local append on a follower", p.HighWatermark())
 	}
 }
+
+// A leader that deleted records up to its high watermark sends its new
+// log start with that high watermark: a follower whose own high
+// watermark lagged behind (it comes one fetch late) takes both, the high
+// watermark first, as the log start never passes it (Kafka's order in
+// processPartitionData). Taken the other way round the log start is
+// refused at every fetch, and neither ever moves again.
+func TestReplicaSetFollowerTakesLogStartPastItsHighWatermark(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t)
+	tp, err := n.m.Create("f", 1, nil, [16]byte{}, "", Placement{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tp.Partitions()[0]
+	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 3, Replicas: []int32{2, 1}, ISR: []int32{2, 1}})
+	var batches []byte
+	for off := int64(0); off < 3; off++ {
+		batches = batch.AppendMirrorPIDReset(batches, batch.PIDReset{BaseOffset: off, PartitionLeaderEpoch: 3})
+	}
+	if err := p.AppendReplica(batches, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendReplica(nil, 3, 3); err != nil {
+		t.Fatalf("the leader's log start 3 with its high watermark 3, ours 1: %v", err)
+	}
+	if p.LogStartOffset() != 3 || p.HighWatermark() != 3 || p.LogEndOffset() != 3 {
+		t.Fatalf("log start %d, high watermark %d, log end %d; want 3, 3, 3", p.LogStartOffset(), p.HighWatermark(), p.LogEndOffset())
+	}
+}

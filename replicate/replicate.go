@@ -42,6 +42,10 @@ type Replica interface {
 	LogEndOffset() int64
 	// LatestEpoch is the leader epoch of the log's last record.
 	LatestEpoch() (epoch int32, ok bool)
+	// EndOffsetForEpoch is the largest epoch of the log at most epoch
+	// and the offset where the next one begins (the log end for the
+	// last), -1, -1 when the log has no such epoch (KIP-101).
+	EndOffsetForEpoch(epoch int32) (int32, int64)
 	// AppendReplica appends verified batches at their own offsets, then
 	// takes the leader's high watermark and log start.
 	AppendReplica(batches []byte, leaderHW, leaderLogStart int64) error
@@ -424,8 +428,17 @@ func (f *fetcher) applyPartition(ctx context.Context, cl *kgo.Client, fp *follow
 	r := fp.Replica
 	if d := sp.DivergingEpoch; d.EndOffset >= 0 {
 		// The leader's log holds epoch d.Epoch up to d.EndOffset only:
-		// what this log has after it diverged (KIP-320).
+		// what this log has after it diverged (KIP-320). This log's
+		// own d.Epoch may end first, later epochs the leader does not
+		// have following it, or this log may lack d.Epoch and hold a
+		// later one from the end of its largest epoch below it: cut
+		// there too (Kafka's getOffsetTruncationState), or the next
+		// fetch, with the same last epoch, meets the same answer and
+		// the follower never moves again.
 		to := min(d.EndOffset, r.LogEndOffset())
+		if _, end := r.EndOffsetForEpoch(d.Epoch); end >= 0 {
+			to = min(to, end)
+		}
 		f.cfg.Logger.Info("replica diverged from its leader: truncating", "topic", fp.Topic, "partition", fp.Partition,
 			"to", to, "log end", r.LogEndOffset(), "leader epoch", d.Epoch)
 		return r.TruncateTo(to)
