@@ -439,6 +439,13 @@ func (f *fetcher) applyPartition(ctx context.Context, cl *kgo.Client, fp *follow
 		if _, end := r.EndOffsetForEpoch(d.Epoch); end >= 0 {
 			to = min(to, end)
 		}
+		if to >= r.LogEndOffset() {
+			// Nothing to cut, yet the leader says the logs diverge: a
+			// fetch at once would meet the same answer. Backed off, and
+			// told, rather than spinning.
+			return fmt.Errorf("the leader answers a divergence at epoch %d offset %d, but this log (end %d) has nothing to cut there",
+				d.Epoch, d.EndOffset, r.LogEndOffset())
+		}
 		f.cfg.Logger.Info("replica diverged from its leader: truncating", "topic", fp.Topic, "partition", fp.Partition,
 			"to", to, "log end", r.LogEndOffset(), "leader epoch", d.Epoch)
 		return r.TruncateTo(to)

@@ -228,7 +228,6 @@ func TestFetcherTruncatesOnDivergingEpoch(t *testing.T) {
 	}{
 		{"inside the replica's epoch", 2, 7, 7},
 		{"past the end of the replica's epoch", 2, 9, 8},
-		{"past the log end", 3, 12, 10},
 		{"an epoch the replica lacks", 1, 6, 4},
 		{"at offset zero", 0, 0, 0},
 	} {
@@ -256,6 +255,37 @@ func TestFetcherTruncatesOnDivergingEpoch(t *testing.T) {
 				t.Fatalf("Fetch v%d from replica %d, want 7", req.Version, id)
 			}
 		})
+	}
+}
+
+// A divergence that leaves this log nothing to cut (the replica holds
+// epoch 3 up to its end, and the leader says epoch 3 goes further) is not
+// fetched again at once, which would meet the same answer: the partition
+// backs off.
+func TestFetcherBacksOffANoOpDivergence(t *testing.T) {
+	t.Parallel()
+	l := newFakeLeader(t, 0, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = 3, 12
+		sp.HighWatermark = 100
+	})
+	r := &fakeReplica{end: 10, epochs: []epochStart{{0, 0}, {2, 4}, {3, 8}}}
+	m := NewManager(Config{NodeID: 7, LeaderAddr: l.addr, MaxWait: 10 * time.Millisecond, Backoff: time.Hour})
+	t.Cleanup(m.Close)
+	m.Follow([]Target{{Topic: "t", TopicID: [16]byte{1}, Partition: 0, Replica: r, Leader: 1, LeaderEpoch: 5}})
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.fetches) == 0 {
+			return fmt.Errorf("no fetch yet")
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond) // a spinning fetcher fetches hundreds of times meanwhile
+	l.mu.Lock()
+	fetches := len(l.fetches)
+	l.mu.Unlock()
+	if ops := r.opsSoFar(); len(ops) != 0 || fetches != 1 {
+		t.Fatalf("replica ops %q after %d fetches; want none after one (backed off)", ops, fetches)
 	}
 }
 
