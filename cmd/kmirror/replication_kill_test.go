@@ -139,6 +139,20 @@ func (c *serveCluster) waitFullISR(ctx context.Context, topic string, d time.Dur
 	})
 }
 
+// pinClientPorts makes every node's client listener keep the port it
+// has now across restarts, as a real cluster's addresses do: a client
+// whose known addresses all changed (each node restarted once) could
+// reach none of them.
+func (c *serveCluster) pinClientPorts() {
+	for i, args := range c.args {
+		for j := 0; j+1 < len(args); j++ {
+			if args[j] == "--override" && strings.HasPrefix(args[j+1], "listeners=") {
+				args[j+1] = strings.Replace(args[j+1], "PLAINTEXT://127.0.0.1:0", "PLAINTEXT://"+c.addrs[i], 1)
+			}
+		}
+	}
+}
+
 // Set KMIRROR_RK9_SEED to replay a run's kill choices and pauses (the
 // timing of the children is not replayed).
 func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
@@ -157,6 +171,7 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 	defer cancel()
 
 	c := startServeClusterWith(t, "--override", "replica.lag.time.max.ms="+strconv.Itoa(rkLagMs))
+	c.pinClientPorts()
 	c.waitBrokers(ctx, 1, 2, 3)
 	c.createWith(ctx, c.controller(ctx), rkTopic, rkParts, 3, map[string]string{"min.insync.replicas": "2"})
 	c.waitFullISR(ctx, rkTopic, clusterBound)
@@ -166,6 +181,8 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 	// nodes' new client ports from Metadata.
 	led := &rkLedger{acked: map[string]rkAck{}, failed: map[string]error{}}
 	var stop atomic.Bool
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
 	var wg sync.WaitGroup
 	produced := make([]int, rkProducers)
 	cls := make([]*kgo.Client, rkProducers)
@@ -194,14 +211,25 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			produced[i] = rkProduce(ctx, cl, i, &stop, led)
+			produced[i] = rkProduce(pctx, cl, i, &stop, led)
 		}()
 	}
 	stopProducers := func() {
 		if stop.Swap(true) {
 			return
 		}
-		wg.Wait()
+		// A producer blocks in Produce while its buffer is full: a
+		// stalled partition holds it there.
+		waited := make(chan struct{})
+		go func() { wg.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-time.After(clusterBound):
+			acked, failed := led.counts()
+			t.Errorf("producers still blocked in Produce %v after they were told to stop (%d acknowledged, %d failed)", clusterBound, acked, failed)
+			pcancel()
+			<-waited
+		}
 		for i, cl := range cls {
 			fctx, fcancel := context.WithTimeout(ctx, clusterBound)
 			if err := cl.Flush(fctx); err != nil {
