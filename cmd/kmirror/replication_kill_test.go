@@ -65,6 +65,9 @@ type rkLedger struct {
 	mu     sync.Mutex
 	acked  map[string]rkAck
 	failed map[string]error
+	// took is each acknowledgement's latency (kgo stamps a record's
+	// Timestamp when it is produced).
+	took []time.Duration
 }
 
 func (l *rkLedger) record(r *kgo.Record, err error) {
@@ -75,6 +78,18 @@ func (l *rkLedger) record(r *kgo.Record, err error) {
 		return
 	}
 	l.acked[string(r.Value)] = rkAck{r.Partition, r.Offset}
+	l.took = append(l.took, time.Since(r.Timestamp))
+}
+
+// latencies is the median and the largest acknowledgement latency.
+func (l *rkLedger) latencies() (p50, most time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.took) == 0 {
+		return 0, 0
+	}
+	took := slices.Sorted(slices.Values(l.took))
+	return took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond)
 }
 
 func (l *rkLedger) counts() (acked, failed int) {
@@ -170,7 +185,8 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 110*time.Second)
 	defer cancel()
 
-	c := startServeClusterWith(t, "--override", "replica.lag.time.max.ms="+strconv.Itoa(rkLagMs))
+	c := startServeClusterWith(t, "--override", "replica.lag.time.max.ms="+strconv.Itoa(rkLagMs),
+		"--log-level", "info")
 	c.pinClientPorts()
 	c.waitBrokers(ctx, 1, 2, 3)
 	c.createWith(ctx, c.controller(ctx), rkTopic, rkParts, 3, map[string]string{"min.insync.replicas": "2"})
@@ -294,7 +310,9 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 
 	stopProducers()
 	acked, failed := led.counts()
-	t.Logf("%d rounds; produced %v, %d acknowledged, %d failed; %v so far", rounds, produced, acked, failed, time.Since(began).Round(time.Millisecond))
+	p50, most := led.latencies()
+	t.Logf("%d rounds; produced %v, %d acknowledged (latency p50 %v, max %v), %d failed; %v so far",
+		rounds, produced, acked, p50, most, failed, time.Since(began).Round(time.Millisecond))
 	if failed > 0 {
 		// Failures are allowed (the outcome was unknown to the client),
 		// but say what they were.
@@ -318,6 +336,20 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 		}
 	}
 	rkCheckReplicas(t, c, ends)
+	// The restarted nodes' truncations (replicate's info lines): a kill
+	// that left a tail the new leader never had is cut here.
+	var cuts []string
+	for i, p := range c.procs {
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(line, "replica diverged from its leader") || strings.Contains(line, "replica out of the leader's range") {
+				cuts = append(cuts, fmt.Sprintf("node %d: %s", i+1, line))
+			}
+		}
+	}
+	t.Logf("%d truncations in the last lives of the nodes", len(cuts))
+	for _, line := range cuts[:min(len(cuts), 6)] {
+		t.Log(line)
+	}
 	t.Logf("done in %v", time.Since(began).Round(time.Millisecond))
 }
 
