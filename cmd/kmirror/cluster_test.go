@@ -83,6 +83,13 @@ func clusterArgs(id int, voters, ctl, dir string) []string {
 // majority of the voters before it serves) and waits until all serve.
 func startServeCluster(t *testing.T) *serveCluster {
 	t.Helper()
+	return startServeClusterWith(t)
+}
+
+// startServeClusterWith is startServeCluster with extra arguments
+// (--override flags) on every node's command line.
+func startServeClusterWith(t *testing.T, extra ...string) *serveCluster {
+	t.Helper()
 	c := &serveCluster{t: t, args: make([][]string, 3), procs: make([]*serveProc, 3), addrs: make([]string, 3)}
 	ctls := []string{testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)}
 	var voters []string
@@ -90,7 +97,7 @@ func startServeCluster(t *testing.T) *serveCluster {
 		voters = append(voters, fmt.Sprintf("%d@%s", i+1, a))
 	}
 	for i := range c.args {
-		c.args[i] = clusterArgs(i+1, strings.Join(voters, ","), ctls[i], t.TempDir())
+		c.args[i] = append(clusterArgs(i+1, strings.Join(voters, ","), ctls[i], t.TempDir()), extra...)
 		c.procs[i] = c.launch(c.args[i])
 	}
 	for i, p := range c.procs {
@@ -302,11 +309,23 @@ func (c *serveCluster) createSpread(ctx context.Context, via int32, topic string
 // itself until it succeeds, within clusterBound.
 func (c *serveCluster) create(ctx context.Context, via int32, topic string) {
 	c.t.Helper()
+	c.createWith(ctx, via, topic, 6, 1, nil)
+}
+
+// createWith is create with partitions partitions of rf replicas and
+// the topic configs configs.
+func (c *serveCluster) createWith(ctx context.Context, via int32, topic string, partitions int32, rf int16, configs map[string]string) {
+	c.t.Helper()
 	start := time.Now()
 	testutil.CheckFor(c.t, clusterBound, func() error {
 		req := kmsg.NewPtrCreateTopicsRequest()
 		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 6, 1
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, rf
+		for _, k := range slices.Sorted(maps.Keys(configs)) {
+			rc := kmsg.NewCreateTopicsRequestTopicConfig()
+			rc.Name, rc.Value = k, kmsg.StringPtr(configs[k])
+			rt.Configs = append(rt.Configs, rc)
+		}
 		req.Topics = append(req.Topics, rt)
 		req.TimeoutMillis = 5000
 		resp, err := c.ask(ctx, via, req)
