@@ -88,6 +88,7 @@ func (b *Broker) checkISRs(ctx context.Context, fromWake bool, refused map[*part
 			if !ok {
 				continue
 			}
+			before, _ := p.Assignment() // the ISR the change is from (a reconcile may apply it before the answer)
 			cctx, cancel := context.WithTimeout(ctx, controllerRPCTimeout)
 			a, err := b.cfg.ISR.AlterISR(cctx, t.ID(), p.Index(), ch.LeaderEpoch, ch.PartitionEpoch, ch.ISR)
 			cancel()
@@ -101,14 +102,14 @@ func (b *Broker) checkISRs(ctx context.Context, fromWake bool, refused map[*part
 			}
 			b.log.Info("partition ISR changed", "topic", t.Name(), "partition", p.Index(), "isr", a.ISR,
 				"partition_epoch", a.PartitionEpoch)
-			cur, _ := p.Assignment()
 			if a.Replicas == nil {
+				cur, _ := p.Assignment()
 				a.Replicas = cur.Replicas // AlterPartition's answer does not carry them
 			}
 			switch {
-			case len(a.ISR) < len(cur.ISR):
+			case len(a.ISR) < len(before.ISR):
 				b.stats.ISRShrinks.Add(1)
-			case len(a.ISR) > len(cur.ISR):
+			case len(a.ISR) > len(before.ISR):
 				b.stats.ISRExpands.Add(1)
 			}
 			p.SetAssignment(b.cfg.NodeID, assignmentOf(a))

@@ -60,8 +60,11 @@ func startQuorumOn(t *testing.T, n int, host string, tune func(*LogConfig)) []*l
 	nodes := make([]*logNode, n)
 	for i := range nodes {
 		dir := t.TempDir()
+		// 700 ms: short enough for quick elections, long enough that a
+		// loaded machine (the -race run beside other tests) does not lose
+		// the leader in the middle of a test that needs a stable one.
 		cfg := LogConfig{NodeID: voters[i].ID, Listener: lns[i], Dir: filepath.Join(dir, "metadata"), Voters: voters,
-			HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond}
+			HeartbeatTimeout: 700 * time.Millisecond, ElectionTimeout: 700 * time.Millisecond}
 		if tune != nil {
 			tune(&cfg)
 		}
