@@ -125,10 +125,12 @@ func newNetnsNet(t *testing.T) *netnsNet {
 	}
 	br := "kmb" + n.sfx
 	// Registered before anything exists: a failure half way still
-	// removes what was made (the namespaces take their veth ends, and
-	// so the pairs, with them).
+	// removes what was made. The veth pairs go by their ends here (a
+	// deleted namespace takes its ends with it only once the kernel
+	// frees it, which a run once left pending for minutes).
 	t.Cleanup(func() {
 		for id := 1; id <= 3; id++ {
+			exec.Command("ip", "link", "del", n.hostVeth(id)).Run()
 			exec.Command("ip", "netns", "del", n.ns(id)).Run()
 		}
 		exec.Command("ip", "link", "del", br).Run()
@@ -290,6 +292,17 @@ func (ps *nnProducers) stop() {
 		return
 	}
 	defer ps.cancel()
+	if ps.t.Failed() {
+		// A failed test (its throttle or partition may still be
+		// there) abandons the outstanding records at once rather
+		// than wait for each producer in turn.
+		ps.cancel()
+		ps.wg.Wait()
+		for _, cl := range ps.cls {
+			cl.Close()
+		}
+		return
+	}
 	waited := make(chan struct{})
 	go func() { ps.wg.Wait(); close(waited) }()
 	select {
@@ -359,7 +372,7 @@ func newNNProbe(t *testing.T, addr string) *nnProbe {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(rkTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DisableIdempotentWrite(), kgo.ProduceRequestTimeout(2*time.Second),
-		kgo.RecordDeliveryTimeout(6*time.Second),
+		kgo.RecordDeliveryTimeout(4*time.Second),
 		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
 			if host != addr {
 				return nil, fmt.Errorf("dialing %s: %w", host, errNotTheIsolatedNode)
@@ -433,9 +446,11 @@ func TestNetnsPartitionIsolatesTheLeader(t *testing.T) {
 	const grace = 500 * time.Millisecond
 	time.Sleep(grace)
 
-	// The probes run until the majority side has a new leader and the
-	// node was fenced (dropped from the brokers the others list), and
-	// at least a few probe timeouts more.
+	// The probes run for three sessions after the cut (the majority
+	// side fences the node and elects another leader meanwhile) and
+	// until at least three reached the node. A probe whose client tried
+	// another node (a metadata refresh) fails at the dialer: it reached
+	// nothing and counts for nothing.
 	probesDone := make(chan struct{})
 	var probes, refused []string
 	var acknowledged []string
@@ -456,7 +471,7 @@ func TestNetnsPartitionIsolatesTheLeader(t *testing.T) {
 					t.Logf("probe %s: %v (as it should, %v after the cut)", v, err, time.Since(cutAt).Round(time.Millisecond))
 				}
 			}
-			if len(probes) >= 4 && time.Since(cutAt) > 3*time.Duration(clusterSessionMs)*time.Millisecond {
+			if len(probes)-len(refused) >= 3 && time.Since(cutAt) > 3*time.Duration(clusterSessionMs)*time.Millisecond {
 				return
 			}
 		}
@@ -492,10 +507,11 @@ func TestNetnsPartitionIsolatesTheLeader(t *testing.T) {
 	<-probesDone
 	t.Logf("%d probes to the isolated node after the cut: %d acknowledged, %d refused by the probe's dialer", len(probes), len(acknowledged), len(refused))
 	if len(acknowledged) > 0 {
-		t.Errorf("the isolated node %d acknowledged acks=all writes it could not replicate: %v", victim, acknowledged)
+		t.Errorf("the isolated node %d acknowledged %d acks=all writes it could not replicate, e.g. %v",
+			victim, len(acknowledged), acknowledged[:min(len(acknowledged), 10)])
 	}
-	if len(refused) == len(probes) {
-		t.Errorf("no probe reached the isolated node %d: the check above proves nothing", victim)
+	if len(probes)-len(refused) < 3 {
+		t.Errorf("%d probes reached the isolated node %d, want 3: the check above proves little", len(probes)-len(refused), victim)
 	}
 
 	n.heal(int(victim))
