@@ -238,105 +238,10 @@ func startNetnsCluster(t *testing.T, n *netnsNet, extra ...string) *serveCluster
 	return c
 }
 
-// nnProducers are rkProducers idempotent acks=all producers writing to
-// rkTopic through every node, each record's outcome in led.
-type nnProducers struct {
-	t       *testing.T
-	led     *rkLedger
-	stopped atomic.Bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	cls     []*kgo.Client
-	logs    []testutil.SyncBuffer
-}
-
-func startNNProducers(t *testing.T, ctx context.Context, c *serveCluster) *nnProducers {
-	t.Helper()
-	ps := &nnProducers{t: t, led: &rkLedger{acked: map[string]rkAck{}, failed: map[string]error{}},
-		cls: make([]*kgo.Client, rkProducers), logs: make([]testutil.SyncBuffer, rkProducers)}
-	pctx, cancel := context.WithCancel(ctx)
-	ps.cancel = cancel
-	t.Cleanup(func() {
-		ps.stop()
-		if t.Failed() {
-			for i := range ps.logs {
-				t.Logf("producer %d's log:\n%s", i, rkTail(ps.logs[i].String(), 40))
-			}
-			for i, p := range c.procs {
-				t.Logf("node %d's stderr:\n%s", i+1, rkTail(p.stderr.String(), 40))
-			}
-		}
-	})
-	for i := range ps.cls {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs...), kgo.DefaultProduceTopic(rkTopic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.MaxBufferedRecords(200), kgo.ProducerLinger(5*time.Millisecond),
-			kgo.RetryTimeout(clusterBound), kgo.WithLogger(kgo.BasicLogger(&ps.logs[i], kgo.LogLevelInfo, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps.cls[i] = cl
-		ps.wg.Add(1)
-		go func() {
-			defer ps.wg.Done()
-			rkProduce(pctx, cl, i, &ps.stopped, ps.led)
-		}()
-	}
-	return ps
-}
-
-// stop stops the producers, waits for every outstanding record's outcome
-// and closes the clients; it fails the test when they cannot finish.
-func (ps *nnProducers) stop() {
-	if ps.stopped.Swap(true) {
-		return
-	}
-	defer ps.cancel()
-	if ps.t.Failed() {
-		// A failed test (its throttle or partition may still be
-		// there) abandons the outstanding records at once rather
-		// than wait for each producer in turn.
-		ps.cancel()
-		ps.wg.Wait()
-		for _, cl := range ps.cls {
-			cl.Close()
-		}
-		return
-	}
-	waited := make(chan struct{})
-	go func() { ps.wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(clusterBound):
-		ps.t.Errorf("producers still blocked in Produce %v after they were told to stop", clusterBound)
-		ps.cancel()
-		<-waited
-	}
-	for i, cl := range ps.cls {
-		fctx, fcancel := context.WithTimeout(context.Background(), clusterBound)
-		if err := cl.Flush(fctx); err != nil {
-			ps.t.Errorf("producer %d: flushing with every node reachable: %v", i, err)
-		}
-		fcancel()
-		cl.Close()
-	}
-}
-
-// waitAcked waits until more than n records are acknowledged.
-func (ps *nnProducers) waitAcked(what string, n int) {
-	ps.t.Helper()
-	testutil.CheckFor(ps.t, clusterBound, func() error {
-		if got, _ := ps.led.counts(); got <= n {
-			return fmt.Errorf("%s: %d records acknowledged, want more than %d", what, got, n)
-		}
-		return nil
-	})
-}
-
 // nnCheckHealed waits for full ISRs, stops the producers, and checks
 // that every acknowledged record is read back once at its offset and
 // that the three copies of each partition on disk are the same bytes.
-func nnCheckHealed(t *testing.T, ctx context.Context, c *serveCluster, ps *nnProducers) {
+func nnCheckHealed(t *testing.T, ctx context.Context, c *serveCluster, ps *rkWriters) {
 	t.Helper()
 	c.waitFullISR(ctx, rkTopic, clusterBound)
 	ps.stop()
@@ -434,7 +339,7 @@ func TestNetnsPartitionIsolatesTheLeader(t *testing.T) {
 		t.Logf("before the cut node %d acknowledged probe %s at %s-%d@%d", victim, v, rkTopic, p, off)
 	}
 
-	ps := startNNProducers(t, ctx, c)
+	ps := startRKWriters(t, ctx, c)
 	ps.waitAcked("before the cut", 200)
 
 	n.cut(int(victim))
@@ -547,7 +452,7 @@ func TestNetnsSlowFollowerLeavesAndRejoinsTheISR(t *testing.T) {
 	}
 	const p = 0
 	slow := leaders[p]%3 + 1 // a follower of partition p
-	ps := startNNProducers(t, ctx, c)
+	ps := startRKWriters(t, ctx, c)
 	ps.waitAcked("before the throttle", 200)
 	// The acks=all producers alone would not do: their bounded buffers
 	// wait for the slow follower, which then catches up with a leader
