@@ -46,6 +46,9 @@ type serveCluster struct {
 	args  [][]string
 	procs []*serveProc
 	addrs []string // "" while the node is down
+	// wrap is each node's command prefix (none when nil), such as the
+	// `ip netns exec NS` of a node in its own network namespace.
+	wrap [][]string
 }
 
 // clusterSettings are node id's settings (--override flags) as a voter
@@ -109,7 +112,11 @@ func startServeClusterWith(t *testing.T, extra ...string) *serveCluster {
 // start starts node id again on its data and waits until it serves.
 func (c *serveCluster) start(id int32) {
 	c.t.Helper()
-	c.procs[id-1] = c.launch(c.args[id-1])
+	var wrap []string
+	if c.wrap != nil {
+		wrap = c.wrap[id-1]
+	}
+	c.procs[id-1] = c.launchWrapped(wrap, c.args[id-1])
 	c.addrs[id-1] = c.procs[id-1].waitServing(c.t, clusterBound)
 }
 
@@ -117,6 +124,13 @@ func (c *serveCluster) start(id int32) {
 // the test ends (a child built with -race that is killed never reaches
 // the race detector's exit status).
 func (c *serveCluster) launch(args []string) *serveProc {
+	c.t.Helper()
+	return c.launchWrapped(nil, args)
+}
+
+// launchWrapped is launch with the command prefix wrap (see
+// launchServeWrapped).
+func (c *serveCluster) launchWrapped(wrap, args []string) *serveProc {
 	c.t.Helper()
 	var p *serveProc
 	// Registered first, run last: after launchServe's cleanup killed
@@ -126,7 +140,7 @@ func (c *serveCluster) launch(args []string) *serveProc {
 			p.checkNoRace(c.t)
 		}
 	})
-	p = launchServe(c.t, args...)
+	p = launchServeWrapped(c.t, wrap, args...)
 	return p
 }
 

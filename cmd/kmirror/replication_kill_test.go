@@ -197,72 +197,9 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 
 	// The producers: seeded with every node, they learn the restarted
 	// nodes' new client ports from Metadata.
-	led := &rkLedger{acked: map[string]rkAck{}, failed: map[string]error{}}
-	var stop atomic.Bool
-	pctx, pcancel := context.WithCancel(ctx)
-	defer pcancel()
-	var wg sync.WaitGroup
-	produced := make([]int, rkProducers)
-	cls := make([]*kgo.Client, rkProducers)
-	// The producers' logs, shown when the test fails.
-	logs := make([]testutil.SyncBuffer, rkProducers)
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i := range logs {
-				t.Logf("producer %d's log:\n%s", i, rkTail(logs[i].String(), 60))
-			}
-			for i, p := range c.procs {
-				t.Logf("node %d's stderr:\n%s", i+1, rkTail(p.stderr.String(), 40))
-			}
-		}
-	})
-	for i := range cls {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs...), kgo.DefaultProduceTopic(rkTopic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.MaxBufferedRecords(200), kgo.ProducerLinger(5*time.Millisecond),
-			kgo.RetryTimeout(clusterBound), kgo.WithLogger(kgo.BasicLogger(&logs[i], kgo.LogLevelInfo, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		cls[i] = cl
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			produced[i] = rkProduce(pctx, cl, i, &stop, led)
-		}()
-	}
-	stopProducers := func() {
-		if stop.Swap(true) {
-			return
-		}
-		// A producer blocks in Produce while its buffer is full: a
-		// stalled partition holds it there.
-		waited := make(chan struct{})
-		go func() { wg.Wait(); close(waited) }()
-		select {
-		case <-waited:
-		case <-time.After(clusterBound):
-			acked, failed := led.counts()
-			t.Errorf("producers still blocked in Produce %v after they were told to stop (%d acknowledged, %d failed)", clusterBound, acked, failed)
-			pcancel()
-			<-waited
-		}
-		for i, cl := range cls {
-			fctx, fcancel := context.WithTimeout(ctx, clusterBound)
-			if err := cl.Flush(fctx); err != nil {
-				t.Errorf("producer %d: flushing with every node up: %v", i, err)
-			}
-			fcancel()
-		}
-	}
-	defer stopProducers()
-	testutil.CheckFor(t, clusterBound, func() error {
-		if n, _ := led.counts(); n < 200 {
-			return fmt.Errorf("%d records acknowledged before the first kill, want 200", n)
-		}
-		return nil
-	})
+	ps := startRKWriters(t, ctx, c)
+	led := ps.led
+	ps.waitAcked("before the first kill", 200)
 
 	roundsEnd := time.Now().Add(rkRoundsBound)
 	rounds := 0
@@ -319,11 +256,11 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 		t.Fatalf("only %d kill rounds within %v", rounds, rkRoundsBound)
 	}
 
-	stopProducers()
+	ps.stop()
 	acked, failed := led.counts()
 	p50, most := led.latencies()
 	t.Logf("%d rounds; produced %v, %d acknowledged (latency p50 %v, max %v), %d failed; %v so far",
-		rounds, produced, acked, p50, most, failed, time.Since(began).Round(time.Millisecond))
+		rounds, ps.produced, acked, p50, most, failed, time.Since(began).Round(time.Millisecond))
 	if failed > 0 {
 		// Failures are allowed (the outcome was unknown to the client),
 		// but say what they were.
@@ -362,6 +299,112 @@ func TestServeClusterKill9LeadersWhileProducing(t *testing.T) {
 		t.Log(line)
 	}
 	t.Logf("done in %v", time.Since(began).Round(time.Millisecond))
+}
+
+// rkWriters are rkProducers idempotent acks=all producers writing to
+// rkTopic through every node, each record's outcome in led; their logs
+// and the nodes' stderr are shown when the test fails.
+type rkWriters struct {
+	t       *testing.T
+	led     *rkLedger
+	stopped atomic.Bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	cls     []*kgo.Client
+	logs    []testutil.SyncBuffer
+	// produced is how many records each producer produced, once
+	// stopped.
+	produced []int
+}
+
+// startRKWriters starts the producers; they stop when the test ends if
+// not before.
+func startRKWriters(t *testing.T, ctx context.Context, c *serveCluster) *rkWriters {
+	t.Helper()
+	ps := &rkWriters{t: t, led: &rkLedger{acked: map[string]rkAck{}, failed: map[string]error{}},
+		cls: make([]*kgo.Client, rkProducers), logs: make([]testutil.SyncBuffer, rkProducers), produced: make([]int, rkProducers)}
+	pctx, cancel := context.WithCancel(ctx)
+	ps.cancel = cancel
+	t.Cleanup(func() {
+		ps.stop()
+		if t.Failed() {
+			for i := range ps.logs {
+				t.Logf("producer %d's log:\n%s", i, rkTail(ps.logs[i].String(), 60))
+			}
+			for i, p := range c.procs {
+				t.Logf("node %d's stderr:\n%s", i+1, rkTail(p.stderr.String(), 40))
+			}
+		}
+	})
+	for i := range ps.cls {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs...), kgo.DefaultProduceTopic(rkTopic),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.MaxBufferedRecords(200), kgo.ProducerLinger(5*time.Millisecond),
+			kgo.RetryTimeout(clusterBound), kgo.WithLogger(kgo.BasicLogger(&ps.logs[i], kgo.LogLevelInfo, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.cls[i] = cl
+		ps.wg.Add(1)
+		go func() {
+			defer ps.wg.Done()
+			ps.produced[i] = rkProduce(pctx, cl, i, &ps.stopped, ps.led)
+		}()
+	}
+	return ps
+}
+
+// stop stops the producers, waits for every outstanding record's outcome
+// and closes the clients; it fails the test when they cannot finish.
+func (ps *rkWriters) stop() {
+	if ps.stopped.Swap(true) {
+		return
+	}
+	defer ps.cancel()
+	if ps.t.Failed() {
+		// A failed test (its throttle or partition may still be
+		// there) abandons the outstanding records at once rather
+		// than wait for each producer in turn.
+		ps.cancel()
+		ps.wg.Wait()
+		for _, cl := range ps.cls {
+			if cl != nil { // nil: the test failed making the clients
+				cl.Close()
+			}
+		}
+		return
+	}
+	// A producer blocks in Produce while its buffer is full: a stalled
+	// partition holds it there.
+	waited := make(chan struct{})
+	go func() { ps.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(clusterBound):
+		acked, failed := ps.led.counts()
+		ps.t.Errorf("producers still blocked in Produce %v after they were told to stop (%d acknowledged, %d failed)", clusterBound, acked, failed)
+		ps.cancel()
+		<-waited
+	}
+	for i, cl := range ps.cls {
+		fctx, fcancel := context.WithTimeout(context.Background(), clusterBound)
+		if err := cl.Flush(fctx); err != nil {
+			ps.t.Errorf("producer %d: flushing with every node up and reachable: %v", i, err)
+		}
+		fcancel()
+		cl.Close()
+	}
+}
+
+// waitAcked waits until more than n records are acknowledged.
+func (ps *rkWriters) waitAcked(what string, n int) {
+	ps.t.Helper()
+	testutil.CheckFor(ps.t, clusterBound, func() error {
+		if got, _ := ps.led.counts(); got <= n {
+			return fmt.Errorf("%s: %d records acknowledged, want more than %d", what, got, n)
+		}
+		return nil
+	})
 }
 
 // rkSettledEnds waits until topic's high watermarks (ListOffsets latest)

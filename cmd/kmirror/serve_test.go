@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,7 +50,16 @@ type serveProc struct {
 // when the test ends, without waiting for it to serve.
 func launchServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
+	return launchServeWrapped(t, nil, args...)
+}
+
+// launchServeWrapped is launchServe with the command line prefixed by
+// wrap, a command that executes the rest in place (as `ip netns exec
+// NS` does: the child's pid stays the one killed at the end).
+func launchServeWrapped(t *testing.T, wrap []string, args ...string) *serveProc {
+	t.Helper()
+	argv := append(slices.Clone(wrap), os.Args[0], "serve")
+	cmd := exec.Command(argv[0], append(argv[1:], args...)...)
 	cmd.Env = append(os.Environ(), "KMIRROR_TEST_MAIN=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
