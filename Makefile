@@ -55,6 +55,15 @@ bench-produce: build
 bench-cluster: build
 	$(GO) run ./perf/cluster --kmirror-bin $(BIN) --out perf/baselines/cluster-$$(date -u +%Y-%m-%d).txt $(CLUSTERFLAGS)
 
+# Replication against real Kafka 4.4.0 (issue 21, perf/replication): a
+# 3-node kmirror cluster and a 3-node KRaft cluster, RF 3, acks=all,
+# kafka-producer-perf-test then kafka-consumer-perf-test after the
+# leaders moved to former followers. Needs java and mvn, takes about 10
+# minutes. Extra flags: make bench-replication REPLFLAGS='--records 2000000 --runs 5'.
+.PHONY: bench-replication
+bench-replication: build
+	$(GO) run ./perf/replication --kmirror-bin $(BIN) --out perf/baselines/replication-$$(date -u +%Y-%m-%d).txt $(REPLFLAGS)
+
 # A short pass over every fuzz target (FuzzX functions in *_fuzz_test.go).
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_fuzz_test.go' '^func Fuzz' .); do \

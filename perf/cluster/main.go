@@ -178,7 +178,7 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 	bin := o.kmirrorBin
 	if bin == "" {
 		log.Info("building kmirror")
-		bin = filepath.Join(work, "kmirror")
+		bin = filepath.Join(work, "kmirror-bin")
 		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/kmirror/kmirror/cmd/kmirror").CombinedOutput(); err != nil {
 			return fmt.Errorf("go build ./cmd/kmirror: %v\n%s", err, out)
 		}
