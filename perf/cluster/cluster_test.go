@@ -15,6 +15,7 @@ import (
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/node"
+	"github.com/kmirror/kmirror/perf/internal/benchcluster"
 )
 
 // inProcCluster is three kmirror nodes of one quorum in this process (no
@@ -30,7 +31,7 @@ type inProcCluster struct {
 func startInProc(t *testing.T) *inProcCluster {
 	t.Helper()
 	c := &inProcCluster{cfgs: nodetest.ClusterConfigs(t, 3), nodes: make([]*node.Node, 3)}
-	ports, err := freePorts(3)
+	ports, err := benchcluster.FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func startInProc(t *testing.T) *inProcCluster {
 		wg.Go(func() { c.nodes[i], errs[i] = node.Start(c.cfgs[i], control.Config{}) })
 	}
 	wg.Wait()
-	t.Cleanup(func() { c.close() })
+	t.Cleanup(func() { c.Close() })
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -54,28 +55,28 @@ func startInProc(t *testing.T) *inProcCluster {
 	return c
 }
 
-func (c *inProcCluster) name() string    { return systemKmirror }
-func (c *inProcCluster) version() string { return "in-process" }
-func (c *inProcCluster) ids() []int32    { return []int32{1, 2, 3} }
-func (c *inProcCluster) addr(id int32) string {
+func (c *inProcCluster) Name() string    { return systemKmirror }
+func (c *inProcCluster) Version() string { return "in-process" }
+func (c *inProcCluster) IDs() []int32    { return []int32{1, 2, 3} }
+func (c *inProcCluster) Addr(id int32) string {
 	return net.JoinHostPort("127.0.0.1", fmt.Sprint(c.cfgs[id-1].Listeners[0].Port))
 }
-func (c *inProcCluster) running(id int32) bool { return c.nodes[id-1] != nil }
-func (c *inProcCluster) pids() []int           { return nil }
+func (c *inProcCluster) Running(id int32) bool { return c.nodes[id-1] != nil }
+func (c *inProcCluster) PIDs() []int           { return nil }
 
-func (c *inProcCluster) kill(id int32) error {
+func (c *inProcCluster) Kill(id int32) error {
 	err := c.nodes[id-1].Close()
 	c.nodes[id-1] = nil
 	return err
 }
 
-func (c *inProcCluster) restart(_ context.Context, id int32) error {
+func (c *inProcCluster) Restart(_ context.Context, id int32) error {
 	n, err := node.Start(c.cfgs[id-1], control.Config{})
 	c.nodes[id-1] = n
 	return err
 }
 
-func (c *inProcCluster) close() error {
+func (c *inProcCluster) Close() error {
 	for i, n := range c.nodes {
 		if n != nil {
 			n.Close()
@@ -121,7 +122,7 @@ func TestLatencyAndFailoverInProcess(t *testing.T) {
 			t.Fatalf("failover, patient %v: %+v", patient, f)
 		}
 		rep.failover = append(rep.failover, f)
-		if err := c.restart(ctx, ctl); err != nil {
+		if err := c.Restart(ctx, ctl); err != nil {
 			t.Fatal(err)
 		}
 	}

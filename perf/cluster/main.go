@@ -65,6 +65,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/settings"
+	"github.com/kmirror/kmirror/perf/internal/benchcluster"
 	"github.com/kmirror/kmirror/perf/internal/benchrun"
 )
 
@@ -186,8 +187,8 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 	var clusters []cluster
 	defer func() {
 		for _, c := range clusters {
-			if err := c.close(); err != nil {
-				log.Warn("stopping a cluster", "system", c.name(), "err", err)
+			if err := c.Close(); err != nil {
+				log.Warn("stopping a cluster", "system", c.Name(), "err", err)
 			}
 		}
 	}()
@@ -196,15 +197,15 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 		var c cluster
 		switch name {
 		case systemKmirror:
-			c, err = startKmirror(ctx, bin, filepath.Join(work, name), o.kmirrorLog, o.keepDir)
+			c, err = benchcluster.StartKmirror(ctx, bin, filepath.Join(work, name), o.kmirrorLog, o.keepDir, sessionProps)
 		case systemKafka:
-			c, err = startKafka(filepath.Join(work, name), o.heapMB)
+			c, err = benchcluster.StartKafka(filepath.Join(work, name), o.heapMB, sessionProps)
 		}
 		if err != nil {
 			return err
 		}
 		clusters = append(clusters, c)
-		rep.versions[name] = c.version()
+		rep.versions[name] = c.Version()
 		log.Info("cluster started", "system", name, "took", time.Since(began).Round(time.Millisecond))
 	}
 	for _, c := range clusters {
@@ -233,11 +234,11 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 					return err
 				}
 				rep.failover = append(rep.failover, f)
-				log.Info("failover", "system", c.name(), "round", round+1, "patient", patient, "killed", f.killed,
+				log.Info("failover", "system", c.Name(), "round", round+1, "patient", patient, "killed", f.killed,
 					"sent_to", f.survivor, "next_controller", f.next, "took_ms", ms(f.took), "sent_at_ms", ms(f.sentAt),
 					"attempts", f.attempts)
-				if err := c.restart(ctx, f.killed); err != nil {
-					return fmt.Errorf("%s: restarting node %d: %w", c.name(), f.killed, err)
+				if err := c.Restart(ctx, f.killed); err != nil {
+					return fmt.Errorf("%s: restarting node %d: %w", c.Name(), f.killed, err)
 				}
 			}
 		}
@@ -266,29 +267,29 @@ func runLatency(ctx context.Context, o options, clusters []cluster, rep *report,
 		if err != nil {
 			return err
 		}
-		s := &side{c: c, w: &writer{system: c.name()}, conns: map[string]*conn{}, nodes: map[string]int32{toController: ctl}}
+		s := &side{c: c, w: &writer{system: c.Name()}, conns: map[string]*conn{}, nodes: map[string]int32{toController: ctl}}
 		sides = append(sides, s)
-		for _, id := range c.ids() {
+		for _, id := range c.IDs() {
 			if id != ctl {
 				s.nodes[toFollower] = id
 				break
 			}
 		}
 		for to, id := range s.nodes {
-			cn, err := dial(c.addr(id))
+			cn, err := dial(c.Addr(id))
 			if err != nil {
 				return err
 			}
 			s.conns[to] = cn
 		}
 		if err := s.conns[toController].createTopic(ctx, alterTopic); err != nil {
-			return fmt.Errorf("%s: %w", c.name(), err)
+			return fmt.Errorf("%s: %w", c.Name(), err)
 		}
-		log.Info("latency targets", "system", c.name(), "controller", ctl, "non_controller", s.nodes[toFollower])
+		log.Info("latency targets", "system", c.Name(), "controller", ctl, "non_controller", s.nodes[toFollower])
 		for _, op := range []string{opAlter, opCreate} {
 			for range o.warmup {
 				if _, err := s.w.write(ctx, s.conns[toFollower], op); err != nil {
-					return fmt.Errorf("%s warm-up: %w", c.name(), err)
+					return fmt.Errorf("%s warm-up: %w", c.Name(), err)
 				}
 			}
 		}
@@ -306,7 +307,7 @@ func runLatency(ctx context.Context, o options, clusters []cluster, rep *report,
 				}
 				i++
 				for _, s := range order {
-					k := cellKey{s.c.name(), op, to}
+					k := cellKey{s.c.Name(), op, to}
 					before := snapshot(pids)
 					for range n {
 						d, err := s.w.write(ctx, s.conns[to], op)
@@ -315,7 +316,7 @@ func runLatency(ctx context.Context, o options, clusters []cluster, rep *report,
 								return ctx.Err()
 							}
 							rep.fails[k]++
-							log.Warn("write failed", "system", s.c.name(), "op", op, "to", to, "err", err)
+							log.Warn("write failed", "system", s.c.Name(), "op", op, "to", to, "err", err)
 							continue
 						}
 						rep.add(k, d)

@@ -152,7 +152,7 @@ func healthy(ctx context.Context, c cluster, tag string, d time.Duration) (int32
 		}
 		last = err
 		if time.Now().After(deadline) {
-			return -1, fmt.Errorf("%s: the cluster was not whole within %v: %w", c.name(), d, last)
+			return -1, fmt.Errorf("%s: the cluster was not whole within %v: %w", c.Name(), d, last)
 		}
 		select {
 		case <-ctx.Done():
@@ -164,8 +164,8 @@ func healthy(ctx context.Context, c cluster, tag string, d time.Duration) (int32
 
 func checkHealthy(ctx context.Context, c cluster, topic string) (int32, error) {
 	ctl := int32(-1)
-	for _, id := range c.ids() {
-		got, err := controllerOf(ctx, c.addr(id))
+	for _, id := range c.IDs() {
+		got, err := controllerOf(ctx, c.Addr(id))
 		if err != nil {
 			return -1, fmt.Errorf("node %d: %w", id, err)
 		}
@@ -174,8 +174,8 @@ func checkHealthy(ctx context.Context, c cluster, topic string) (int32, error) {
 		}
 		ctl = got
 	}
-	for _, id := range c.ids() {
-		cn, err := dial(c.addr(id))
+	for _, id := range c.IDs() {
+		cn, err := dial(c.Addr(id))
 		if err != nil {
 			return -1, err
 		}
@@ -184,7 +184,7 @@ func checkHealthy(ctx context.Context, c cluster, topic string) (int32, error) {
 		md.Topics = []kmsg.MetadataRequestTopic{}
 		resp, err := cn.request(rctx, md)
 		if err == nil {
-			if n := len(resp.(*kmsg.MetadataResponse).Brokers); n != len(c.ids()) {
+			if n := len(resp.(*kmsg.MetadataResponse).Brokers); n != len(c.IDs()) {
 				err = fmt.Errorf("node %d lists %d brokers", id, n)
 			}
 		}
@@ -277,14 +277,14 @@ type attempt struct {
 // behind the abandoned ones.
 func killController(ctx context.Context, c cluster, ctl int32, round int, patient bool, retryEvery, attemptTimeout time.Duration,
 	maxInFlight int, maxWait time.Duration) (failover, error) {
-	f := failover{system: c.name(), round: round, patient: patient, killed: ctl, next: -1, errs: map[string]int{}}
-	for _, id := range c.ids() {
+	f := failover{system: c.Name(), round: round, patient: patient, killed: ctl, next: -1, errs: map[string]int{}}
+	for _, id := range c.IDs() {
 		if id != ctl {
 			f.survivor = id
 			break
 		}
 	}
-	addr := c.addr(f.survivor)
+	addr := c.Addr(f.survivor)
 	actx, cancelAll := context.WithCancel(ctx)
 	defer cancelAll()
 	results := make(chan attempt, maxInFlight+1)
@@ -295,7 +295,7 @@ func killController(ctx context.Context, c cluster, ctl int32, round int, patien
 		cn, err := dial(addr)
 		if err == nil {
 			tctx, cancel := context.WithTimeout(actx, timeout)
-			err = cn.createTopic(tctx, fmt.Sprintf("cbench-failover-%s-r%d-%v-%d", c.name(), round, patient, seq))
+			err = cn.createTopic(tctx, fmt.Sprintf("cbench-failover-%s-r%d-%v-%d", c.Name(), round, patient, seq))
 			cancel()
 			cn.close()
 		}
@@ -303,7 +303,7 @@ func killController(ctx context.Context, c cluster, ctl int32, round int, patien
 		results <- a
 	}
 	start = time.Now()
-	if err := c.kill(ctl); err != nil {
+	if err := c.Kill(ctl); err != nil {
 		return f, err
 	}
 	timeout, every := attemptTimeout, retryEvery
@@ -327,7 +327,7 @@ func killController(ctx context.Context, c cluster, ctl int32, round int, patien
 			f.errs[errorKind(a.err)]++
 			if patient {
 				if time.Since(start) > maxWait {
-					return f, fmt.Errorf("%s: no CreateTopics succeeded within %v of killing node %d (errors %v)", c.name(), maxWait, ctl, f.errs)
+					return f, fmt.Errorf("%s: no CreateTopics succeeded within %v of killing node %d (errors %v)", c.Name(), maxWait, ctl, f.errs)
 				}
 				select {
 				case <-ctx.Done():
@@ -341,7 +341,7 @@ func killController(ctx context.Context, c cluster, ctl int32, round int, patien
 			}
 		case <-tick.C:
 			if time.Since(start) > maxWait {
-				return f, fmt.Errorf("%s: no CreateTopics succeeded within %v of killing node %d (errors %v)", c.name(), maxWait, ctl, f.errs)
+				return f, fmt.Errorf("%s: no CreateTopics succeeded within %v of killing node %d (errors %v)", c.Name(), maxWait, ctl, f.errs)
 			}
 			if inFlight < maxInFlight {
 				inFlight++

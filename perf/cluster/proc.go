@@ -39,7 +39,7 @@ func (s procSnap) othersSince(a procSnap) time.Duration {
 func allPIDs(cs []cluster) []int {
 	var out []int
 	for _, c := range cs {
-		out = append(out, c.pids()...)
+		out = append(out, c.PIDs()...)
 	}
 	return out
 }

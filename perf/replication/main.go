@@ -54,6 +54,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/realkafka"
 	"github.com/kmirror/kmirror/internal/settings"
+	"github.com/kmirror/kmirror/perf/internal/benchcluster"
 	"github.com/kmirror/kmirror/perf/internal/benchrun"
 )
 
@@ -176,8 +177,8 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 	var clusters []cluster
 	defer func() {
 		for _, c := range clusters {
-			if err := c.close(); err != nil {
-				log.Warn("stopping a cluster", "system", c.name(), "err", err)
+			if err := c.Close(); err != nil {
+				log.Warn("stopping a cluster", "system", c.Name(), "err", err)
 			}
 		}
 	}()
@@ -186,20 +187,20 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 		var c cluster
 		switch name {
 		case systemKmirror:
-			c, err = startKmirror(ctx, bin, filepath.Join(work, name), o.kmirrorLog, o.keepDir)
+			c, err = benchcluster.StartKmirror(ctx, bin, filepath.Join(work, name), o.kmirrorLog, o.keepDir, sharedProps)
 		case systemKafka:
-			c, err = startKafka(filepath.Join(work, name), o.heapMB)
+			c, err = benchcluster.StartKafka(filepath.Join(work, name), o.heapMB, sharedProps)
 		}
 		if err != nil {
 			return err
 		}
 		clusters = append(clusters, c)
-		rep.versions[name] = c.version()
+		rep.versions[name] = c.Version()
 		log.Info("cluster started", "system", name, "took", time.Since(began).Round(time.Millisecond))
 	}
 	if o.warmupRecords > 0 {
 		for _, c := range clusters {
-			log.Info("warm-up run", "system", c.name(), "records", o.warmupRecords)
+			log.Info("warm-up run", "system", c.Name(), "records", o.warmupRecords)
 			if _, err := runOne(ctx, o, libs, c, clusters, 0, o.warmupRecords, log); err != nil {
 				return fmt.Errorf("warm-up: %w", err)
 			}
@@ -223,7 +224,7 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 
 // runOne is one run of c (0: the warm-up): the steps of the package doc.
 func runOne(ctx context.Context, o options, libs string, c cluster, all []cluster, n, records int, log *slog.Logger) (result, error) {
-	res := result{system: c.name(), run: n}
+	res := result{system: c.Name(), run: n}
 	adm, err := admin(c)
 	if err != nil {
 		return res, err
@@ -231,9 +232,9 @@ func runOne(ctx context.Context, o options, libs string, c cluster, all []cluste
 	defer adm.Close()
 	topic := fmt.Sprintf("repl-%d-r%d", o.partitions, n)
 	if err := createTopic(ctx, adm, topic, o.partitions); err != nil {
-		return res, fmt.Errorf("%s: %w", c.name(), err)
+		return res, fmt.Errorf("%s: %w", c.Name(), err)
 	}
-	own, idle := c.pids(), otherPIDs(all, c)
+	own, idle := c.PIDs(), otherPIDs(all, c)
 
 	before := snapshot(own, idle)
 	prod, out, err := runProducerPerf(ctx, libs, c, topic, records, o.recordSize)
@@ -242,18 +243,18 @@ func runOne(ctx context.Context, o options, libs string, c cluster, all []cluste
 		return res, err
 	}
 	res.produce, res.produceOut = prod, out
-	log.Info("produced", "system", c.name(), "run", n, "records_per_s", prod.recordsPerSec, "mb_per_s", prod.mbPerSec,
+	log.Info("produced", "system", c.Name(), "run", n, "records_per_s", prod.recordsPerSec, "mb_per_s", prod.mbPerSec,
 		"p50_ms", prod.p50, "p99_ms", prod.p99, "nodes_cpu_s", fmt.Sprintf("%.1f", res.produceCPU.nodes.Seconds()),
 		"other_cpu_s", fmt.Sprintf("%.1f", res.produceCPU.others.Seconds()))
 
 	began := time.Now()
 	if _, err := verifyReplicas(ctx, adm, topic, o.partitions, int64(records), 2*time.Minute); err != nil {
-		return res, fmt.Errorf("%s after producing: %w", c.name(), err)
+		return res, fmt.Errorf("%s after producing: %w", c.Name(), err)
 	}
 	res.catchUp = time.Since(began)
 	res.leadersBefore, res.leadersAft, err = moveLeaders(ctx, adm, topic, o.partitions)
 	if err != nil {
-		return res, fmt.Errorf("%s: moving the leaders: %w", c.name(), err)
+		return res, fmt.Errorf("%s: moving the leaders: %w", c.Name(), err)
 	}
 
 	before = snapshot(own, idle)
@@ -263,16 +264,16 @@ func runOne(ctx context.Context, o options, libs string, c cluster, all []cluste
 		return res, err
 	}
 	res.consume, res.consumeOut = cons, out
-	log.Info("consumed", "system", c.name(), "run", n, "mb_per_s", cons.mbPerSec, "fetch_mb_per_s", cons.fetchMBPerSec,
+	log.Info("consumed", "system", c.Name(), "run", n, "mb_per_s", cons.mbPerSec, "fetch_mb_per_s", cons.fetchMBPerSec,
 		"nodes_cpu_s", fmt.Sprintf("%.1f", res.consumeCPU.nodes.Seconds()), "other_cpu_s", fmt.Sprintf("%.1f", res.consumeCPU.others.Seconds()))
 
 	st, err := verifyReplicas(ctx, adm, topic, o.partitions, int64(records), 30*time.Second)
 	if err != nil {
-		return res, fmt.Errorf("%s at the end of run %d: %w", c.name(), n, err)
+		return res, fmt.Errorf("%s at the end of run %d: %w", c.Name(), n, err)
 	}
 	res.ends, res.sizes = st.ends, st.sizes
 	if err := deleteTopic(ctx, adm, topic); err != nil {
-		return res, fmt.Errorf("%s: %w", c.name(), err)
+		return res, fmt.Errorf("%s: %w", c.Name(), err)
 	}
 	return res, nil
 }
@@ -282,7 +283,7 @@ func otherPIDs(all []cluster, c cluster) []int {
 	var out []int
 	for _, o := range all {
 		if o != c {
-			out = append(out, o.pids()...)
+			out = append(out, o.PIDs()...)
 		}
 	}
 	return out

@@ -142,14 +142,14 @@ func runProducerPerf(ctx context.Context, libs string, c cluster, topic string, 
 		"--num-records", strconv.Itoa(records), "--record-size", strconv.Itoa(size), "--throughput", "-1",
 		"--producer-props", "bootstrap.servers="+bootstrap(c), "acks=all")
 	if err != nil {
-		return producerResult{}, out, fmt.Errorf("%s: %w", c.name(), err)
+		return producerResult{}, out, fmt.Errorf("%s: %w", c.Name(), err)
 	}
 	r, err := parseProducerPerf(out)
 	if err != nil {
-		return r, out, fmt.Errorf("%s: kafka-producer-perf-test: %w\n%s", c.name(), err, out)
+		return r, out, fmt.Errorf("%s: kafka-producer-perf-test: %w\n%s", c.Name(), err, out)
 	}
 	if r.records != int64(records) {
-		return r, out, fmt.Errorf("%s: kafka-producer-perf-test sent %d records, want %d:\n%s", c.name(), r.records, records, out)
+		return r, out, fmt.Errorf("%s: kafka-producer-perf-test sent %d records, want %d:\n%s", c.Name(), r.records, records, out)
 	}
 	return r, out, nil
 }
@@ -162,14 +162,14 @@ func runConsumerPerf(ctx context.Context, libs string, c cluster, topic string, 
 		"--topic", topic, "--num-records", strconv.FormatInt(records, 10),
 		"--group", fmt.Sprintf("repl-perf-%d", time.Now().UnixNano()), "--timeout", "60000")
 	if err != nil {
-		return consumerResult{}, out, fmt.Errorf("%s: %w", c.name(), err)
+		return consumerResult{}, out, fmt.Errorf("%s: %w", c.Name(), err)
 	}
 	r, err := parseConsumerPerf(out)
 	if err != nil {
-		return r, out, fmt.Errorf("%s: kafka-consumer-perf-test: %w\n%s", c.name(), err, out)
+		return r, out, fmt.Errorf("%s: kafka-consumer-perf-test: %w\n%s", c.Name(), err, out)
 	}
 	if r.records != records {
-		return r, out, fmt.Errorf("%s: kafka-consumer-perf-test read %d records, want %d:\n%s", c.name(), r.records, records, out)
+		return r, out, fmt.Errorf("%s: kafka-consumer-perf-test read %d records, want %d:\n%s", c.Name(), r.records, records, out)
 	}
 	return r, out, nil
 }

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package main
-
-import "syscall"
-
-// childAttr puts a target child in its own process group.
-func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
