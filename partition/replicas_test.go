@@ -8,6 +8,17 @@ import (
 	"github.com/kmirror/kmirror/batch"
 )
 
+// newPartition is partition 0 of a new one-partition topic on a test
+// node.
+func newPartition(t *testing.T, topic string) *Partition {
+	t.Helper()
+	tp, err := newTestNode(t).m.Create(topic, 1, nil, [16]byte{}, "", Placement{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp.Partitions()[0]
+}
+
 // appendOne appends one control record at p's log end, as a leader's
 // append (Appended follows).
 func appendOne(t *testing.T, p *Partition) {
@@ -24,12 +35,7 @@ func appendOne(t *testing.T, p *Partition) {
 // committed at each append.
 func TestReplicaSetHighWatermark(t *testing.T) {
 	t.Parallel()
-	n := newTestNode(t)
-	tp, err := n.m.Create("r", 1, nil, [16]byte{}, "", Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions()[0]
+	p := newPartition(t, "r")
 	p.SetAssignment(1, Assignment{Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
 	for range 3 {
 		appendOne(t, p)
@@ -71,12 +77,7 @@ func TestReplicaSetHighWatermark(t *testing.T) {
 // epoch's leadership counts as caught up from its start.
 func TestReplicaSetISRChanges(t *testing.T) {
 	t.Parallel()
-	n := newTestNode(t)
-	tp, err := n.m.Create("isr", 1, nil, [16]byte{}, "", Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions()[0]
+	p := newPartition(t, "isr")
 	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 0, PartitionEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
 	start := time.Now()
 	const lag = 10 * time.Second
@@ -127,12 +128,7 @@ func all(int32) bool { return true }
 // leader's high watermark as far as its own log reaches.
 func TestReplicaSetFollowerAppend(t *testing.T) {
 	t.Parallel()
-	n := newTestNode(t)
-	tp, err := n.m.Create("f", 1, nil, [16]byte{}, "", Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions()[0]
+	p := newPartition(t, "f")
 	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 3, Replicas: []int32{2, 1}, ISR: []int32{2, 1}})
 	var batches []byte
 	for off := int64(0); off < 3; off++ {
@@ -167,12 +163,7 @@ func TestReplicaSetFollowerAppend(t *testing.T) {
 // refused at every fetch, and neither ever moves again.
 func TestReplicaSetFollowerTakesLogStartPastItsHighWatermark(t *testing.T) {
 	t.Parallel()
-	n := newTestNode(t)
-	tp, err := n.m.Create("f", 1, nil, [16]byte{}, "", Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions()[0]
+	p := newPartition(t, "f")
 	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 3, Replicas: []int32{2, 1}, ISR: []int32{2, 1}})
 	var batches []byte
 	for off := int64(0); off < 3; off++ {
