@@ -54,11 +54,15 @@ var errReadOnlyTopic = kerr.PolicyViolation.Code
 // (refuseKeyless); only then are records read, decompressed if need be.
 // With acks=0 nothing is answered. acks=1 answers once the batch is in
 // the log; acks=all (-1) once the high watermark covers it too
-// (Partition.AwaitHighWatermark: Kafka's DelayedProduce), else
+// (Partition.AwaitCommitted: Kafka's DelayedProduce), else
 // REQUEST_TIMED_OUT after the request's timeout. On one node the two
 // answer alike and at once: every append raises the high watermark to the
 // log end before its answer (Partition.Appended). A replicated leader
-// waits in AwaitHighWatermark for its in-sync replicas. acks=all to a
+// waits in AwaitCommitted for its in-sync replicas, and answers
+// NOT_LEADER_OR_FOLLOWER when it stops leading the partition (or leads it
+// in a newer epoch) before they hold the batch: it may have been
+// truncated away. A partition whose assignment names another node (the
+// image lagging the assignment) is refused so too. acks=all to a
 // partition with fewer in-sync replicas than its min.insync.replicas is
 // refused before the append (NOT_ENOUGH_REPLICAS), and answered
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it while the
@@ -138,8 +142,8 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 						break
 					}
 				}
-				if end := b.producePartition(r, p, rp.Records, &sp); req.Acks == -1 && end > 0 {
-					b.produceAcksAll(p, end, &sp, &deadline, req.TimeoutMillis, minISR)
+				if end, lead := b.producePartition(r, p, rp.Records, &sp); req.Acks == -1 && end > 0 {
+					b.produceAcksAll(p, end, lead, &sp, &deadline, req.TimeoutMillis, minISR)
 				}
 			}
 			if sp.ErrorCode != 0 {
@@ -162,19 +166,20 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 }
 
 // producePartition appends one partition's batch and fills its answer. It
-// returns the end of the batch in the log (its last offset + 1), 0 when
-// it was refused.
-func (b *Broker) producePartition(r *request, p *partition.Partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
+// returns the end of the batch in the log (its last offset + 1) and the
+// leadership it was appended in, 0 when it was refused.
+func (b *Broker) producePartition(r *request, p *partition.Partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int64, partition.Leadership) {
+	var lead partition.Leadership
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 	if len(records) < batch.HeaderSize {
 		b.refuseBatch(r, p, sp, kerr.CorruptMessage.Code,
 			fmt.Sprintf("%d bytes of records: a record batch has a %d-byte header", len(records), batch.HeaderSize))
-		return 0
+		return 0, lead
 	}
 	if max := p.MaxMessageBytes(); len(records) > int(max) {
 		b.refuseBatch(r, p, sp, kerr.MessageTooLarge.Code,
 			fmt.Sprintf("the batch is %d bytes, above max.message.bytes %d of topic %s", len(records), max, p.Topic().Name()))
-		return 0
+		return 0, lead
 	}
 	// Parse refuses trailing bytes as corruption; Kafka's answer to a
 	// second batch is INVALID_RECORD, so find the first batch's end first.
@@ -184,7 +189,7 @@ func (b *Broker) producePartition(r *request, p *partition.Partition, records []
 		sp.ErrorCode = kerr.InvalidRecord.Code
 		msg := "a produce request must hold exactly one record batch per partition"
 		sp.ErrorMessage = &msg
-		return 0
+		return 0, lead
 	}
 	bt, err := batch.Parse(records)
 	// A compacted topic's records are read (decompressed if needed) for
@@ -194,7 +199,7 @@ func (b *Broker) producePartition(r *request, p *partition.Partition, records []
 		if err = bt.Verify(); err == nil {
 			var refused bool
 			if refused, err = refuseKeyless(p, bt, sp); refused {
-				return 0
+				return 0, lead
 			}
 		}
 	}
@@ -206,13 +211,17 @@ func (b *Broker) producePartition(r *request, p *partition.Partition, records []
 	}
 	var res storage.AppendResult
 	if err == nil {
-		res, err = p.Log().AppendProduce(records, p.LeaderEpoch())
+		res, lead, err = p.AppendProduce(records)
+	}
+	if errors.Is(err, partition.ErrNotLeader) {
+		sp.ErrorCode, sp.ErrorMessage = kerr.NotLeaderForPartition.Code, &notLeaderMsg
+		return 0, lead
 	}
 	if err != nil {
 		code := produceErrorCode(err)
 		if code != kerr.KafkaStorageError.Code {
 			b.refuseBatch(r, p, sp, code, err.Error())
-			return 0
+			return 0, lead
 		}
 		// The node's fault, not the client's: the client is told why
 		// (its retries may succeed once space is back), the log says it
@@ -227,7 +236,7 @@ func (b *Broker) producePartition(r *request, p *partition.Partition, records []
 			b.log.Warn("produce refused: the disk is full (appends resume by themselves once space is freed)",
 				"topic", p.Topic().Name(), "partition", p.Index(), "held_back", held, "err", err)
 		}
-		return 0
+		return 0, lead
 	}
 	sp.BaseOffset = res.FirstOffset
 	sp.LogStartOffset = p.Log().LogStartOffset()
@@ -236,27 +245,36 @@ func (b *Broker) producePartition(r *request, p *partition.Partition, records []
 		b.stats.ProduceBytes.Add(int64(len(records)))
 		p.Appended()
 	}
-	return res.LastOffset + 1
+	return res.LastOffset + 1, lead
 }
 
 // produceAcksAll holds an acks=all answer until the partition's high
 // watermark reaches end, the end of the appended batch (of the original
 // one for a duplicate: Kafka waits for those too), as Kafka's
-// DelayedProduce; past the deadline it answers REQUEST_TIMED_OUT. All
+// DelayedProduce; past the deadline it answers REQUEST_TIMED_OUT, and
+// NOT_LEADER_OR_FOLLOWER when the node stopped leading in lead. All
 // partitions of a request share one deadline, the request's timeout from
 // the first wait. On one node the high watermark is already there and
 // nothing waits.
-func (b *Broker) produceAcksAll(p *partition.Partition, end int64, sp *kmsg.ProduceResponseTopicPartition, deadline *time.Time, timeoutMs int32, minISR int) {
-	if p.Log().HighWatermark() < end { // on one node it always is
-		if deadline.IsZero() {
-			*deadline = time.Now().Add(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
-		}
-		if !p.AwaitHighWatermark(end, time.Until(*deadline), b.closing) {
-			sp.ErrorCode = kerr.RequestTimedOut.Code
-			msg := fmt.Sprintf("the high watermark did not reach %d within the request's %d ms", end, timeoutMs)
-			sp.ErrorMessage = &msg
-			return
-		}
+func (b *Broker) produceAcksAll(p *partition.Partition, end int64, lead partition.Leadership, sp *kmsg.ProduceResponseTopicPartition, deadline *time.Time, timeoutMs int32, minISR int) {
+	if p.Log().HighWatermark() < end && deadline.IsZero() { // on one node it never is
+		*deadline = time.Now().Add(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
+	}
+	switch p.AwaitCommitted(end, lead, time.Until(*deadline), b.closing) {
+	case partition.CommitTimedOut:
+		sp.ErrorCode = kerr.RequestTimedOut.Code
+		msg := fmt.Sprintf("the high watermark did not reach %d within the request's %d ms", end, timeoutMs)
+		sp.ErrorMessage = &msg
+		return
+	case partition.CommitLostLeadership:
+		// The batch may be gone: a follower truncates to its new leader.
+		// The producer retries on the new leader (deduplicated when
+		// idempotent and the batch survived there).
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		msg := "this node stopped leading the partition before its in-sync replicas held the batch"
+		sp.ErrorMessage = &msg
+		sp.BaseOffset = -1
+		return
 	}
 	if n := p.ISRSize(); n < minISR {
 		// In the log and committed, but the ISR shrank below the minimum

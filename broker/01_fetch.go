@@ -366,11 +366,9 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 	switch {
 	case fs.replica >= 0:
 		// A follower copies the whole log; its fetch offset is its log
-		// end, which moves the high watermark (replicas.go).
+		// end, which moves the high watermark once the read below found
+		// it in the log (replicas.go).
 		upTo = p.Log().LogEndOffset()
-		if p.ReplicaFetched(fs.replica, fp.offset, time.Now()) {
-			b.isrChangeWanted()
-		}
 	case committed:
 		upTo = p.Log().LastStableOffset()
 	}
@@ -396,6 +394,9 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 			b.log.Warn("fetch read failed", "topic", p.Topic().Name(), "partition", p.Index(), "err", err)
 		}
 		return
+	}
+	if fs.replica >= 0 && p.ReplicaFetched(fs.replica, fp.offset, time.Now()) {
+		b.isrChangeWanted()
 	}
 	if !first && fp.region.Length > limit {
 		fp.region = storage.Region{} // KIP-74: only the first partition may overshoot

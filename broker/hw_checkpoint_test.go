@@ -102,21 +102,23 @@ func TestAwaitCommitted(t *testing.T) {
 	tp := mustTopic(t, b, "acks-all", 1)
 	p := tp.Partitions()[0]
 	mustAppend(t, p, plainBatch(2, 10), 0)
-	if !p.AwaitHighWatermark(2, 0, b.closing) {
-		t.Fatal("a committed batch waited")
+	var alone partition.Leadership // a node alone: no assignment
+	if c := p.AwaitCommitted(2, alone, 0, b.closing); c != partition.Committed {
+		t.Fatalf("a committed batch waited: %v", c)
 	}
-	if _, err := p.Log().AppendProduce(plainBatch(2, 10), 0); err != nil {
+	_, lead, err := p.AppendProduce(plainBatch(2, 10))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if p.AwaitHighWatermark(4, 10*time.Millisecond, b.closing) {
-		t.Fatal("an uncommitted batch was acknowledged")
+	if c := p.AwaitCommitted(4, lead, 10*time.Millisecond, b.closing); c != partition.CommitTimedOut {
+		t.Fatalf("an uncommitted batch: %v, want CommitTimedOut", c)
 	}
-	done := make(chan bool)
-	go func() { done <- p.AwaitHighWatermark(4, time.Minute, b.closing) }()
+	done := make(chan partition.Commit)
+	go func() { done <- p.AwaitCommitted(4, lead, time.Minute, b.closing) }()
 	testutil.CheckFor(t, testutil.Timeout, testutil.True("the produce parked", func() bool { return waiters(p) == 1 }))
 	p.Appended()
-	if !<-done {
-		t.Fatal("the wait did not end with the commit")
+	if c := <-done; c != partition.Committed {
+		t.Fatalf("the wait ended with %v, not the commit", c)
 	}
 	if waiters(p) != 0 {
 		t.Fatalf("%d waiters left", waiters(p))

@@ -2,7 +2,10 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
@@ -14,8 +17,10 @@ import (
 // up with the high watermark rejoins it. The leader asks the controller
 // (AlterPartition, through cfg.ISR), which fences a stale leader by the
 // partition epoch; the answer is the partition's new assignment, in
-// force here at once and everywhere once the metadata log applied it. A
-// dead node leaves the ISRs without this: the controller fences it.
+// force here at once and everywhere once the metadata log applied it.
+// While the change is under way the high watermark also waits for the
+// followers it adds (Partition.ProposeISR). A dead node leaves the ISRs
+// without this: the controller fences it.
 
 // isrChangeWanted asks the ISR loop for a pass now (a follower caught
 // up); it never blocks (the fetch path calls it).
@@ -89,10 +94,18 @@ func (b *Broker) checkISRs(ctx context.Context, fromWake bool, refused map[*part
 				continue
 			}
 			before, _ := p.Assignment() // the ISR the change is from (a reconcile may apply it before the answer)
+			p.ProposeISR(ch)            // counted by the high watermark until the answer
 			cctx, cancel := context.WithTimeout(ctx, controllerRPCTimeout)
 			a, err := b.cfg.ISR.AlterISR(cctx, t.ID(), p.Index(), ch.LeaderEpoch, ch.PartitionEpoch, ch.ISR)
 			cancel()
 			if err != nil {
+				// A refusal is final; without an answer the controller may
+				// have made the change, so the proposal stands until the
+				// next assignment or proposal.
+				if ke := (*kerr.Error)(nil); errors.As(err, &ke) && ke != kerr.RequestTimedOut && ctx.Err() == nil &&
+					!errors.Is(err, context.DeadlineExceeded) {
+					p.WithdrawISR(ch)
+				}
 				refused[p] = ch.PartitionEpoch
 				if ok, held := b.warnings.allow("alter-isr", time.Now()); ok {
 					b.log.Warn("changing a partition's ISR", "topic", t.Name(), "partition", p.Index(), "isr", ch.ISR,

@@ -18,7 +18,7 @@
 // metadata log (SetAssignment, replicas.go); a leader raises its high
 // watermark to the minimum log end of its in-sync replicas as they fetch
 // (ReplicaFetched) and acks=all produces wait for it
-// (AwaitHighWatermark); it tells which followers should leave or rejoin
+// (AwaitCommitted); it tells which followers should leave or rejoin
 // the ISR (ISRChanges); followers append their leader's batches through
 // the same append path the mirror fetchers use (AppendReplica). A
 // partition without an assignment, or whose ISR is this node alone, is

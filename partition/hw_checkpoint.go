@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"time"
 
 	"github.com/kmirror/kmirror/internal/vfs"
 	"github.com/kmirror/kmirror/storage"
@@ -25,7 +24,7 @@ import (
 // exactly what it saw when the high watermark was the log end. A
 // replicated leader would instead raise it to the minimum log end of its
 // in-sync replicas, from its followers' fetches; acks=all waits for it
-// (AwaitHighWatermark).
+// (AwaitCommitted).
 
 // hwCheckpoints are the checkpoint files of the log dirs: the high
 // watermarks read at Open, and the bodies last written.
@@ -111,36 +110,4 @@ func (m *Manager) CheckpointHighWatermarks() error {
 		h.written[dir] = body
 	}
 	return errors.Join(errs...)
-}
-
-// AwaitHighWatermark waits until p's high watermark covers end (an
-// acks=all produce of a batch ending before end), the timeout or stop,
-// and reports whether it does. On one node Appended ran before, so it
-// returns at once without waiting; a replicated leader waits here for its
-// in-sync replicas, as Kafka's DelayedProduce does.
-func (p *Partition) AwaitHighWatermark(end int64, timeout time.Duration, stop <-chan struct{}) bool {
-	if p.log.HighWatermark() >= end {
-		return true
-	}
-	ch := make(chan struct{}, 1)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		p.Wait(ch)
-		// Registered before the check: a raise between the check and the
-		// wait signals ch.
-		if p.log.HighWatermark() >= end {
-			p.Unwait(ch)
-			return true
-		}
-		select {
-		case <-ch:
-		case <-timer.C:
-			p.Unwait(ch)
-			return p.log.HighWatermark() >= end
-		case <-stop:
-			p.Unwait(ch)
-			return false
-		}
-	}
 }

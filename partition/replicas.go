@@ -39,8 +39,11 @@ type followerProgress struct {
 }
 
 // replicaSet is a partition's assignment and, on its leader, its
-// followers' progress; guarded by mu.
+// followers' progress and the ISR it has asked the controller for;
+// guarded by mu. The role changes under transition too (leadership.go).
 type replicaSet struct {
+	transition sync.RWMutex
+
 	mu sync.Mutex
 	// assigned is false for a partition without an assignment (a node
 	// alone, or a topic a single node held before its metadata log).
@@ -48,17 +51,37 @@ type replicaSet struct {
 	self      int32
 	a         Assignment
 	followers map[int32]*followerProgress
+	// pending is the ISR an AlterPartition under way asks for (nil when
+	// none): until the controller answers, the high watermark counts its
+	// members too (Kafka's maximal ISR), since the controller may already
+	// have made a joining follower electable.
+	pending []int32
 }
 
 // SetAssignment records p's assignment for node self, from the metadata
-// log. Becoming leader (or a new leader epoch) starts the followers'
-// progress afresh: their log ends are unknown until they fetch, and the
-// ISR members count as caught up now, so that none leaves the ISR before
-// it had replica.lag.time.max.ms to fetch (Kafka's makeLeader).
+// log or an AlterPartition answer. An assignment older than p's (a lower
+// leader epoch, or partition epoch at the same leader epoch: a reconcile
+// that read the store before the answer applied) is ignored, so a role
+// and an ISR never go back. Becoming leader (or a new leader epoch)
+// starts the followers' progress afresh: their log ends are unknown until
+// they fetch, and the ISR members count as caught up now, so that none
+// leaves the ISR before it had replica.lag.time.max.ms to fetch (Kafka's
+// makeLeader). A change of role wakes the acks=all waits, which end
+// there (AwaitCommitted).
 func (p *Partition) SetAssignment(self int32, a Assignment) {
 	rs := &p.replicas
+	rs.transition.Lock()
+	defer rs.transition.Unlock()
 	rs.mu.Lock()
-	newLeadership := a.Leader == self && (!rs.assigned || rs.a.Leader != self || rs.a.LeaderEpoch != a.LeaderEpoch)
+	if rs.assigned && olderAssignment(a, rs.a) {
+		rs.mu.Unlock()
+		return
+	}
+	roleChanged := !rs.assigned || rs.a.Leader != a.Leader || rs.a.LeaderEpoch != a.LeaderEpoch
+	newLeadership := a.Leader == self && roleChanged
+	if roleChanged || rs.a.PartitionEpoch != a.PartitionEpoch {
+		rs.pending = nil
+	}
 	rs.assigned, rs.self = true, self
 	rs.a = Assignment{Leader: a.Leader, LeaderEpoch: a.LeaderEpoch, PartitionEpoch: a.PartitionEpoch,
 		Replicas: slices.Clone(a.Replicas), ISR: slices.Clone(a.ISR)}
@@ -93,15 +116,58 @@ func (p *Partition) SetAssignment(self int32, a Assignment) {
 	}
 	rs.mu.Unlock()
 	p.advanceHighWatermark() // an ISR that shrank may let it move
+	if roleChanged {
+		p.wake()
+	}
+}
+
+// olderAssignment reports whether a is older than cur: a lower leader
+// epoch, or a lower partition epoch in the same leader epoch (the
+// controller raises one or the other at every change).
+func olderAssignment(a, cur Assignment) bool {
+	return a.LeaderEpoch < cur.LeaderEpoch || a.LeaderEpoch == cur.LeaderEpoch && a.PartitionEpoch < cur.PartitionEpoch
 }
 
 // ClearAssignment makes p a partition without an assignment again.
 func (p *Partition) ClearAssignment() {
 	rs := &p.replicas
+	rs.transition.Lock()
+	defer rs.transition.Unlock()
 	rs.mu.Lock()
-	rs.assigned, rs.followers = false, nil
+	rs.assigned, rs.followers, rs.pending = false, nil, nil
 	rs.mu.Unlock()
 	p.advanceHighWatermark()
+	p.wake()
+}
+
+// ProposeISR records the ISR an AlterPartition from ch asks for, until
+// the answer's assignment (SetAssignment) or WithdrawISR: the high
+// watermark counts its members meanwhile. A proposal from an older
+// assignment than p's is ignored.
+func (p *Partition) ProposeISR(ch ISRChange) {
+	rs := &p.replicas
+	rs.mu.Lock()
+	if rs.assigned && rs.a.LeaderEpoch == ch.LeaderEpoch && rs.a.PartitionEpoch == ch.PartitionEpoch {
+		rs.pending = slices.Clone(ch.ISR)
+	}
+	rs.mu.Unlock()
+}
+
+// WithdrawISR forgets the ISR proposed from ch: the controller refused it.
+func (p *Partition) WithdrawISR(ch ISRChange) {
+	rs := &p.replicas
+	rs.mu.Lock()
+	if rs.a.LeaderEpoch == ch.LeaderEpoch && rs.a.PartitionEpoch == ch.PartitionEpoch {
+		rs.pending = nil
+	}
+	rs.mu.Unlock()
+	p.advanceHighWatermark()
+}
+
+// inMaximalISR reports whether id is in the ISR or in the one asked for.
+// REQUIRES: rs.mu held.
+func (rs *replicaSet) inMaximalISR(id int32) bool {
+	return slices.Contains(rs.a.ISR, id) || slices.Contains(rs.pending, id)
 }
 
 // Assignment is p's assignment, ok false without one.
@@ -152,8 +218,9 @@ func (p *Partition) ReplicaFetched(replica int32, offset int64, now time.Time) (
 	fp.logEnd, fp.lastFetch, fp.leaderEndAtLast = offset, now, leaderEnd
 	inISR := slices.Contains(rs.a.ISR, replica)
 	rejoin = !inISR && p.mayRejoin(offset)
+	counts := rs.inMaximalISR(replica)
 	rs.mu.Unlock()
-	if inISR {
+	if counts {
 		p.advanceHighWatermark()
 	}
 	return rejoin
@@ -183,9 +250,9 @@ func later(a, b time.Time) time.Time {
 }
 
 // advanceHighWatermark raises the high watermark to the smallest log end
-// in the ISR (the log end itself on a partition committed at every
-// append), and wakes the waiters when it moved. A follower's is left to
-// AppendReplica.
+// in the maximal ISR (the ISR and the one asked for; the log end itself
+// on a partition committed at every append), and wakes the waiters when
+// it moved. A follower's is left to AppendReplica.
 func (p *Partition) advanceHighWatermark() {
 	hw := p.log.LogEndOffset()
 	rs := &p.replicas
@@ -195,7 +262,7 @@ func (p *Partition) advanceHighWatermark() {
 			rs.mu.Unlock()
 			return
 		}
-		for _, id := range rs.a.ISR {
+		for _, id := range slices.Concat(rs.a.ISR, rs.pending) {
 			if id == rs.self {
 				continue
 			}

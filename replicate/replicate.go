@@ -35,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // Replica is a partition as its follower writes it (*partition.Partition).
@@ -51,6 +52,12 @@ type Replica interface {
 	AppendReplica(batches []byte, leaderHW, leaderLogStart int64) error
 	TruncateTo(offset int64) error
 	RestartAt(offset int64) error
+	// AsFollower runs fn while the partition follows leader at
+	// leaderEpoch and cannot change its role, partition.ErrNotFollowing
+	// otherwise: every write of a fetch's answer runs in it, so an
+	// answer that arrives after the node became leader (or followed
+	// another leader) writes nothing.
+	AsFollower(leader, leaderEpoch int32, fn func() error) error
 }
 
 // Target is one partition to follow.
@@ -413,18 +420,29 @@ func (f *fetcher) apply(ctx context.Context, cl *kgo.Client, parts []*followed, 
 func isTransient(err error) bool {
 	return errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch) ||
 		errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.UnknownTopicID) ||
-		errors.Is(err, kerr.UnknownTopicOrPartition)
+		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, partition.ErrNotFollowing)
 }
 
-// applyPartition applies one partition's answer.
+// applyPartition applies one partition's answer, its writes while the
+// partition still follows the leader and epoch fetched from.
 func (f *fetcher) applyPartition(ctx context.Context, cl *kgo.Client, fp *followed, sp *kmsg.FetchResponseTopicPartition) error {
 	switch sp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
-		return f.outOfRange(ctx, cl, fp)
+		fix, err := f.outOfRange(ctx, cl, fp) // asks the leader: not under the role lock
+		if err != nil {
+			return err
+		}
+		return fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, fix)
 	default:
 		return kerr.ErrorForCode(sp.ErrorCode)
 	}
+	return fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, func() error { return f.applyData(fp, sp) })
+}
+
+// applyData applies an answer without error: a truncation at a
+// divergence, or the leader's batches and high watermark.
+func (f *fetcher) applyData(fp *followed, sp *kmsg.FetchResponseTopicPartition) error {
 	r := fp.Replica
 	if d := sp.DivergingEpoch; d.EndOffset >= 0 {
 		// The leader's log holds epoch d.Epoch up to d.EndOffset only:
@@ -462,31 +480,34 @@ func (f *fetcher) applyPartition(ctx context.Context, cl *kgo.Client, fp *follow
 	return r.AppendReplica(records[:it.Consumed()], sp.HighWatermark, sp.LogStartOffset)
 }
 
-// outOfRange brings a log whose end the leader cannot place back into the
-// leader's range: restarted at the leader's log start when behind it,
-// else cut to the leader's high watermark, and restarted at its log
-// start when that changed nothing (the leader knows none of its epochs).
-func (f *fetcher) outOfRange(ctx context.Context, cl *kgo.Client, fp *followed) error {
+// outOfRange asks the leader for its bounds and returns the write that
+// brings a log whose end the leader cannot place back into its range:
+// restarted at the leader's log start when behind it, else cut to the
+// leader's high watermark, and restarted at its log start when that
+// changed nothing (the leader knows none of its epochs).
+func (f *fetcher) outOfRange(ctx context.Context, cl *kgo.Client, fp *followed) (func() error, error) {
 	start, err := f.listOffset(ctx, cl, fp, -2)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	hw, err := f.listOffset(ctx, cl, fp, -1)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r := fp.Replica
-	end := r.LogEndOffset()
-	f.cfg.Logger.Info("replica out of the leader's range", "topic", fp.Topic, "partition", fp.Partition,
-		"log end", end, "leader log start", start, "leader high watermark", hw)
-	switch {
-	case end < start:
-		return r.RestartAt(start)
-	case end > hw:
-		return r.TruncateTo(hw)
-	default:
-		return r.RestartAt(start)
-	}
+	return func() error {
+		r := fp.Replica
+		end := r.LogEndOffset()
+		f.cfg.Logger.Info("replica out of the leader's range", "topic", fp.Topic, "partition", fp.Partition,
+			"log end", end, "leader log start", start, "leader high watermark", hw)
+		switch {
+		case end < start:
+			return r.RestartAt(start)
+		case end > hw:
+			return r.TruncateTo(hw)
+		default:
+			return r.RestartAt(start)
+		}
+	}, nil
 }
 
 // listOffset asks the leader for the partition's earliest (-2) or latest

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/partition"
 )
 
 // fakeReplica is a log that records what the fetcher does to it.
@@ -25,6 +26,8 @@ type fakeReplica struct {
 	epoch  int32
 	epochs []epochStart
 	ops    []string
+	// notFollowing makes AsFollower refuse: the partition's role moved.
+	notFollowing bool
 }
 
 // epochStart is where an epoch begins in a fakeReplica.
@@ -99,6 +102,19 @@ func (r *fakeReplica) RestartAt(offset int64) error {
 	r.end, r.epoch, r.epochs = offset, -1, nil
 	r.ops = append(r.ops, fmt.Sprintf("restart %d", offset))
 	return nil
+}
+
+func (r *fakeReplica) AsFollower(leader, leaderEpoch int32, fn func() error) error {
+	r.mu.Lock()
+	refused := r.notFollowing
+	if refused {
+		r.ops = append(r.ops, fmt.Sprintf("refused: not following %d at epoch %d", leader, leaderEpoch))
+	}
+	r.mu.Unlock()
+	if refused {
+		return partition.ErrNotFollowing
+	}
+	return fn()
 }
 
 func (r *fakeReplica) opsSoFar() []string {
@@ -334,6 +350,22 @@ func TestFetcherAppends(t *testing.T) {
 	}
 	if end := r.LogEndOffset(); end != 2 {
 		t.Fatalf("log end %d after two batches", end)
+	}
+}
+
+// An answer for a partition that no longer follows the leader and epoch
+// it was fetched from (the node became its leader meanwhile) writes
+// nothing: the fetcher's writes run in AsFollower.
+func TestFetcherWritesNothingOnceNotFollowing(t *testing.T) {
+	t.Parallel()
+	records := batch.AppendMirrorPIDReset(nil, batch.PIDReset{BaseOffset: 0, PartitionLeaderEpoch: 5, SourceClusterID: "c"})
+	l := newFakeLeader(t, 0, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+		sp.HighWatermark, sp.RecordBatches = 1, records
+	})
+	r := &fakeReplica{epoch: -1, notFollowing: true}
+	follow(t, l, r, []string{"refused: not following 1 at epoch 5"})
+	if end := r.LogEndOffset(); end != 0 {
+		t.Fatalf("log end %d: the answer was appended", end)
 	}
 }
 

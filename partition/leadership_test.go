@@ -1,0 +1,99 @@
+package partition
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// An assignment older than the partition's (a reconcile that read the
+// store before an AlterPartition answer was applied) changes nothing: the
+// role and the ISR never go back (issue 21, review finding 2).
+func TestSetAssignmentIgnoresOlderAssignments(t *testing.T) {
+	t.Parallel()
+	p := newPartition(t, "older")
+	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 2, PartitionEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1}})
+	for _, older := range []Assignment{
+		{Leader: 1, LeaderEpoch: 2, PartitionEpoch: 4, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},
+		{Leader: 2, LeaderEpoch: 1, PartitionEpoch: 9, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},
+	} {
+		p.SetAssignment(1, older)
+		if a, _ := p.Assignment(); a.LeaderEpoch != 2 || a.PartitionEpoch != 5 || len(a.ISR) != 1 {
+			t.Fatalf("after the older %+v: %+v", older, a)
+		}
+	}
+	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 3, PartitionEpoch: 0, Replicas: []int32{1, 2}, ISR: []int32{2}})
+	if a, _ := p.Assignment(); a.Leader != 2 || a.LeaderEpoch != 3 {
+		t.Fatalf("a newer leader epoch was not taken: %+v", a)
+	}
+}
+
+// While an AlterPartition that adds a follower to the ISR is under way,
+// the high watermark waits for that follower too: the controller may
+// already have made it electable, and a record acknowledged without it
+// would be lost if it were elected (Kafka's maximal ISR; review finding
+// 2). A refused proposal stops counting it.
+func TestHighWatermarkCountsTheProposedISR(t *testing.T) {
+	t.Parallel()
+	p := newPartition(t, "pending")
+	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}})
+	for range 3 {
+		appendOne(t, p)
+	}
+	now := time.Now()
+	p.ReplicaFetched(2, 3, now) // caught up: asks to rejoin
+	ch, ok := p.ISRChanges(now, time.Minute, func(int32) bool { return true })
+	if !ok || len(ch.ISR) != 2 {
+		t.Fatalf("ISR change %+v %v, want the follower back in", ch, ok)
+	}
+	p.ProposeISR(ch)
+	appendOne(t, p)
+	if hw := p.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d with the expansion under way, want 3 (the follower's log end)", hw)
+	}
+	p.ReplicaFetched(2, 4, now)
+	if hw := p.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d once the follower fetched, want 4", hw)
+	}
+	appendOne(t, p)
+	p.WithdrawISR(ch)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d after the refusal, want the log end 5 (ISR = the leader)", hw)
+	}
+	// Accepted: the answer's assignment ends the proposal.
+	p.ProposeISR(ch)
+	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	appendOne(t, p)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d in the wider ISR, want 5", hw)
+	}
+}
+
+// A replica fetcher's write runs only while the partition follows the
+// leader and epoch it fetched from (review finding 3); a leader's append
+// only while this node leads (finding 1).
+func TestRoleChecks(t *testing.T) {
+	t.Parallel()
+	p := newPartition(t, "roles")
+	ran := 0
+	write := func() error { ran++; return nil }
+	if err := p.AsFollower(2, 1, write); !errors.Is(err, ErrNotFollowing) {
+		t.Fatalf("a partition without an assignment: %v", err)
+	}
+	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	if err := p.AsFollower(2, 1, write); err != nil || ran != 1 {
+		t.Fatalf("following 2 at epoch 1: %v, ran %d", err, ran)
+	}
+	if _, _, err := p.AppendProduce(pidReset(0, 1)); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a produce to a follower: %v", err)
+	}
+	for _, tt := range []struct{ leader, epoch int32 }{{2, 0}, {3, 1}} {
+		if err := p.AsFollower(tt.leader, tt.epoch, write); !errors.Is(err, ErrNotFollowing) {
+			t.Fatalf("following %d at %d: %v", tt.leader, tt.epoch, err)
+		}
+	}
+	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	if err := p.AsFollower(2, 1, write); !errors.Is(err, ErrNotFollowing) || ran != 1 {
+		t.Fatalf("a leader took a follower's write: %v, ran %d", err, ran)
+	}
+}
