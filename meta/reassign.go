@@ -155,14 +155,33 @@ func reassign(a state.PartitionAssignment, target []int32, registered map[int32]
 		return a, nil, "" // nothing to change
 	}
 	q.PartitionEpoch++
+	if !slices.Contains(q.Replicas, q.Leader) {
+		// The leader is no longer a replica (an added replica elected
+		// meanwhile, then cancelled or dropped from the new target):
+		// what is left of the ISR leads, or none when none is live.
+		q.Leader, q.LeaderEpoch = firstLive(q.Replicas, q.ISR, live), q.LeaderEpoch+1
+	}
 	return completeReassignment(q, live), nil, ""
+}
+
+// firstLive is the first of replicas in isr and live, -1 when none is.
+func firstLive(replicas, isr []int32, live func(int32) bool) int32 {
+	for _, id := range replicas {
+		if slices.Contains(isr, id) && live(id) {
+			return id
+		}
+	}
+	return -1
 }
 
 // completeReassignment completes a's reassignment when its whole target
 // is in the ISR: the replicas become the target, the leaving ones leave
 // the ISR, and a leaving leader hands over to the first target replica
 // in sync and live (a new leader epoch). a is returned as it is
-// otherwise. The partition epoch moves only when a changes here; the
+// otherwise, and while no target replica in sync is live to take over
+// from a leaving leader (the partition keeps its leader rather than going
+// offline; the next AlterPartition, as a target replica rejoins the ISR,
+// tries again). The partition epoch moves only when a changes here; the
 // caller has moved it for its own change.
 func completeReassignment(a state.PartitionAssignment, live func(int32) bool) state.PartitionAssignment {
 	if !a.Reassigning() {
@@ -177,12 +196,8 @@ func completeReassignment(a state.PartitionAssignment, live func(int32) bool) st
 	isr := slices.DeleteFunc(slices.Clone(a.ISR), func(id int32) bool { return !slices.Contains(target, id) })
 	leader := a.Leader
 	if !slices.Contains(target, leader) {
-		leader = -1
-		for _, id := range target {
-			if slices.Contains(isr, id) && live(id) {
-				leader = id
-				break
-			}
+		if leader = firstLive(target, isr, live); leader < 0 {
+			return a // no target replica alive to hand over to: the leaving leader goes on until one is
 		}
 	}
 	q := a

@@ -56,3 +56,38 @@ func TestReassign(t *testing.T) {
 		t.Fatalf("the current replicas as the target: %+v %v, want no change", same, err)
 	}
 }
+
+// A reassignment never leaves its partition led from outside its
+// replicas, nor takes it offline to complete (issue 21, review finding
+// 5): a cancel or a new target that drops the leader (an added replica
+// that was elected meanwhile) elects from what is left of the ISR, and a
+// completion whose new leader would have to be a dead node waits.
+func TestReassignKeepsALeader(t *testing.T) {
+	t.Parallel()
+	registered := map[int32]bool{1: true, 2: true, 3: true, 4: true}
+	live := func(int32) bool { return true }
+	// From [1 2] to [3 2]; node 1 died and the added 3 was elected.
+	led3 := state.PartitionAssignment{TopicID: [16]byte{1}, Replicas: []int32{3, 2, 1}, Adding: []int32{3}, Removing: []int32{1},
+		ISR: []int32{2, 3}, Leader: 3, LeaderEpoch: 4, PartitionEpoch: 8}
+	for _, tt := range []struct {
+		name         string
+		target       []int32
+		wantReplicas []int32
+	}{
+		{"cancelled", nil, []int32{2, 1}},
+		{"a new target", []int32{4, 2}, []int32{4, 2, 1}},
+	} {
+		q, err, _ := reassign(led3, tt.target, registered, live)
+		if err != nil || !slices.Equal(q.Replicas, tt.wantReplicas) || q.Leader != 2 || q.LeaderEpoch != 5 || !slices.Equal(q.ISR, []int32{2}) {
+			t.Fatalf("%s: %+v %v; want replicas %v led by 2 at epoch 5, ISR [2]", tt.name, q, err, tt.wantReplicas)
+		}
+	}
+	// From [1 2] to [3 2], all in sync, the leaving leader 1 the only
+	// live node: not completed (3 and 2 are dead), 1 goes on leading.
+	caught := state.PartitionAssignment{TopicID: [16]byte{1}, Replicas: []int32{3, 2, 1}, Adding: []int32{3}, Removing: []int32{1},
+		ISR: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 6}
+	only1 := func(id int32) bool { return id == 1 }
+	if q := completeReassignment(caught, only1); !sameAssignment(q, caught) {
+		t.Fatalf("completed with no live target replica to lead: %+v", q)
+	}
+}
