@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,6 +34,12 @@ type Config struct {
 	// (advertised.listeners); empty means Listeners, with the bound port
 	// when a listener asked for port 0.
 	AdvertisedListeners []Listener
+	// InterBrokerListenerName is inter.broker.listener.name: the listener
+	// this node's followers fetch from the leaders on (every node of a
+	// cluster has the same listener names). Empty means the first of
+	// Listeners. It is PLAINTEXT or SSL: the replica fetchers do not
+	// authenticate with SASL yet.
+	InterBrokerListenerName string
 	// LogDirs hold partition logs (log.dirs, default /tmp/kmirror-logs).
 	// New partitions go to the directory holding the fewest partitions.
 	LogDirs []string
@@ -467,6 +474,32 @@ func (c *ClusterConfig) validate(id int32, bad func(prop, format string, args ..
 	return nil
 }
 
+// InterBrokerListener is the listener followers fetch from leaders on:
+// the one named by InterBrokerListenerName, else the first.
+// REQUIRES: Validate passed.
+func (c *Config) InterBrokerListener() Listener {
+	for _, l := range c.Listeners {
+		if l.Name == c.InterBrokerListenerName {
+			return l
+		}
+	}
+	return c.Listeners[0]
+}
+
+// validateInterBrokerListener checks inter.broker.listener.name: one of
+// listeners, and in a cluster one the replica fetchers can speak.
+// REQUIRES: the listeners' protocols resolved.
+func (c *Config) validateInterBrokerListener(bad func(prop, format string, args ...any) error) error {
+	if n := c.InterBrokerListenerName; n != "" && !slices.ContainsFunc(c.Listeners, func(l Listener) bool { return l.Name == n }) {
+		return bad("inter.broker.listener.name", "%s is not one of listeners", n)
+	}
+	if l := c.InterBrokerListener(); c.Cluster.Several() && strings.HasPrefix(l.Protocol, "SASL_") {
+		return bad("inter.broker.listener.name", "the inter-broker listener %s is %s: replica fetchers connect with "+
+			"PLAINTEXT or SSL only today; name (or list first) a PLAINTEXT or SSL listener", l.Name, l.Protocol)
+	}
+	return nil
+}
+
 // ErrInvalidConfig marks a configuration the broker refuses to start with.
 var ErrInvalidConfig = errors.New("broker: invalid config")
 
@@ -519,6 +552,9 @@ func (c *Config) Validate() error {
 		if l.Port < 0 || l.Port > 65535 {
 			return bad("listeners", "port %d out of range", l.Port)
 		}
+	}
+	if err := c.validateInterBrokerListener(bad); err != nil {
+		return err
 	}
 	if c.ControllerConns != nil {
 		if c.ControllerListenerName == "" {

@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"crypto/tls"
 	"net"
 	"slices"
 	"strconv"
 
+	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/replicate"
 	"github.com/kmirror/kmirror/state"
@@ -27,24 +29,38 @@ func newReplicas(b *Broker) *replicate.Manager {
 	rc := b.cfg.Replication
 	return replicate.NewManager(replicate.Config{NodeID: b.cfg.NodeID, LeaderAddr: b.leaderAddr, Logger: b.log,
 		Fetchers: rc.NumFetchers, MaxWait: rc.FetchWaitMax, MinBytes: rc.FetchMinBytes,
-		MaxBytes: rc.FetchResponseMaxBytes, PartitionMaxBytes: rc.FetchMaxBytes})
+		MaxBytes: rc.FetchResponseMaxBytes, PartitionMaxBytes: rc.FetchMaxBytes,
+		Conn: fetch.ConnConfig{TLS: interBrokerTLS(b.cfg)}})
+}
+
+// interBrokerTLS is the TLS a follower connects to an SSL inter-broker
+// listener with, as Kafka's inter-broker client: the listener's
+// truststore to check the leader's certificate (and its host name), and
+// this node's certificate for a listener that asks for one. Nil for a
+// PLAINTEXT listener.
+func interBrokerTLS(cfg Config) *tls.Config {
+	if cfg.InterBrokerListener().Protocol != "SSL" || cfg.Security.TLS == nil {
+		return nil
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.Security.TLS.ClientCAs,
+		Certificates: cfg.Security.TLS.Certificates}
 }
 
 // leaderAddr is the address followers reach node id at: its listener of
-// the name of this node's first listener (Kafka's inter.broker.listener.name
-// defaults to the security protocol's listener; every node of a cluster
-// has the same listener names).
+// the inter-broker listener's name (every node of a cluster has the same
+// listener names).
 func (b *Broker) leaderAddr(id int32) (string, bool) {
 	im := b.image()
-	if im == nil || len(b.advertised) == 0 {
+	if im == nil {
 		return "", false
 	}
 	br := im.Broker(id)
 	if br == nil {
 		return "", false
 	}
+	name := b.cfg.InterBrokerListener().Name
 	for _, l := range br.Listeners {
-		if l.Name == b.advertised[0].Name {
+		if l.Name == name {
 			return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))), true
 		}
 	}

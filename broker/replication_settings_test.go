@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/meta"
 )
 
 // Validate gives zero replication settings Kafka's defaults and refuses
@@ -105,5 +109,64 @@ func TestReplicationTopicConfigs(t *testing.T) {
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s=%s: %v, want %q", tc.name, tc.value, err, tc.err)
 		}
+	}
+}
+
+// inter.broker.listener.name picks the listener followers fetch from
+// their leaders on (the first by default), must be one of listeners, and
+// in a cluster must be one the replica fetchers speak: PLAINTEXT or SSL,
+// whose TLS trusts the node's truststore and presents its certificate.
+func TestConfigValidateInterBrokerListener(t *testing.T) {
+	t.Parallel()
+	cert := tls.Certificate{Certificate: [][]byte{{1}}}
+	roots := x509.NewCertPool()
+	valid := func(name string, cluster bool) Config {
+		c := DefaultConfig()
+		c.LogDirs = []string{t.TempDir()}
+		c.Listeners = []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1"}, {Name: "SSL", Host: "127.0.0.1", Port: 1},
+			{Name: "SASL_PLAINTEXT", Host: "127.0.0.1", Port: 2}}
+		c.Security.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: roots}
+		c.Security.PlainUsers = map[string]string{"u": "p"}
+		c.InterBrokerListenerName = name
+		if cluster {
+			c.Cluster = ClusterConfig{BrokerOnly: true, Voters: []meta.Voter{{ID: 5, Addr: "h:1"}, {ID: 6, Addr: "h:2"}}}
+		}
+		return c
+	}
+	for _, tt := range []struct {
+		name    string
+		cluster bool
+		want    string // the listener, or the error's text
+	}{
+		{"", true, "PLAINTEXT"},
+		{"SSL", true, "SSL"},
+		{"SASL_PLAINTEXT", false, "SASL_PLAINTEXT"}, // a node alone fetches from no one
+		{"SASL_PLAINTEXT", true, "inter.broker.listener.name: the inter-broker listener SASL_PLAINTEXT is SASL_PLAINTEXT"},
+		{"NOPE", false, "inter.broker.listener.name: NOPE is not one of listeners"},
+	} {
+		c := valid(tt.name, tt.cluster)
+		err := c.Validate()
+		switch {
+		case strings.Contains(tt.want, ":"):
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%q (cluster %v): %v, want %q", tt.name, tt.cluster, err, tt.want)
+			}
+		case err != nil:
+			t.Errorf("%q (cluster %v): %v", tt.name, tt.cluster, err)
+		case c.InterBrokerListener().Name != tt.want:
+			t.Errorf("%q: the inter-broker listener is %s, want %s", tt.name, c.InterBrokerListener().Name, tt.want)
+		}
+	}
+	plain, ssl := valid("", true), valid("SSL", true)
+	for _, c := range []*Config{&plain, &ssl} {
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := interBrokerTLS(plain); got != nil {
+		t.Fatalf("TLS to a PLAINTEXT inter-broker listener: %+v", got)
+	}
+	if got := interBrokerTLS(ssl); got == nil || got.RootCAs != roots || len(got.Certificates) != 1 {
+		t.Fatalf("TLS to an SSL inter-broker listener: %+v, want the truststore and the node's certificate", got)
 	}
 }

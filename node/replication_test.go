@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -17,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testcerts"
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/partition"
@@ -157,6 +160,24 @@ func (c *testCluster) consumeAll(i int, topic string, want []string) {
 	if len(seen) != len(want) {
 		c.t.Fatalf("read %d distinct records, produced %d", len(seen), len(want))
 	}
+}
+
+// Followers fetch on inter.broker.listener.name, here an SSL listener
+// beside the clients' PLAINTEXT one: they check the leader's certificate
+// against the node's truststore, and replicate as over PLAINTEXT.
+func TestClusterReplicatesOverSSL(t *testing.T) {
+	t.Parallel()
+	ca := testcerts.NewCA(t)
+	cert := ca.Server()
+	c := startCluster(t, 3, func(cfg *broker.Config) {
+		cfg.Listeners = append(cfg.Listeners, broker.Listener{Name: "SSL", Host: "127.0.0.1", Protocol: "SSL"})
+		cfg.InterBrokerListenerName = "SSL"
+		cfg.Security.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}, ClientCAs: ca.Pool}
+	})
+	c.createReplicated("tls", 1, 3)
+	acked := c.produceAll(0, "tls", "a", 30)
+	c.replicasIdentical("tls", 1)
+	c.consumeAll(0, "tls", acked)
 }
 
 // Three nodes replicate an RF-3 topic: acks=all produces are on every

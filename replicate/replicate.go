@@ -18,8 +18,9 @@
 // WHY its own package: the mirror fetchers (fetch/) copy another
 // cluster, with its identity, throttles and KIP-1279 states; a replica
 // fetcher copies a leader of this cluster and needs none of it. What they
-// share is the append path (partition/), and later the raw connection
-// (DESIGN.md's internal/kconn); today this one speaks through kgo.
+// share is the append path (partition/) and the raw connection
+// (fetch.Conn: one reused read buffer, where a kgo client allocates one
+// per response).
 package replicate
 
 import (
@@ -31,10 +32,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/partition"
 )
 
@@ -97,7 +98,10 @@ type Config struct {
 	MaxBytes          int32
 	PartitionMaxBytes int32
 	Backoff           time.Duration
-	Logger            *slog.Logger
+	// Conn is how a fetcher connects to a leader: the inter-broker
+	// listener's TLS (SSL), and the client id.
+	Conn   fetch.ConnConfig
+	Logger *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -121,6 +125,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Conn.ClientID == "" {
+		c.Conn.ClientID = fmt.Sprintf("kmirror-replica-%d", c.NodeID)
 	}
 	if c.BrokerEpoch == nil {
 		c.BrokerEpoch = func() int64 { return -1 }
@@ -253,11 +260,11 @@ func (f *fetcher) stop() {
 
 func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
-	var cl *kgo.Client
-	var clAddr string
+	var conn *fetch.Conn
+	var connAddr string
 	defer func() {
-		if cl != nil {
-			cl.Close()
+		if conn != nil {
+			conn.Close()
 		}
 	}()
 	var lastWarn time.Time
@@ -274,29 +281,39 @@ func (f *fetcher) run(ctx context.Context) {
 			f.sleep(ctx, next)
 			continue
 		}
-		if cl == nil || addr != clAddr {
-			if cl != nil {
-				cl.Close()
-			}
+		if conn != nil && addr != connAddr {
+			conn.Close()
+			conn = nil
+		}
+		if conn == nil {
 			var err error
-			if cl, err = kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("kmirror-replica-%d", f.cfg.NodeID))); err != nil {
-				warn("replica fetcher: creating a client", "err", err)
-				cl = nil
-				f.backoff(ready)
+			if conn, err = fetch.DialConn(ctx, addr, f.cfg.Conn); err != nil {
+				conn = nil
+				if ctx.Err() == nil {
+					warn("replica fetcher: connecting to the leader", "addr", addr, "err", err)
+					f.backoff(ready)
+				}
 				continue
 			}
-			clAddr = addr
+			connAddr = addr
 		}
-		resp, err := f.fetch(ctx, cl, ready)
+		resp, err := f.fetch(ctx, conn, ready)
 		if err != nil {
+			conn.Close() // a failed round trip closed it already; a refused answer leaves it open
+			conn = nil
 			if ctx.Err() == nil {
 				warn("replica fetcher: fetching from the leader", "addr", addr, "err", err)
 				f.backoff(ready)
 			}
 			continue
 		}
-		for _, res := range f.apply(ctx, cl, ready, resp) {
+		told, err := f.apply(ctx, conn, ready, resp)
+		for _, res := range told {
 			warn("replica fetcher", "topic", res.t.Topic, "partition", res.t.Partition, "err", res.err)
+		}
+		if err != nil { // the connection failed under a ListOffsets
+			conn.Close()
+			conn = nil
 		}
 	}
 }
@@ -340,8 +357,13 @@ func (f *fetcher) backoff(parts []*followed) {
 }
 
 // fetch sends one Fetch for parts, from each one's log end.
-func (f *fetcher) fetch(ctx context.Context, cl *kgo.Client, parts []*followed) (*kmsg.FetchResponse, error) {
+func (f *fetcher) fetch(ctx context.Context, conn *fetch.Conn, parts []*followed) (*kmsg.FetchResponse, error) {
+	v := conn.Version(kmsg.Fetch, 13, maxFetchVersion)
+	if v < 0 {
+		return nil, errors.New("the leader serves no Fetch v13 or later (topic ids)")
+	}
 	req := kmsg.NewPtrFetchRequest()
+	req.Version = v
 	req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = f.cfg.NodeID, f.cfg.NodeID, f.cfg.BrokerEpoch()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(f.cfg.MaxWait/time.Millisecond), f.cfg.MinBytes, f.cfg.MaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1 // sessionless
@@ -364,21 +386,19 @@ func (f *fetcher) fetch(ctx context.Context, cl *kgo.Client, parts []*followed) 
 		rp.LogStartOffset, rp.PartitionMaxBytes = -1, f.cfg.PartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	rctx, cancel := context.WithTimeout(ctx, f.cfg.MaxWait+30*time.Second)
-	defer cancel()
-	kresp, err := cl.SeedBrokers()[0].Request(rctx, req)
-	if err != nil {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if err := conn.RoundTrip(ctx, req, resp); err != nil {
 		return nil, err
 	}
-	resp := kresp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return nil, err
 	}
-	if resp.Version < 13 {
-		return nil, fmt.Errorf("the leader answered Fetch v%d, want v13 or later (topic ids)", resp.Version)
-	}
 	return resp, nil
 }
+
+// maxFetchVersion is the newest Fetch the fetchers speak (Kafka 4's):
+// v15 carries the replica id in ReplicaState.
+const maxFetchVersion = 17
 
 // partResult is a partition's failure, for the log.
 type partResult struct {
@@ -387,32 +407,65 @@ type partResult struct {
 }
 
 // apply applies a Fetch answer to each partition, and backs off those
-// that failed; it returns the failures worth telling.
-func (f *fetcher) apply(ctx context.Context, cl *kgo.Client, parts []*followed, resp *kmsg.FetchResponse) []partResult {
+// that failed; it returns the failures worth telling, and an error when
+// the connection failed. The partitions out of the leader's range come
+// last: asking the leader for its bounds reuses the connection's buffer,
+// which the other partitions' batches are read from.
+func (f *fetcher) apply(ctx context.Context, conn *fetch.Conn, parts []*followed, resp *kmsg.FetchResponse) ([]partResult, error) {
 	byKey := make(map[key]*followed, len(parts))
 	for _, fp := range parts {
 		byKey[key{fp.TopicID, fp.Partition}] = fp
 	}
-	var failed []*followed
+	var failed, outOfRange []*followed
 	var told []partResult
+	fail := func(fp *followed, err error) {
+		failed = append(failed, fp)
+		if !isTransient(err) {
+			told = append(told, partResult{fp, err})
+		}
+	}
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
 			sp := &rt.Partitions[j]
 			fp := byKey[key{rt.TopicID, sp.Partition}]
-			if fp == nil {
-				continue
-			}
-			if err := f.applyPartition(ctx, cl, fp, sp); err != nil {
-				failed = append(failed, fp)
-				if !isTransient(err) {
-					told = append(told, partResult{fp, err})
+			switch {
+			case fp == nil:
+			case sp.ErrorCode == kerr.OffsetOutOfRange.Code:
+				outOfRange = append(outOfRange, fp)
+			case sp.ErrorCode != 0:
+				fail(fp, kerr.ErrorForCode(sp.ErrorCode))
+			default:
+				if err := fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, func() error { return f.applyData(fp, sp) }); err != nil {
+					fail(fp, err)
 				}
 			}
 		}
 	}
+	var connErr error
+	for i, fp := range outOfRange {
+		fix, err := f.outOfRange(ctx, conn, fp) // asks the leader: not under the role lock
+		if err == nil {
+			err = fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, fix)
+		} else if !isRefusal(err) {
+			connErr = err
+			failed = append(failed, outOfRange[i:]...)
+			told = append(told, partResult{fp, err})
+			break
+		}
+		if err != nil {
+			fail(fp, err)
+		}
+	}
 	f.backoff(failed)
-	return told
+	return told, connErr
+}
+
+// isRefusal reports a leader's answer (a Kafka error code), as opposed to
+// a failed connection.
+func isRefusal(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke)
 }
 
 // isTransient reports errors that a change of leader explains, which the
@@ -421,23 +474,6 @@ func isTransient(err error) bool {
 	return errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch) ||
 		errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.UnknownTopicID) ||
 		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, partition.ErrNotFollowing)
-}
-
-// applyPartition applies one partition's answer, its writes while the
-// partition still follows the leader and epoch fetched from.
-func (f *fetcher) applyPartition(ctx context.Context, cl *kgo.Client, fp *followed, sp *kmsg.FetchResponseTopicPartition) error {
-	switch sp.ErrorCode {
-	case 0:
-	case kerr.OffsetOutOfRange.Code:
-		fix, err := f.outOfRange(ctx, cl, fp) // asks the leader: not under the role lock
-		if err != nil {
-			return err
-		}
-		return fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, fix)
-	default:
-		return kerr.ErrorForCode(sp.ErrorCode)
-	}
-	return fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, func() error { return f.applyData(fp, sp) })
 }
 
 // applyData applies an answer without error: a truncation at a
@@ -485,12 +521,12 @@ func (f *fetcher) applyData(fp *followed, sp *kmsg.FetchResponseTopicPartition) 
 // restarted at the leader's log start when behind it, else cut to the
 // leader's high watermark, and restarted at its log start when that
 // changed nothing (the leader knows none of its epochs).
-func (f *fetcher) outOfRange(ctx context.Context, cl *kgo.Client, fp *followed) (func() error, error) {
-	start, err := f.listOffset(ctx, cl, fp, -2)
+func (f *fetcher) outOfRange(ctx context.Context, conn *fetch.Conn, fp *followed) (func() error, error) {
+	start, err := f.listOffset(ctx, conn, fp, -2)
 	if err != nil {
 		return nil, err
 	}
-	hw, err := f.listOffset(ctx, cl, fp, -1)
+	hw, err := f.listOffset(ctx, conn, fp, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -512,9 +548,13 @@ func (f *fetcher) outOfRange(ctx context.Context, cl *kgo.Client, fp *followed) 
 
 // listOffset asks the leader for the partition's earliest (-2) or latest
 // (-1) offset.
-func (f *fetcher) listOffset(ctx context.Context, cl *kgo.Client, fp *followed, ts int64) (int64, error) {
+func (f *fetcher) listOffset(ctx context.Context, conn *fetch.Conn, fp *followed, ts int64) (int64, error) {
+	v := conn.Version(kmsg.ListOffsets, 1, maxListOffsetsVersion)
+	if v < 0 {
+		return 0, errors.New("the leader serves no ListOffsets v1 or later")
+	}
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.cfg.NodeID
+	req.Version, req.ReplicaID = v, f.cfg.NodeID
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = fp.Topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
@@ -523,11 +563,10 @@ func (f *fetcher) listOffset(ctx context.Context, cl *kgo.Client, fp *followed, 
 	req.Topics = append(req.Topics, rt)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	kresp, err := cl.SeedBrokers()[0].Request(rctx, req)
-	if err != nil {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	if err := conn.RoundTrip(rctx, req, resp); err != nil {
 		return 0, err
 	}
-	resp := kresp.(*kmsg.ListOffsetsResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		return 0, fmt.Errorf("ListOffsets answered %d topics", len(resp.Topics))
 	}
@@ -537,3 +576,6 @@ func (f *fetcher) listOffset(ctx context.Context, cl *kgo.Client, fp *followed, 
 	}
 	return p.Offset, nil
 }
+
+// maxListOffsetsVersion is the newest ListOffsets the fetchers speak.
+const maxListOffsetsVersion = 10

@@ -173,6 +173,11 @@ var serverSettings = []setting{
 		}},
 	{Def: settings.Def{Name: "listener.security.protocol.map", Doc: "NAME:PROTOCOL list; PROTOCOL is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a listener named as a protocol needs no entry)"},
 		apply: applyProtocolMap},
+	{Def: settings.Def{Name: "inter.broker.listener.name", Doc: "the listener (of listeners) followers fetch from their leaders on, PLAINTEXT or SSL (default: the first of listeners)"},
+		apply: func(c *broker.Config, v string) error {
+			c.InterBrokerListenerName = strings.TrimSpace(v)
+			return nil
+		}},
 	{Def: settings.Def{Name: "controller.listener.names", Doc: "the listener (of listeners) that a voter of a cluster binds for the quorum and for the other nodes' requests to the controller, PLAINTEXT; a single node and a broker-only node bind none"},
 		apply: takeControllerListener},
 	{Def: brokerDef("socket.request.max.bytes", "largest request frame, an integer >= 1 (default "+strconv.Itoa(broker.DefaultSocketRequestMaxBytes)+")"),

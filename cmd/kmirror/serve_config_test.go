@@ -66,6 +66,7 @@ func TestLoadServeConfig(t *testing.T) {
 			c.LogRetentionCheckInterval = 5 * time.Minute
 			c.Listeners = plain("0.0.0.0", 19092)
 			c.AdvertisedListeners = plain("broker.example.com", 19092)
+			c.InterBrokerListenerName = "PLAINTEXT"
 			c.SocketRequestMaxBytes = 52428800
 			c.MessageMaxBytes = 2097152
 			c.MetricsListener = "127.0.0.1:19308"
@@ -376,7 +377,7 @@ func TestSettingsTable(t *testing.T) {
 		}
 	}
 	// The keys of Kafka's sample KRaft file are accepted and ignored.
-	for _, name := range []string{"inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
+	for _, name := range []string{"num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
 		"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
 		"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
 		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr"} {
