@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,7 +29,9 @@ type ControllerConfig struct {
 	// SessionTimeout is broker.session.timeout.ms (9 s): a broker not
 	// heard from for longer is fenced.
 	SessionTimeout time.Duration
-	// UncleanLeaderElection is unclean.leader.election.enable.
+	// UncleanLeaderElection is unclean.leader.election.enable of this
+	// node's configuration: the default under a topic's own config and
+	// the dynamic cluster default (uncleanElection).
 	UncleanLeaderElection bool
 	// Now is the clock (time.Now); tests set it.
 	Now func() time.Time
@@ -334,12 +337,48 @@ func partitionOps(changed []state.PartitionAssignment) ([]state.Op, error) {
 
 // fenceOps are the partition changes of fencing id. REQUIRES: c.mu held.
 func (c *Controller) fenceOps(id int32) ([]state.Op, error) {
-	return c.withoutBroker(id, c.cfg.UncleanLeaderElection)
+	unclean, err := c.uncleanElection()
+	if err != nil {
+		return nil, err
+	}
+	return c.withoutBroker(id, unclean)
+}
+
+// uncleanElection resolves unclean.leader.election.enable per topic in
+// Kafka's order: the topic's own config, else the cluster-wide dynamic
+// default (kafka-configs --entity-default), else this controller's static
+// setting. REQUIRES: c.mu held.
+func (c *Controller) uncleanElection() (Unclean, error) {
+	const key = "unclean.leader.election.enable"
+	def := c.cfg.UncleanLeaderElection
+	dyn, err := c.store.BrokerConfigs()
+	if err != nil {
+		return nil, err
+	}
+	if b, err := strconv.ParseBool(dyn[key]); err == nil {
+		def = b
+	}
+	topics, err := c.store.Topics()
+	if err != nil {
+		return nil, err
+	}
+	own := map[[16]byte]bool{}
+	for _, t := range topics {
+		if b, err := strconv.ParseBool(t.Configs[key]); err == nil {
+			own[t.ID] = b
+		}
+	}
+	return func(id [16]byte) bool {
+		if b, ok := own[id]; ok {
+			return b
+		}
+		return def
+	}, nil
 }
 
 // withoutBroker are the partition changes of taking id out of the
 // leaderships and ISRs (Fence). REQUIRES: c.mu held.
-func (c *Controller) withoutBroker(id int32, unclean bool) ([]state.Op, error) {
+func (c *Controller) withoutBroker(id int32, unclean Unclean) ([]state.Op, error) {
 	live, err := c.liveness(id)
 	if err != nil {
 		return nil, err
@@ -363,7 +402,11 @@ func (c *Controller) unfenceOps(id int32) ([]state.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return partitionOps(Unfence(parts, live, c.cfg.UncleanLeaderElection))
+	unclean, err := c.uncleanElection()
+	if err != nil {
+		return nil, err
+	}
+	return partitionOps(Unfence(parts, live, unclean))
 }
 
 // moveLeadersOff is a controlled shutdown's step, Kafka's: every
@@ -374,7 +417,7 @@ func (c *Controller) unfenceOps(id int32) ([]state.Op, error) {
 // each heartbeat of the shutdown, it changes only what is left to change.
 // REQUIRES: c.mu held.
 func (c *Controller) moveLeadersOff(id int32) ([]state.Op, error) {
-	return c.withoutBroker(id, false) // a shutdown never elects out of sync
+	return c.withoutBroker(id, UncleanFor(false)) // a shutdown never elects out of sync
 }
 
 // leads reports whether id leads a partition. REQUIRES: c.mu held.

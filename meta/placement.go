@@ -142,12 +142,20 @@ func change(p state.PartitionAssignment, isr []int32, leader int32) (state.Parti
 	return q, true
 }
 
+// Unclean tells, per topic, whether an election with no live in-sync
+// replica may take an out-of-sync one (unclean.leader.election.enable
+// as the controller resolves it: Controller.uncleanElection).
+type Unclean func(topicID [16]byte) bool
+
+// UncleanFor is the same answer for every topic.
+func UncleanFor(all bool) Unclean { return func([16]byte) bool { return all } }
+
 // Fence is what fencing broker id changes: it leaves the ISR of every
 // partition whose ISR keeps another member (the last member stays, so
 // that the partition comes back when it returns, as Kafka keeps it), and
 // every partition it led elects another leader. live must already say
 // false for id.
-func Fence(parts []state.PartitionAssignment, id int32, live func(int32) bool, unclean bool) []state.PartitionAssignment {
+func Fence(parts []state.PartitionAssignment, id int32, live func(int32) bool, unclean Unclean) []state.PartitionAssignment {
 	var changed []state.PartitionAssignment
 	for _, p := range parts {
 		if !slices.Contains(p.Replicas, id) {
@@ -159,7 +167,7 @@ func Fence(parts []state.PartitionAssignment, id int32, live func(int32) bool, u
 		}
 		leader := p.Leader
 		if leader == id || leader < 0 {
-			leader, isr = electFrom(p.Replicas, isr, live, unclean)
+			leader, isr = electFrom(p.Replicas, isr, live, unclean(p.TopicID))
 		}
 		if q, ok := change(p, isr, leader); ok {
 			changed = append(changed, q)
@@ -172,13 +180,13 @@ func Fence(parts []state.PartitionAssignment, id int32, live func(int32) bool, u
 // it): the offline partitions whose ISR holds it elect it, or a preferred
 // live member. It rejoins the other ISRs by catching up with their
 // leaders (replication).
-func Unfence(parts []state.PartitionAssignment, live func(int32) bool, unclean bool) []state.PartitionAssignment {
+func Unfence(parts []state.PartitionAssignment, live func(int32) bool, unclean Unclean) []state.PartitionAssignment {
 	var changed []state.PartitionAssignment
 	for _, p := range parts {
 		if p.Leader >= 0 {
 			continue
 		}
-		if q, ok := Elect(p, live, unclean); ok {
+		if q, ok := Elect(p, live, unclean(p.TopicID)); ok {
 			changed = append(changed, q)
 		}
 	}

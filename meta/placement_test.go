@@ -70,7 +70,7 @@ func TestFenceUnfence(t *testing.T) {
 		part(3, []int32{2, 3}, []int32{2, 3}, 2, 0),       // 1 not a replica
 	}
 	live := liveSet(2, 3)
-	got := Fence(parts, 1, live, false)
+	got := Fence(parts, 1, live, UncleanFor(false))
 	want := []state.PartitionAssignment{
 		{TopicID: [16]byte{1}, Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 1},
 		{TopicID: [16]byte{1}, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 3, PartitionEpoch: 4},
@@ -82,7 +82,7 @@ func TestFenceUnfence(t *testing.T) {
 	// Broker 1 returns: the partition only it holds in sync comes back;
 	// the others wait for it to catch up.
 	after := []state.PartitionAssignment{want[0], want[1], want[2], parts[3]}
-	back := Unfence(after, liveSet(1, 2, 3), false)
+	back := Unfence(after, liveSet(1, 2, 3), UncleanFor(false))
 	if len(back) != 1 || back[0].Partition != 2 || back[0].Leader != 1 || back[0].LeaderEpoch != 9 {
 		t.Fatalf("unfencing broker 1: %+v", back)
 	}
@@ -112,10 +112,10 @@ func TestFenceUnfenceInvariants(t *testing.T) {
 		var changed []state.PartitionAssignment
 		if fenced[id] {
 			fenced[id] = false
-			changed = Unfence(parts, live, unclean)
+			changed = Unfence(parts, live, UncleanFor(unclean))
 		} else {
 			fenced[id] = true
-			changed = Fence(parts, id, live, unclean)
+			changed = Fence(parts, id, live, UncleanFor(unclean))
 		}
 		for _, q := range changed {
 			old := parts[q.Partition]
