@@ -68,8 +68,9 @@ func (b *Broker) leaderAddr(id int32) (string, bool) {
 }
 
 // applyAssignments gives every hosted partition its assignment from the
-// store and has the replica fetchers follow the partitions this node is a
-// follower of, whose leader is live in the image. A partition without an
+// store, empties the logs of those no longer replicated here, and has
+// the replica fetchers follow the partitions this node is a follower of,
+// whose leader is live in the image. A partition without an
 // assignment (a bare broker, a topic older than the metadata log) stays
 // committed at every append.
 func (b *Broker) applyAssignments(parts []state.PartitionAssignment) {
@@ -89,6 +90,11 @@ func (b *Broker) applyAssignments(parts []state.PartitionAssignment) {
 			continue
 		}
 		p.SetAssignment(self, assignmentOf(a))
+		if dropped, err := p.DropIfNotReplica(); err != nil {
+			b.log.Error("emptying the log of a partition no longer replicated here", "topic", t.Name(), "partition", a.Partition, "err", err)
+		} else if dropped {
+			b.log.Info("partition moved off this node: its log is emptied", "topic", t.Name(), "partition", a.Partition, "replicas", a.Replicas)
+		}
 		if a.Leader == self || a.Leader < 0 || !slices.Contains(a.Replicas, self) || !leaderLive(im, t.Name(), a.Partition) {
 			continue
 		}

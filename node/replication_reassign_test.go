@@ -106,4 +106,12 @@ func TestClusterReassignsPartitions(t *testing.T) {
 	acked = append(acked, c.produceAll(int(newcomer)-1, "m", "b", 20)...)
 	c.replicasIdentical("m", 1)
 	c.consumeAll(int(newcomer)-1, "m", acked)
+	// The replica that left holds nothing of the partition any more, as
+	// Kafka deletes a removed replica's log.
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		if p := c.partitionOn(int(leaving)-1, "m", 0); p.Size() != 0 || p.LogEndOffset() != 0 {
+			return fmt.Errorf("node %d, no longer a replica, still holds m-0: %d bytes up to offset %d", leaving, p.Size(), p.LogEndOffset())
+		}
+		return nil
+	})
 }

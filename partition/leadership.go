@@ -87,6 +87,25 @@ func (p *Partition) AsFollower(leader, leaderEpoch int32, fn func() error) error
 	return fn()
 }
 
+// DropIfNotReplica empties p's log when its assignment no longer lists
+// this node among the replicas (a reassignment moved it away), as Kafka
+// deletes a removed replica's log; it reports whether it did. The log
+// restarts at 0: should the partition come back here, its follower copies
+// it from the leader's log start again. Done under the role lock, so no
+// write of either role runs meanwhile (neither is allowed a non-replica).
+func (p *Partition) DropIfNotReplica() (bool, error) {
+	rs := &p.replicas
+	rs.transition.Lock()
+	defer rs.transition.Unlock()
+	rs.mu.Lock()
+	replica := !rs.assigned || slices.Contains(rs.a.Replicas, rs.self)
+	rs.mu.Unlock()
+	if replica || p.log.Size() == 0 && p.log.LogEndOffset() == 0 {
+		return false, nil
+	}
+	return true, p.log.TruncateFullyAndStartAt(0)
+}
+
 // Commit is how an acks=all wait ended.
 type Commit int
 
