@@ -137,8 +137,13 @@ func TestClusterBrokerOnlyNodeJoins(t *testing.T) {
 // CONTROLLER listener, and then follows the log.
 func TestClusterBrokerOnlyNodeCatchesUpFromASnapshot(t *testing.T) {
 	t.Parallel()
+	// A snapshot every 8 entries keeping 8 behind it: the 30 topics below
+	// are compacted away while the observer is down, and the cluster's
+	// formation keeps entries enough for the observer joining it (with 2
+	// kept, its start once timed out on a loaded machine, most likely
+	// chasing one snapshot after another; not proven).
 	c := startMixedCluster(t, 3, 1, func(cfg *broker.Config) {
-		cfg.Cluster.SnapshotEntries, cfg.Cluster.TrailingEntries, cfg.Cluster.SnapshotInterval = 8, 2, 50*time.Millisecond
+		cfg.Cluster.SnapshotEntries, cfg.Cluster.TrailingEntries, cfg.Cluster.SnapshotInterval = 8, 8, 50*time.Millisecond
 	})
 	ctx := t.Context()
 	const observer = 3
