@@ -17,6 +17,7 @@ const (
 	KeyPauseMirrorTopics      int16 = 102
 	KeyResumeMirrorTopics     int16 = 103
 	KeyDeleteClusterMirror    int16 = 104
+	KeyBumpLeaderEpochs       int16 = 105
 	KeyRecoverMirrorTopics    int16 = 107
 )
 
@@ -36,6 +37,7 @@ var apis = [...]struct {
 	{KeyPauseMirrorTopics, "PauseMirrorTopics", func() kmsg.Request { return NewPtrPauseMirrorTopicsRequest() }},
 	{KeyResumeMirrorTopics, "ResumeMirrorTopics", func() kmsg.Request { return NewPtrResumeMirrorTopicsRequest() }},
 	{KeyDeleteClusterMirror, "DeleteClusterMirror", func() kmsg.Request { return NewPtrDeleteClusterMirrorRequest() }},
+	{KeyBumpLeaderEpochs, "BumpLeaderEpochs", func() kmsg.Request { return NewPtrBumpLeaderEpochsRequest() }},
 	{KeyRecoverMirrorTopics, "RecoverMirrorTopics", func() kmsg.Request { return NewPtrRecoverMirrorTopicsRequest() }},
 }
 

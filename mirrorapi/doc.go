@@ -39,10 +39,12 @@
 //	104  DeleteClusterMirror     controller (forwarded)
 //	107  RecoverMirrorTopics     any broker
 //
-// Keys 100, 101, 105 and 106 (ReadMirrorStates, WriteMirrorStates,
-// BumpLeaderEpochs, ReadMirrorOffsets) are inter-broker RPCs of the
-// prototype that a single kmirror node does not need, so they are not here;
-// 97 is unused.
+//	105  BumpLeaderEpochs        controller, on its CONTROLLER listener (inter-node)
+//
+// Keys 100, 101 and 106 (ReadMirrorStates, WriteMirrorStates,
+// ReadMirrorOffsets) are inter-broker RPCs of the prototype that kmirror
+// does not need (mirror state lives in the metadata log), so they are not
+// here; 97 is unused.
 // Key 94 is also Apache Kafka's UnregisterController (a controller-only API):
 // dispatch on this package before kmsg.
 //

@@ -133,6 +133,15 @@ func fullMessages() []message {
 		&DeleteClusterMirrorResponse{ThrottleMillis: 7, ErrorCode: ErrClusterMirrorNotEmpty, ErrorMessage: sp("not empty")},
 		&RecoverMirrorTopicsRequest{MirrorName: "east", Topics: topics},
 		&RecoverMirrorTopicsResponse{ThrottleMillis: 8, ErrorCode: 0, Topics: results},
+		&BumpLeaderEpochsRequest{Topics: []BumpLeaderEpochsRequestTopic{
+			{TopicID: uuidA, Partitions: []BumpLeaderEpochsRequestPartition{{0, 12}, {math.MaxInt32, math.MaxInt32}}},
+			{TopicID: uuidB},
+		}},
+		&BumpLeaderEpochsResponse{AppliedIndex: math.MaxUint64 - 1, Topics: []BumpLeaderEpochsResponseTopic{
+			{TopicName: "orders", Partitions: []BumpLeaderEpochsResponsePartition{
+				{PartitionIndex: 0}, {PartitionIndex: 3, ErrorCode: 3, ErrorMessage: sp("unknown")}}},
+			{TopicName: long},
+		}},
 	}
 }
 
@@ -459,6 +468,8 @@ func clearTagged(m message) {
 		v.ClusterID, v.LastMirrorEpochLookups = nil, nil
 	case *DescribeClusterMirrorsResponse:
 		v.LookupResults = nil
+	case *BumpLeaderEpochsResponse:
+		v.AppliedIndex = 0
 	}
 }
 
@@ -573,7 +584,7 @@ func TestKeys(t *testing.T) {
 	want := map[int16]string{
 		94: "CreateClusterMirror", 95: "StartMirrorTopics", 96: "StopMirrorTopics",
 		98: "ListClusterMirrors", 99: "DescribeClusterMirrors", 102: "PauseMirrorTopics",
-		103: "ResumeMirrorTopics", 104: "DeleteClusterMirror", 107: "RecoverMirrorTopics",
+		103: "ResumeMirrorTopics", 104: "DeleteClusterMirror", 105: "BumpLeaderEpochs", 107: "RecoverMirrorTopics",
 	}
 	if len(Keys) != len(want) {
 		t.Fatalf("len(Keys) = %d, want %d", len(Keys), len(want))
@@ -608,6 +619,15 @@ func TestKeys(t *testing.T) {
 		req.SetVersion(0)
 		if req.GetVersion() != 0 || req.ResponseKind().GetVersion() != 0 {
 			t.Errorf("key %d: versions do not carry", k.Key)
+		}
+		if k.Key == KeyBumpLeaderEpochs {
+			// Inter-node, to the controller's own listener: neither an
+			// admin request (kgo would route it by Metadata) nor
+			// throttled (the prototype's schema has no throttle).
+			if _, ok := req.(kmsg.AdminRequest); ok {
+				t.Errorf("key %d: an AdminRequest", k.Key)
+			}
+			continue
 		}
 		if _, ok := req.(kmsg.AdminRequest); !ok {
 			t.Errorf("key %d: not an AdminRequest", k.Key)
