@@ -199,7 +199,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.partitions, err = partition.Open(partition.Config{Store: store, LogDirs: cfg.LogDirs, SpaceGuards: logSpace,
-		FS: cfg.Log.FS, LogConfig: b.partitionConfig, Place: b.placeReplicas, Removed: b.topicRemoved, TopicsChanged: b.publishImageLocked, EpochMoved: b.epochMoved,
+		FS: cfg.Log.FS, LogConfig: b.partitionConfig, Place: b.placeReplicas, Removed: b.topicRemoved, TopicsChanged: b.publishImageLocked, EpochMoved: b.epochMoved, RaiseAssignedEpochs: b.raiseAssignedEpochs(),
 		Logger: cfg.Logger})
 	if err != nil {
 		closeStore()

@@ -122,6 +122,10 @@ type Config struct {
 	// ISR changes a partition's in-sync replicas through the controller
 	// (AlterPartition); nil on a node without a metadata log.
 	ISR ISRChanger
+	// Epochs raises partitions' leader epochs through the controller
+	// (BumpLeaderEpochs) in a cluster of several nodes; nil on a node
+	// alone, which keeps a mirrored partition's epoch locally.
+	Epochs EpochBumper
 	// ControllerConns is the Kafka side of the node's CONTROLLER
 	// listener (meta.ControllerListener.KafkaListener), bound by the
 	// composition root (node/), which also owns the port; nil: none. The

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/mirrorapi"
 )
 
 // ControllerChannel sends Kafka requests to the current controller over
@@ -180,7 +182,10 @@ func (ch *ControllerChannel) client(id int32) (*voterClient, error) {
 		if v.ID != id {
 			continue
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(v.Addr), kgo.ClientID("kmirror-controller-channel"))
+		// The mirror keys too: kgo refuses a key its version table lacks
+		// (BumpLeaderEpochs, 105).
+		cl, err := kgo.NewClient(kgo.SeedBrokers(v.Addr), kgo.ClientID("kmirror-controller-channel"),
+			kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
 		if err != nil {
 			return nil, fmt.Errorf("meta: controller channel: node %d at %s: %w", id, v.Addr, err)
 		}

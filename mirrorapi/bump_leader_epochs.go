@@ -36,9 +36,9 @@ type BumpLeaderEpochsRequestPartition struct {
 }
 
 const (
-	minBumpTopic          = 16 + 1 + 1    // TopicID, Partitions, tags
-	minBumpPartition      = 4 + 4 + 1     // PartitionIndex, MinLeaderEpoch, tags
-	minBumpResultTopic    = 1 + 1 + 1     // TopicName, Partitions, tags
+	minBumpTopic           = 16 + 1 + 1    // TopicID, Partitions, tags
+	minBumpPartition       = 4 + 4 + 1     // PartitionIndex, MinLeaderEpoch, tags
+	minBumpResultTopic     = 1 + 1 + 1     // TopicName, Partitions, tags
 	minBumpResultPartition = 4 + 2 + 1 + 1 // PartitionIndex, ErrorCode, ErrorMessage, tags
 )
 

@@ -497,6 +497,9 @@ type controllerClient interface {
 	// alterPartition is an AlterPartition of one partition from broker
 	// id at epoch: a refusal of the change is a *kerr.Error.
 	alterPartition(ctx context.Context, id int32, epoch int64, ch meta.ISRChange) (state.PartitionAssignment, error)
+	// bumpLeaderEpochs raises leader epochs (epoch_bumps.go): a refusal
+	// of a partition is a *kerr.Error; it returns the entry's index.
+	bumpLeaderEpochs(ctx context.Context, bumps []meta.EpochBump) (uint64, error)
 }
 
 // producerIDBlockSize is the block a broker asks for, Kafka's.

@@ -139,6 +139,9 @@ func StartContext(ctx context.Context, cfg broker.Config, mirrors control.Config
 	}
 	n.life = newNodeLifecycle(cfg, n.store, n.log, n.controller)
 	cfg.Controller, cfg.ProducerIDs, cfg.ISR = n.controller, n.life, n.life
+	if cfg.Cluster.Several() {
+		cfg.Epochs = epochBumper{life: n.life, q: n.quorum(cfg.NodeID)}
+	}
 	if n.Broker, err = broker.New(cfg); err != nil {
 		return nil, fmt.Errorf("starting the broker: %w", err)
 	}

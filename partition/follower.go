@@ -117,8 +117,12 @@ func (p *Partition) AdvanceLogStart(offset int64) error { return p.log.SetLogSta
 func (p *Partition) OngoingTxns() []storage.OngoingTxn  { return p.log.Producers().OngoingTxns() }
 
 // RaiseLeaderEpoch persists a higher local leader epoch before the
-// batches that need it are appended (DESIGN.md decision 3).
+// batches that need it are appended (DESIGN.md decision 3); in a cluster
+// the controller raises the partition's first (Config.RaiseAssignedEpochs).
 func (p *Partition) RaiseLeaderEpoch(epoch int32) error {
+	if err := p.topic.m.raiseAssigned(p.topic, map[int32]int32{p.index: epoch}); err != nil {
+		return err
+	}
 	stored, err := p.topic.m.cfg.Store.PutLeaderEpoch(p.topic.id, p.index, epoch)
 	if err != nil {
 		return err

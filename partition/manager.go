@@ -45,6 +45,14 @@ type Config struct {
 	// its published one (Partition.SetPublishedEpoch): after an append in
 	// a newer epoch or a raised floor. The registry's lock may be held.
 	EpochMoved func(p *Partition)
+	// RaiseAssignedEpochs raises, through the controller, the leader
+	// epochs of topic id's partitions to at least epochs, and returns once
+	// this node applied the change: in a cluster the controller's epoch
+	// is the one followers and clients use (broker.EpochBumper). It is
+	// asked only for partitions with an assignment, before their local
+	// floor is raised. Nil (a node alone): the local floor alone, the
+	// image showing the larger of it and the assignment's.
+	RaiseAssignedEpochs func(id [16]byte, epochs map[int32]int32) error
 	// Place assigns replicas to new partitions from..to-1 of topic id as
 	// pl asks (the controller's placement, meta.PlaceReplicas, or a manual
 	// assignment), written with the topic's record; nil, or no
@@ -655,6 +663,9 @@ func (m *Manager) RaiseLeaderEpochs(name string, epochs map[int32]int32) error {
 			return fmt.Errorf("partition: topic %s has no partition %d", name, p)
 		}
 	}
+	if err := m.raiseAssigned(t, epochs); err != nil {
+		return err
+	}
 	stored, err := m.cfg.Store.PutLeaderEpochs(t.id, epochs)
 	if err != nil {
 		return err
@@ -663,6 +674,27 @@ func (m *Manager) RaiseLeaderEpochs(name string, epochs map[int32]int32) error {
 		pt := t.Partition(p)
 		pt.epochFloor.Store(e)
 		pt.epochMaybeMoved()
+	}
+	return nil
+}
+
+// raiseAssigned has the controller raise the epochs of t's partitions that
+// have an assignment (Config.RaiseAssignedEpochs), when it is set.
+func (m *Manager) raiseAssigned(t *Topic, epochs map[int32]int32) error {
+	if m.cfg.RaiseAssignedEpochs == nil {
+		return nil
+	}
+	assigned := map[int32]int32{}
+	for p, e := range epochs {
+		if _, ok := t.Partition(p).Assignment(); ok {
+			assigned[p] = e
+		}
+	}
+	if len(assigned) == 0 {
+		return nil
+	}
+	if err := m.cfg.RaiseAssignedEpochs(t.id, assigned); err != nil {
+		return fmt.Errorf("partition: raising the leader epochs of %s through the controller: %w", t.name, err)
 	}
 	return nil
 }
