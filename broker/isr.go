@@ -94,16 +94,19 @@ func (b *Broker) checkISRs(ctx context.Context, fromWake bool, refused map[*part
 				continue
 			}
 			before, _ := p.Assignment() // the ISR the change is from (a reconcile may apply it before the answer)
-			p.ProposeISR(ch)            // counted by the high watermark until the answer
+			if !p.ProposeISR(ch) {      // counted by the high watermark until the answer
+				continue // moved on since ISRChanges looked: the next pass
+			}
 			cctx, cancel := context.WithTimeout(ctx, controllerRPCTimeout)
 			a, err := b.cfg.ISR.AlterISR(cctx, t.ID(), p.Index(), ch.LeaderEpoch, ch.PartitionEpoch, ch.ISR)
 			cancel()
 			if err != nil {
-				// A refusal is final; without an answer the controller may
-				// have made the change, so the proposal stands until the
-				// next assignment or proposal.
-				if ke := (*kerr.Error)(nil); errors.As(err, &ke) && ke != kerr.RequestTimedOut && ctx.Err() == nil &&
-					!errors.Is(err, context.DeadlineExceeded) {
+				// Only a refusal that says the change was not made ends
+				// the proposal (Kafka's handleAlterPartitionError). Any
+				// other answer may follow a change the controller took
+				// (a retry after a lost answer meets INVALID_UPDATE_VERSION),
+				// so the proposal is counted until the next assignment.
+				if isrChangeNotMade(err) {
 					p.WithdrawISR(ch)
 				}
 				refused[p] = ch.PartitionEpoch
@@ -128,6 +131,14 @@ func (b *Broker) checkISRs(ctx context.Context, fromWake bool, refused map[*part
 			p.SetAssignment(b.cfg.NodeID, assignmentOf(a))
 		}
 	}
+}
+
+// isrChangeNotMade reports the AlterPartition refusals that mean the
+// controller did not change the ISR: INELIGIBLE_REPLICA,
+// OPERATION_NOT_ATTEMPTED, INVALID_REQUEST.
+func isrChangeNotMade(err error) bool {
+	return errors.Is(err, kerr.IneligibleReplica) || errors.Is(err, kerr.OperationNotAttempted) ||
+		errors.Is(err, kerr.InvalidRequest)
 }
 
 // assignmentOf is a's replica set as a partition keeps it.

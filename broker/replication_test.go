@@ -23,7 +23,7 @@ func TestProduceAcksAllEndsWhenLeadershipIsLost(t *testing.T) {
 	self := b.cfg.NodeID
 	tp := mustTopic(t, b, "fenced", 1)
 	p := tp.Partitions()[0]
-	p.SetAssignment(self, partition.Assignment{Leader: self, LeaderEpoch: 1, Replicas: []int32{self, 2}, ISR: []int32{self, 2}})
+	p.SetAssignment(self, partition.Assignment{Leader: self, Replicas: []int32{self, 2}, ISR: []int32{self, 2}})
 	rc := dialRaw(t, b)
 
 	answer := make(chan kmsg.ProduceResponseTopicPartition, 1)
@@ -34,7 +34,7 @@ func TestProduceAcksAllEndsWhenLeadershipIsLost(t *testing.T) {
 
 	// Node 2 leads now; this node follows it: its log diverged at 0, so
 	// it is cut there, and node 2's records take offsets 0-2, committed.
-	p.SetAssignment(self, partition.Assignment{Leader: 2, LeaderEpoch: 2, Replicas: []int32{self, 2}, ISR: []int32{2}})
+	p.SetAssignment(self, partition.Assignment{Leader: 2, LeaderEpoch: 1, Replicas: []int32{self, 2}, ISR: []int32{2}})
 	if err := p.TruncateTo(0); err != nil {
 		t.Fatal(err)
 	}

@@ -40,10 +40,15 @@ func (n txnNode) writeMarkerOn(t *partition.Topic, tp state.TxnPartition, pid in
 		return txn.ErrNoPartition
 	}
 	p := parts[tp.Partition]
-	le := p.LeaderEpoch()
-	raw := batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: p.Log().LogEndOffset(), PartitionLeaderEpoch: le,
-		Timestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, Commit: commit})
-	if _, err := p.Log().AppendControl(raw, le); err != nil {
+	// As a leader's append (the role checked under the role lock): a
+	// marker a follower took would be cut at the next divergence.
+	_, err := p.AppendAsLeader(func(le int32) error {
+		raw := batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: p.Log().LogEndOffset(), PartitionLeaderEpoch: le,
+			Timestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, Commit: commit})
+		_, err := p.Log().AppendControl(raw, le)
+		return err
+	})
+	if err != nil {
 		if errors.Is(err, storage.ErrClosed) && n.b.partitions.Topic(tp.Topic) != t {
 			return fmt.Errorf("%w: %s was deleted", txn.ErrNoPartition, tp.Topic)
 		}

@@ -37,19 +37,33 @@ type Leadership struct {
 	epoch    int32
 }
 
-// AppendProduce appends one client batch (storage.Log.AppendProduce, at
-// p's leader epoch) when this node leads p, and returns the leadership
-// it appended in; ErrNotLeader when another node leads p. The caller
-// calls Appended after a new (not duplicate) batch.
-func (p *Partition) AppendProduce(raw []byte) (storage.AppendResult, Leadership, error) {
+// AppendAsLeader runs write, a leader's append (a produce, a transaction
+// marker) stamped with epoch, p's leader epoch, when this node leads p,
+// and returns the leadership it ran in; ErrNotLeader when another node
+// leads p, or when p's epoch is still below its assignment's (the floor
+// is raised at the reconcile that brings the assignment: a batch stamped
+// below it would hide the divergence from the previous leader). The
+// caller calls Appended after a new (not duplicate) batch.
+func (p *Partition) AppendAsLeader(write func(epoch int32) error) (Leadership, error) {
 	rs := &p.replicas
 	rs.transition.RLock()
 	defer rs.transition.RUnlock()
 	lead, ok := p.leadership()
-	if !ok {
-		return storage.AppendResult{}, lead, ErrNotLeader
+	epoch := p.LeaderEpoch()
+	if !ok || lead.assigned && epoch < lead.epoch {
+		return lead, ErrNotLeader
 	}
-	res, err := p.log.AppendProduce(raw, p.LeaderEpoch())
+	return lead, write(epoch)
+}
+
+// AppendProduce appends one client batch (storage.Log.AppendProduce) as
+// the leader (AppendAsLeader).
+func (p *Partition) AppendProduce(raw []byte) (storage.AppendResult, Leadership, error) {
+	var res storage.AppendResult
+	lead, err := p.AppendAsLeader(func(epoch int32) (err error) {
+		res, err = p.log.AppendProduce(raw, epoch)
+		return err
+	})
 	return res, lead, err
 }
 
@@ -94,16 +108,28 @@ func (p *Partition) AsFollower(leader, leaderEpoch int32, fn func() error) error
 // it from the leader's log start again. Done under the role lock, so no
 // write of either role runs meanwhile (neither is allowed a non-replica).
 func (p *Partition) DropIfNotReplica() (bool, error) {
+	if !p.removedReplica() || p.log.Size() == 0 && p.log.LogEndOffset() == 0 {
+		return false, nil // checked without the role lock first: every reconcile asks
+	}
 	rs := &p.replicas
 	rs.transition.Lock()
 	defer rs.transition.Unlock()
-	rs.mu.Lock()
-	replica := !rs.assigned || slices.Contains(rs.a.Replicas, rs.self)
-	rs.mu.Unlock()
-	if replica || p.log.Size() == 0 && p.log.LogEndOffset() == 0 {
+	if !p.removedReplica() {
 		return false, nil
 	}
 	return true, p.log.TruncateFullyAndStartAt(0)
+}
+
+// removedReplica reports whether p's assignment leaves this node out: not
+// among the replicas, and neither its leader nor in its ISR (an assignment
+// that still names this node there, whatever its replicas say, keeps the
+// log: it may be the only copy).
+func (p *Partition) removedReplica() bool {
+	rs := &p.replicas
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.assigned && !slices.Contains(rs.a.Replicas, rs.self) && rs.a.Leader != rs.self &&
+		!slices.Contains(rs.a.ISR, rs.self)
 }
 
 // Commit is how an acks=all wait ended.

@@ -46,7 +46,9 @@ func TestHighWatermarkCountsTheProposedISR(t *testing.T) {
 	if !ok || len(ch.ISR) != 2 {
 		t.Fatalf("ISR change %+v %v, want the follower back in", ch, ok)
 	}
-	p.ProposeISR(ch)
+	if !p.ProposeISR(ch) {
+		t.Fatal("the caught-up follower's proposal was refused")
+	}
 	appendOne(t, p)
 	if hw := p.HighWatermark(); hw != 3 {
 		t.Fatalf("high watermark %d with the expansion under way, want 3 (the follower's log end)", hw)
@@ -60,8 +62,16 @@ func TestHighWatermarkCountsTheProposedISR(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 5 {
 		t.Fatalf("high watermark %d after the refusal, want the log end 5 (ISR = the leader)", hw)
 	}
+	// The follower (at 4) no longer holds the high watermark (5): it
+	// is not proposed again until it does.
+	if p.ProposeISR(ch) {
+		t.Fatal("proposed a follower below the high watermark")
+	}
+	p.ReplicaFetched(2, 5, now)
+	if !p.ProposeISR(ch) {
+		t.Fatal("the follower caught up again, and was not proposed")
+	}
 	// Accepted: the answer's assignment ends the proposal.
-	p.ProposeISR(ch)
 	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
 	appendOne(t, p)
 	if hw := p.HighWatermark(); hw != 5 {
@@ -95,5 +105,70 @@ func TestRoleChecks(t *testing.T) {
 	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
 	if err := p.AsFollower(2, 1, write); !errors.Is(err, ErrNotFollowing) || ran != 1 {
 		t.Fatalf("a leader took a follower's write: %v, ran %d", err, ran)
+	}
+	// Leading at epoch 2 with the local epoch still 0 (the floor not yet
+	// raised): a batch would be stamped below the leadership's epoch.
+	if _, err := p.AppendAsLeader(func(int32) error { ran++; return nil }); !errors.Is(err, ErrNotLeader) || ran != 1 {
+		t.Fatalf("an append stamped below the assignment's epoch: %v, ran %d", err, ran)
+	}
+	if err := p.RaiseLeaderEpoch(2); err != nil {
+		t.Fatal(err)
+	}
+	var stamped int32
+	if _, err := p.AppendAsLeader(func(e int32) error { stamped = e; return nil }); err != nil || stamped != 2 {
+		t.Fatalf("leading at epoch 2: %v, stamped %d", err, stamped)
+	}
+}
+
+// A follower ISRChanges found caught up is not proposed once the other
+// followers' fetches moved the high watermark past it before the
+// proposal: taken into the ISR it would be electable without committed
+// records (review of issue 21, second pass).
+func TestProposeISRRechecksTheHighWatermark(t *testing.T) {
+	t.Parallel()
+	p := newPartition(t, "recheck")
+	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}})
+	for range 3 {
+		appendOne(t, p)
+	}
+	now := time.Now()
+	p.ReplicaFetched(2, 3, now)
+	p.ReplicaFetched(3, 3, now)
+	ch, ok := p.ISRChanges(now, time.Minute, func(int32) bool { return true })
+	if !ok || len(ch.ISR) != 3 {
+		t.Fatalf("ISR change %+v %v, want follower 3 back in", ch, ok)
+	}
+	appendOne(t, p)
+	appendOne(t, p)
+	p.ReplicaFetched(2, 5, now)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d, want 5", hw)
+	}
+	if p.ProposeISR(ch) {
+		t.Fatal("follower 3 (at 3) proposed into the ISR with the high watermark at 5")
+	}
+}
+
+// A removed replica's log is emptied, but never while the assignment
+// still names this node its leader or in its ISR, whatever its replicas
+// say (such a record may predate the reassignment fixes: the log may be
+// the only copy); a partition without an assignment keeps its log.
+func TestDropIfNotReplica(t *testing.T) {
+	t.Parallel()
+	p := newPartition(t, "drop")
+	appendOne(t, p)
+	for _, a := range []Assignment{
+		{Leader: 1, LeaderEpoch: 1, Replicas: []int32{2, 3}, ISR: []int32{2}},
+		{Leader: 2, LeaderEpoch: 2, Replicas: []int32{2, 3}, ISR: []int32{1, 2}},
+		{Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{2}},
+	} {
+		p.SetAssignment(1, a)
+		if dropped, err := p.DropIfNotReplica(); dropped || err != nil || p.LogEndOffset() != 1 {
+			t.Fatalf("%+v: dropped %v, %v, log end %d; want the log kept", a, dropped, err, p.LogEndOffset())
+		}
+	}
+	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 4, Replicas: []int32{2, 3}, ISR: []int32{2, 3}})
+	if dropped, err := p.DropIfNotReplica(); !dropped || err != nil || p.LogEndOffset() != 0 || p.Size() != 0 {
+		t.Fatalf("moved off this node: dropped %v, %v, log end %d, %d bytes", dropped, err, p.LogEndOffset(), p.Size())
 	}
 }

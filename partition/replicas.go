@@ -70,6 +70,12 @@ type replicaSet struct {
 // there (AwaitCommitted).
 func (p *Partition) SetAssignment(self int32, a Assignment) {
 	rs := &p.replicas
+	rs.mu.Lock()
+	same := rs.assigned && rs.self == self && sameAssignment(rs.a, a)
+	rs.mu.Unlock()
+	if same {
+		return // every reconcile sets every assignment: no role lock for none changed
+	}
 	rs.transition.Lock()
 	defer rs.transition.Unlock()
 	rs.mu.Lock()
@@ -121,6 +127,12 @@ func (p *Partition) SetAssignment(self int32, a Assignment) {
 	}
 }
 
+// sameAssignment reports whether a and b are the same assignment.
+func sameAssignment(a, b Assignment) bool {
+	return a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
+		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR)
+}
+
 // olderAssignment reports whether a is older than cur: a lower leader
 // epoch, or a lower partition epoch in the same leader epoch (the
 // controller raises one or the other at every change).
@@ -142,18 +154,39 @@ func (p *Partition) ClearAssignment() {
 
 // ProposeISR records the ISR an AlterPartition from ch asks for, until
 // the answer's assignment (SetAssignment) or WithdrawISR: the high
-// watermark counts its members meanwhile. A proposal from an older
-// assignment than p's is ignored.
-func (p *Partition) ProposeISR(ch ISRChange) {
+// watermark counts its members meanwhile. It reports false, recording
+// nothing, when the change must not be sent: p's assignment is no longer
+// the one ch was made from, or a follower ch adds no longer holds the
+// high watermark (other followers' fetches moved it since ISRChanges
+// looked: one taken in now would be electable without committed
+// records). Checked and recorded under the lock the high watermark moves
+// under, so no advance falls between. The members of a proposal still
+// unanswered (a timeout: the controller may have taken it) stay counted.
+func (p *Partition) ProposeISR(ch ISRChange) bool {
 	rs := &p.replicas
 	rs.mu.Lock()
-	if rs.assigned && rs.a.LeaderEpoch == ch.LeaderEpoch && rs.a.PartitionEpoch == ch.PartitionEpoch {
-		rs.pending = slices.Clone(ch.ISR)
+	defer rs.mu.Unlock()
+	if !rs.assigned || rs.a.LeaderEpoch != ch.LeaderEpoch || rs.a.PartitionEpoch != ch.PartitionEpoch {
+		return false
 	}
-	rs.mu.Unlock()
+	for _, id := range ch.ISR {
+		if id == rs.self || slices.Contains(rs.a.ISR, id) {
+			continue
+		}
+		if fp := rs.followers[id]; fp == nil || fp.logEnd < p.log.HighWatermark() {
+			return false
+		}
+	}
+	for _, id := range ch.ISR {
+		if !slices.Contains(rs.pending, id) {
+			rs.pending = append(rs.pending, id)
+		}
+	}
+	return true
 }
 
-// WithdrawISR forgets the ISR proposed from ch: the controller refused it.
+// WithdrawISR forgets the ISR proposed from ch: the controller refused it
+// for good (the caller decides which answers are final).
 func (p *Partition) WithdrawISR(ch ISRChange) {
 	rs := &p.replicas
 	rs.mu.Lock()
@@ -254,9 +287,9 @@ func later(a, b time.Time) time.Time {
 // on a partition committed at every append), and wakes the waiters when
 // it moved. A follower's is left to AppendReplica.
 func (p *Partition) advanceHighWatermark() {
-	hw := p.log.LogEndOffset()
 	rs := &p.replicas
 	rs.mu.Lock()
+	hw := p.log.LogEndOffset()
 	if rs.assigned {
 		if rs.a.Leader != rs.self {
 			rs.mu.Unlock()
@@ -274,8 +307,11 @@ func (p *Partition) advanceHighWatermark() {
 			hw = min(hw, fp.logEnd)
 		}
 	}
+	// Set under rs.mu: a value computed before a ProposeISR must not be
+	// stored after it (rs.mu before the log's lock, never the reverse).
+	moved := p.log.SetHighWatermark(hw)
 	rs.mu.Unlock()
-	if p.log.SetHighWatermark(hw) {
+	if moved {
 		p.wake()
 	}
 }

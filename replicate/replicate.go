@@ -217,12 +217,20 @@ type fetcher struct {
 	done   chan struct{}
 }
 
-// followed is a partition's target and, after a failure, when it may be
-// fetched again.
+// followed is a partition's target, after a failure when it may be
+// fetched again, and the offset its last fetch asked from (its log end
+// then: only the run goroutine touches it).
 type followed struct {
 	Target
-	retryAt time.Time
+	retryAt     time.Time
+	fetchOffset int64
 }
+
+// errStaleAnswer is an answer for a fetch from an offset that is no
+// longer the log's end (the log was emptied or cut meanwhile: a
+// reassignment took the replica away and back). Dropped: the next fetch
+// asks from the log's end.
+var errStaleAnswer = errors.New("replicate: the answer is for a fetch offset that is no longer the log end")
 
 func newFetcher(cfg Config, leader int32) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -378,7 +386,8 @@ func (f *fetcher) fetch(ctx context.Context, conn *fetch.Conn, parts []*followed
 			byTopic[fp.TopicID] = i
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch = fp.Partition, fp.Replica.LogEndOffset(), fp.LeaderEpoch
+		fp.fetchOffset = fp.Replica.LogEndOffset()
+		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch = fp.Partition, fp.fetchOffset, fp.LeaderEpoch
 		rp.LastFetchedEpoch = -1
 		if e, ok := fp.Replica.LatestEpoch(); ok {
 			rp.LastFetchedEpoch = e
@@ -419,6 +428,9 @@ func (f *fetcher) apply(ctx context.Context, conn *fetch.Conn, parts []*followed
 	var failed, outOfRange []*followed
 	var told []partResult
 	fail := func(fp *followed, err error) {
+		if errors.Is(err, errStaleAnswer) {
+			return // nothing wrong: the next fetch asks from the log end
+		}
 		failed = append(failed, fp)
 		if !isTransient(err) {
 			told = append(told, partResult{fp, err})
@@ -436,7 +448,7 @@ func (f *fetcher) apply(ctx context.Context, conn *fetch.Conn, parts []*followed
 			case sp.ErrorCode != 0:
 				fail(fp, kerr.ErrorForCode(sp.ErrorCode))
 			default:
-				if err := fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, func() error { return f.applyData(fp, sp) }); err != nil {
+				if err := f.asFollower(fp, func() error { return f.applyData(fp, sp) }); err != nil {
 					fail(fp, err)
 				}
 			}
@@ -446,7 +458,7 @@ func (f *fetcher) apply(ctx context.Context, conn *fetch.Conn, parts []*followed
 	for i, fp := range outOfRange {
 		fix, err := f.outOfRange(ctx, conn, fp) // asks the leader: not under the role lock
 		if err == nil {
-			err = fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, fix)
+			err = f.asFollower(fp, fix)
 		} else if !isRefusal(err) {
 			connErr = err
 			failed = append(failed, outOfRange[i:]...)
@@ -461,6 +473,19 @@ func (f *fetcher) apply(ctx context.Context, conn *fetch.Conn, parts []*followed
 	return told, connErr
 }
 
+// asFollower runs write, an answer's write to fp, while fp still follows
+// the leader and epoch fetched from and its log still ends where the
+// fetch asked from (Kafka's fetcher checks both), errStaleAnswer or
+// partition.ErrNotFollowing otherwise.
+func (f *fetcher) asFollower(fp *followed, write func() error) error {
+	return fp.Replica.AsFollower(fp.Leader, fp.LeaderEpoch, func() error {
+		if end := fp.Replica.LogEndOffset(); end != fp.fetchOffset {
+			return fmt.Errorf("%w: asked from %d, the log ends at %d", errStaleAnswer, fp.fetchOffset, end)
+		}
+		return write()
+	})
+}
+
 // isRefusal reports a leader's answer (a Kafka error code), as opposed to
 // a failed connection.
 func isRefusal(err error) bool {
@@ -473,7 +498,8 @@ func isRefusal(err error) bool {
 func isTransient(err error) bool {
 	return errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch) ||
 		errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.UnknownTopicID) ||
-		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, partition.ErrNotFollowing)
+		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, partition.ErrNotFollowing) ||
+		errors.Is(err, errStaleAnswer)
 }
 
 // applyData applies an answer without error: a truncation at a

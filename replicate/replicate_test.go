@@ -369,6 +369,39 @@ func TestFetcherWritesNothingOnceNotFollowing(t *testing.T) {
 	}
 }
 
+// An answer for a fetch from an offset that is no longer the log's end
+// (the log was emptied while the fetch was out: a reassignment took the
+// replica away and back) writes nothing, and the next fetch asks from the
+// new end at once.
+func TestFetcherDropsAnAnswerForAnOldLogEnd(t *testing.T) {
+	t.Parallel()
+	r := &fakeReplica{end: 5, epoch: -1}
+	records := batch.AppendMirrorPIDReset(nil, batch.PIDReset{BaseOffset: 5, PartitionLeaderEpoch: 5, SourceClusterID: "c"})
+	l := newFakeLeader(t, 0, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+		r.mu.Lock()
+		r.end = 0 // emptied while the fetch was out
+		r.mu.Unlock()
+		sp.HighWatermark, sp.RecordBatches = 6, records
+	})
+	m := NewManager(Config{NodeID: 7, LeaderAddr: l.addr, MaxWait: 10 * time.Millisecond, Backoff: time.Hour})
+	t.Cleanup(m.Close)
+	m.Follow([]Target{{Topic: "t", TopicID: [16]byte{1}, Partition: 0, Replica: r, Leader: 1, LeaderEpoch: 5}})
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.fetches) < 2 {
+			return fmt.Errorf("%d fetches, want a second one", len(l.fetches))
+		}
+		if off := l.fetches[1].Topics[0].Partitions[0].FetchOffset; off != 0 {
+			return fmt.Errorf("the second fetch asked from %d, want the new log end 0", off)
+		}
+		return nil
+	})
+	if ops := r.opsSoFar(); len(ops) != 0 {
+		t.Fatalf("the stale answer was written: %q", ops)
+	}
+}
+
 // deadAddr is an address nothing listens on.
 func deadAddr(t *testing.T) string {
 	t.Helper()
