@@ -274,7 +274,7 @@ func (l *Log) writeRun(c *batch.Chunk, from, to int, res *AppendResult) error {
 		records += int64(e.RecordCount)
 	}
 	seg.ixMu.Unlock()
-	if err := seg.ix.flushPending(); err != nil {
+	if err := seg.ix.flushPendingFull(); err != nil {
 		l.cfg.Logger.Warn("index write failed; it is rebuilt at the next open", "segment", seg.path, "err", err)
 	}
 	first, last := run.At(0), run.At(run.Len()-1)

@@ -423,6 +423,9 @@ func (s *segment) truncateAt(pos int64, newNext int64) error {
 }
 
 func (s *segment) sync() error {
+	if err := s.ix.flushPending(); err != nil {
+		return fmt.Errorf("writing index of %s: %w", s.path, err)
+	}
 	if err := s.file.Sync(); err != nil {
 		return fmt.Errorf("syncing %s.log: %w", s.path, err)
 	}
