@@ -67,6 +67,8 @@ type fetcher struct {
 	spare     []byte
 	pending   chan applied // nil when no apply runs
 	predicted map[topicPartition]prediction
+	// chunk is the applier's scratch summary of the batches it appends.
+	chunk batch.Chunk
 }
 
 // prediction is where a partition will stand once the response being
