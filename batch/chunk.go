@@ -64,6 +64,11 @@ func (c *Chunk) collect(b Batch, pos int, verified bool) {
 	c.verified = c.verified && verified
 }
 
+// Reset empties c and drops its view of the bytes, so a chunk kept for
+// its memory does not keep the last walked buffer from the collector; the
+// summary's memory stays for the next walk.
+func (c *Chunk) Reset() { c.src, c.entries, c.verified = nil, c.entries[:0], false }
+
 // Len is the number of batches in c.
 func (c *Chunk) Len() int { return len(c.entries) }
 

@@ -101,6 +101,10 @@ func TestChunkSliceAndReuse(t *testing.T) {
 	if ch.Len() != 1 || string(ch.Bytes()) != string(a) {
 		t.Fatalf("reused chunk holds %d batches", ch.Len())
 	}
+	ch.Reset()
+	if ch.Len() != 0 || ch.Bytes() != nil || ch.src != nil || cap(ch.entries) == 0 {
+		t.Fatalf("reset chunk holds %d batches, src %v, capacity %d", ch.Len(), ch.src != nil, cap(ch.entries))
+	}
 	var zero Chunk
 	if zero.Len() != 0 || zero.Bytes() != nil || zero.Size() != 0 || zero.Check() != nil {
 		t.Fatal("zero chunk not empty")

@@ -358,6 +358,7 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64, c *batch.Chun
 	leo := l.LogEndOffset()
 	it := batch.NewIterator(records)
 	it.Collect(c)
+	defer c.Reset()
 	start, end, lastFrom := -1, 0, 0
 	// The batches yielded so far, and the first and past-last of those
 	// to append, as indexes into c.

@@ -477,6 +477,7 @@ func (f *fetcher) applyData(fp *followed, sp *kmsg.FetchResponseTopicPartition) 
 	// appends from, so no header is walked twice.
 	it := batch.NewIterator(sp.RecordBatches)
 	it.Collect(&f.chunk)
+	defer f.chunk.Reset() // the response's buffer is not ours to keep
 	for _, ok := it.Next(); ok; _, ok = it.Next() {
 	}
 	if err := it.Err(); err != nil {

@@ -40,6 +40,7 @@ func (l *Log) AppendMirror(records []byte) (AppendResult, error) {
 	it := batch.NewIterator(records)
 	it.SkipCRC()
 	it.Collect(&l.chunk)
+	defer l.chunk.Reset() // the caller's buffer is not the log's to keep
 	for _, ok := it.Next(); ok; _, ok = it.Next() {
 	}
 	// The offset order is checked before the structure, as it was when
@@ -189,6 +190,7 @@ func (l *Log) appendAssigned(b batch.Batch, leaderEpoch int32) (AppendResult, er
 	it := batch.NewIterator(b)
 	it.SkipCRC()
 	it.Collect(&l.chunk)
+	defer l.chunk.Reset()
 	it.Next() // b passed Parse: one whole batch
 	return l.appendChunk(&l.chunk)
 }
