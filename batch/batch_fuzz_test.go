@@ -19,11 +19,14 @@ func fuzzSeeds(f *testing.F) {
 
 // FuzzIterator: any input, whole or delivered in two parts, never panics,
 // yields only valid batches, and the split delivery yields the same batches
-// as the whole one (the iterator's Rest carries the partial tail over).
+// as the whole one (the iterator's Rest carries the partial tail over); the
+// Chunk it collects summarises exactly the batches it yielded.
 func FuzzIterator(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		whole := NewIterator(in)
+		var chunk Chunk
+		whole.Collect(&chunk)
 		var wantOffsets []int64
 		for b, ok := whole.Next(); ok; b, ok = whole.Next() {
 			if _, err := Parse(b); err != nil {
@@ -37,6 +40,12 @@ func FuzzIterator(f *testing.F) {
 		if whole.Consumed() > len(in) || (whole.Err() != nil && whole.Incomplete()) {
 			t.Fatalf("consumed %d of %d, err %v incomplete %v", whole.Consumed(), len(in), whole.Err(), whole.Incomplete())
 		}
+		// The summary the walk collected describes exactly what it yielded.
+		if chunk.Len() != len(wantOffsets) || chunk.Size() != whole.Consumed() || !chunk.Verified() || chunk.Check() != nil {
+			t.Fatalf("chunk of %d batches, %d bytes; the walk yielded %d, %d bytes",
+				chunk.Len(), chunk.Size(), len(wantOffsets), whole.Consumed())
+		}
+		checkSummary(t, &chunk)
 		for _, cut := range []int{len(in) / 2, len(in) / 3} {
 			first := NewIterator(in[:cut])
 			got := collect(&first)

@@ -18,6 +18,7 @@ type Iterator struct {
 	maxLen int32
 	skip   bool
 	err    error
+	chunk  *Chunk
 }
 
 // NewIterator iterates over src. The iterator does not copy src.
@@ -42,6 +43,14 @@ func (it *Iterator) MaxBatchBytes(n int) {
 // verified (its own log). Structural checks stay on.
 func (it *Iterator) SkipCRC() { it.skip = true }
 
+// Collect makes the iterator summarise every batch it yields into c (see
+// Chunk), replacing what c held; c's memory is reused. c is Verified only
+// while no batch was yielded with the CRC check off.
+func (it *Iterator) Collect(c *Chunk) {
+	c.src, c.entries, c.verified = it.src, c.entries[:0], true
+	it.chunk = c
+}
+
 // Next returns the next whole, valid batch, or false at the end, at a
 // partial tail, or at the first error.
 func (it *Iterator) Next() (Batch, bool) {
@@ -63,6 +72,9 @@ func (it *Iterator) Next() (Batch, bool) {
 			it.err = err
 			return nil, false
 		}
+	}
+	if it.chunk != nil {
+		it.chunk.collect(b, it.pos, !it.skip)
 	}
 	it.pos += n
 	return b, true

@@ -13,9 +13,11 @@
 //   - checks every batch's CRC32C once (batch.Iterator), keeps whole
 //     batches only (a partial trailing batch is fetched again), and
 //     optionally rewrites producer ids in place (producer.id.rewrite);
+//     the same walk collects the batches' summary (batch.Chunk);
 //   - appends them to the local partition (a partition.Follower: appends
 //     at their own offsets, truncation, restarts, the log start; never the
-//     log itself) with AppendMirror, gaps kept, never decompressing;
+//     log itself) with AppendChunk, which walks no header again, gaps
+//     kept, never decompressing;
 //   - follows the source log start, keeps the local leader epoch above the
 //     appended source epochs (bumped by 10 when the gap falls under 3), and
 //     reacts to the errors SPEC.md section 5 lists: FENCED_LEADER_EPOCH and

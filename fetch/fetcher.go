@@ -65,8 +65,28 @@ type fetcher struct {
 	requested [2]map[topicPartition]int64
 	cur       int
 	spare     []byte
-	pending   chan applied // nil when no apply runs
 	predicted map[topicPartition]prediction
+	// The applier is one goroutine for the fetcher's life, started with
+	// the first response: jobs carries a response to it, results the
+	// answer back. pending is set while an apply runs.
+	jobs    chan applyJob
+	results chan applied
+	pending bool
+	// chunk is the applier's scratch summary of the batches it appends.
+	chunk batch.Chunk
+
+	// Scratch of buildRequest, reused across requests.
+	reqParts  map[topicPartition]*partState
+	reqTopics map[string]int
+	reqForgot map[string][]int32
+}
+
+// applyJob is a response for the applier.
+type applyJob struct {
+	resp      *kmsg.FetchResponse
+	requested map[topicPartition]int64
+	buf       []byte
+	sent      time.Time
 }
 
 // prediction is where a partition will stand once the response being
@@ -108,7 +128,8 @@ func newFetcher(mr *mirror, key fetcherKey, addr string) *fetcher {
 		req: kmsg.NewPtrFetchRequest(), names: map[[16]byte]string{}, answered: map[topicPartition]bool{},
 		resps:     [2]*kmsg.FetchResponse{kmsg.NewPtrFetchResponse(), kmsg.NewPtrFetchResponse()},
 		requested: [2]map[topicPartition]int64{{}, {}},
-		predicted: map[topicPartition]prediction{}}
+		predicted: map[topicPartition]prediction{},
+		reqParts:  map[topicPartition]*partState{}, reqTopics: map[string]int{}, reqForgot: map[string][]int32{}}
 	f.sess.sent = map[topicPartition]sentPosition{}
 	go f.run()
 	return f
@@ -153,6 +174,9 @@ func (f *fetcher) run() {
 	defer close(f.done)
 	defer func() {
 		f.finishApply()
+		if f.jobs != nil {
+			close(f.jobs) // the applier ends
+		}
 		if f.conn != nil {
 			f.conn.Close()
 		}
@@ -334,21 +358,34 @@ func (f *fetcher) predict(resp *kmsg.FetchResponse, requested map[topicPartition
 	}
 }
 
-// startApply applies resp, the answer to a Fetch sent at sent, on an
-// applier goroutine.
+// startApply hands resp, the answer to a Fetch sent at sent, to the
+// applier. REQUIRES: no apply pending (finishApply ran).
 func (f *fetcher) startApply(resp *kmsg.FetchResponse, requested map[topicPartition]int64, buf []byte, sent time.Time) {
-	done := make(chan applied, 1)
-	f.pending = done
-	go func() { done <- applied{buf: buf, resync: f.apply(resp, requested, sent)} }()
+	if f.jobs == nil {
+		f.jobs, f.results = make(chan applyJob, 1), make(chan applied, 1)
+		go f.applier(f.jobs, f.results)
+	}
+	f.pending = true
+	f.jobs <- applyJob{resp: resp, requested: requested, buf: buf, sent: sent}
+}
+
+// applier applies the responses of jobs, one at a time, until jobs is
+// closed. One goroutine per fetcher rather than one per response: the
+// applies of a fetcher never overlap anyway (finishApply waits for one
+// before the next starts).
+func (f *fetcher) applier(jobs <-chan applyJob, results chan<- applied) {
+	for j := range jobs {
+		results <- applied{buf: j.buf, resync: f.apply(j.resp, j.requested, j.sent)}
+	}
 }
 
 // finishApply waits for the response being applied, if any.
 func (f *fetcher) finishApply() {
-	if f.pending == nil {
+	if !f.pending {
 		return
 	}
-	r := <-f.pending
-	f.pending = nil
+	r := <-f.results
+	f.pending = false
 	f.spare = r.buf
 	for _, tp := range r.resync {
 		delete(f.predicted, tp)
@@ -362,13 +399,14 @@ func (f *fetcher) finishApply() {
 	f.mu.Unlock()
 }
 
-// buildRequest fills f.req for the owned partitions and returns them.
+// buildRequest fills f.req for the owned partitions.
 // In a session only partitions whose position changed are listed, and
 // partitions no longer owned are forgotten.
-func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
+func (f *fetcher) buildRequest(version int16) {
 	cfg := f.mr.cfg
 	f.mu.Lock()
-	parts := make(map[topicPartition]*partState, len(f.parts))
+	parts := f.reqParts
+	clear(parts)
 	for tp, ps := range f.parts {
 		parts[tp] = ps
 	}
@@ -392,7 +430,8 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 	}
 	full := req.SessionEpoch <= 0
 	req.Topics, req.ForgottenTopics = req.Topics[:0], req.ForgottenTopics[:0]
-	byTopic := map[string]int{}
+	byTopic := f.reqTopics
+	clear(byTopic)
 	for tp, ps := range parts {
 		offset, cur, last := ps.fetchPosition()
 		if p, ok := f.predicted[tp]; ok && p.ps == ps {
@@ -418,7 +457,8 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 		f.sess.sent[tp] = pos
 	}
 	if !full {
-		forgotten := map[string][]int32{}
+		forgotten := f.reqForgot
+		clear(forgotten) // the request's ForgottenTopics own the last slices
 		for tp := range f.sess.sent {
 			if parts[tp] == nil {
 				forgotten[tp.topic] = append(forgotten[tp.topic], tp.partition)
@@ -437,7 +477,6 @@ func (f *fetcher) buildRequest(version int16) map[topicPartition]*partState {
 			}
 		}
 	}
-	return parts
 }
 
 // allHaveTopicIDs reports whether every partition of the fetcher has a

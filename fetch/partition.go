@@ -268,7 +268,7 @@ func (ps *partState) handle(f *fetcher, rp *kmsg.FetchResponseTopicPartition, se
 		}
 		return false
 	}
-	if err := ps.appendBatches(rp.RecordBatches, rp.HighWatermark); err != nil {
+	if err := ps.appendBatches(rp.RecordBatches, rp.HighWatermark, &f.chunk); err != nil {
 		ps.fail(err, false)
 		return true
 	}
@@ -347,14 +347,22 @@ func (ps *partState) handleError(f *fetcher, rp *kmsg.FetchResponseTopicPartitio
 // source high watermark. The base offset lies outside the CRC, so a batch
 // whose offset changed in transit passes the CRC check; appended, it
 // would leave a hole or a duplicate no consumer can read past.
-func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
+//
+// The walk that checks the CRCs collects the batches' summary into c (the
+// fetcher's, reused), which the log appends without walking them again.
+func (ps *partState) appendBatches(records []byte, sourceHW int64, c *batch.Chunk) error {
 	if len(records) == 0 {
 		return nil
 	}
 	l := ps.local
 	leo := l.LogEndOffset()
 	it := batch.NewIterator(records)
+	it.Collect(c)
+	defer c.Reset()
 	start, end, lastFrom := -1, 0, 0
+	// The batches yielded so far, and the first and past-last of those
+	// to append, as indexes into c.
+	n, first, past := 0, -1, 0
 	maxEpoch := int32(-1)
 	rewrite := ps.mirror.cfg.ProducerIDRewrite
 	prevLast := int64(-1)
@@ -365,6 +373,7 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 		if !ok {
 			break
 		}
+		n++
 		if b.BaseOffset() <= prevLast || b.LastOffset() < b.BaseOffset() {
 			refused = fmt.Errorf("source batch at %d-%d does not follow the batch before it (ending at %d); "+
 				"nothing from it on appended", b.BaseOffset(), b.LastOffset(), prevLast)
@@ -394,13 +403,15 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 			leo = b.BaseOffset()
 		}
 		if start < 0 {
-			start = from
+			start, first = from, n-1
 		}
 		if rewrite {
+			// Leaves c right: the summary holds no producer id, and a
+			// mapped id is set iff the source's was.
 			b.RewriteProducerID()
 		}
 		maxEpoch = max(maxEpoch, b.PartitionLeaderEpoch())
-		lastFrom, end = from, it.Consumed()
+		lastFrom, end, past = from, it.Consumed(), n
 	}
 	iterErr := it.Err()
 	if refused != nil {
@@ -410,7 +421,8 @@ func (ps *partState) appendBatches(records []byte, sourceHW int64) error {
 		if err := ps.raiseEpoch(maxEpoch); err != nil {
 			return err
 		}
-		res, err := l.AppendMirror(records[start:end])
+		run := c.Slice(first, past)
+		res, err := l.AppendChunk(&run)
 		if err != nil {
 			return fmt.Errorf("appending at %d: %w", leo, err)
 		}

@@ -1,6 +1,9 @@
 package partition
 
-import "github.com/kmirror/kmirror/storage"
+import (
+	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/storage"
+)
 
 // View is a partition as the mirror control plane reads it without writing:
 // its bounds, its epochs and its batches. The dry run of a mirror start
@@ -43,6 +46,9 @@ type Follower interface {
 	// AppendMirror appends verified batches at their own offsets, then
 	// commits them and wakes the partition's consumers.
 	AppendMirror(batches []byte) (storage.AppendResult, error)
+	// AppendChunk is AppendMirror for batches whose walk collected their
+	// summary (batch.Iterator.Collect): no header is walked again.
+	AppendChunk(c *batch.Chunk) (storage.AppendResult, error)
 	// AppendControl appends a control batch built for the log end and
 	// the leader epoch (failover's ABORT markers and MIRROR_PID_RESET).
 	AppendControl(build func(base int64, epoch int32) []byte) error
@@ -92,6 +98,15 @@ func (p *Partition) Read(offset int64, maxBytes int, upTo int64, dst []byte) ([]
 
 func (p *Partition) AppendMirror(batches []byte) (storage.AppendResult, error) {
 	res, err := p.log.AppendMirror(batches)
+	if err != nil {
+		return res, err
+	}
+	p.Appended()
+	return res, nil
+}
+
+func (p *Partition) AppendChunk(c *batch.Chunk) (storage.AppendResult, error) {
+	res, err := p.log.AppendChunk(c)
 	if err != nil {
 		return res, err
 	}

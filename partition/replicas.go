@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kmirror/kmirror/batch"
 )
 
 // A partition's replica set, as Kafka's Partition keeps it (DESIGN.md
@@ -377,8 +379,25 @@ func (p *Partition) AppendReplica(batches []byte, leaderHW, leaderLogStart int64
 			return err
 		}
 	}
+	return p.replicaAppended(len(batches) > 0, leaderHW, leaderLogStart)
+}
+
+// AppendReplicaChunk is AppendReplica for batches whose walk collected
+// their summary (batch.Iterator.Collect): the log walks no header again.
+func (p *Partition) AppendReplicaChunk(c *batch.Chunk, leaderHW, leaderLogStart int64) error {
+	if c.Len() > 0 {
+		if _, err := p.log.AppendChunk(c); err != nil {
+			return err
+		}
+	}
+	return p.replicaAppended(c.Len() > 0, leaderHW, leaderLogStart)
+}
+
+// replicaAppended takes the leader's high watermark and log start after
+// a follower's append (appended: it wrote batches).
+func (p *Partition) replicaAppended(appended bool, leaderHW, leaderLogStart int64) error {
 	moved := p.log.SetHighWatermark(min(leaderHW, p.log.LogEndOffset()))
-	if moved || len(batches) > 0 {
+	if moved || appended {
 		p.wake()
 	}
 	if leaderLogStart > p.log.LogStartOffset() && leaderLogStart <= p.log.LogEndOffset() {

@@ -48,9 +48,10 @@ type Replica interface {
 	// and the offset where the next one begins (the log end for the
 	// last), -1, -1 when the log has no such epoch (KIP-101).
 	EndOffsetForEpoch(epoch int32) (int32, int64)
-	// AppendReplica appends verified batches at their own offsets, then
-	// takes the leader's high watermark and log start.
-	AppendReplica(batches []byte, leaderHW, leaderLogStart int64) error
+	// AppendReplicaChunk appends verified batches at their own offsets,
+	// from the summary the fetcher's walk collected, then takes the
+	// leader's high watermark and log start.
+	AppendReplicaChunk(c *batch.Chunk, leaderHW, leaderLogStart int64) error
 	TruncateTo(offset int64) error
 	RestartAt(offset int64) error
 	// AsFollower runs fn while the partition follows leader at
@@ -215,6 +216,10 @@ type fetcher struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// chunk is the summary of the batches being appended, reused: only
+	// the run goroutine applies answers.
+	chunk batch.Chunk
 }
 
 // followed is a partition's target, after a failure when it may be
@@ -530,8 +535,11 @@ func (f *fetcher) applyData(fp *followed, sp *kmsg.FetchResponseTopicPartition) 
 			"to", to, "log end", r.LogEndOffset(), "leader epoch", d.Epoch)
 		return r.TruncateTo(to)
 	}
-	records := sp.RecordBatches
-	it := batch.NewIterator(records)
+	// The walk that checks the CRCs collects the summary the log
+	// appends from, so no header is walked twice.
+	it := batch.NewIterator(sp.RecordBatches)
+	it.Collect(&f.chunk)
+	defer f.chunk.Reset() // the response's buffer is not ours to keep
 	for _, ok := it.Next(); ok; _, ok = it.Next() {
 	}
 	if err := it.Err(); err != nil {
@@ -539,7 +547,7 @@ func (f *fetcher) applyData(fp *followed, sp *kmsg.FetchResponseTopicPartition) 
 	}
 	// A response cut at its size limit may end in a partial batch: it
 	// comes whole with the next fetch.
-	return r.AppendReplica(records[:it.Consumed()], sp.HighWatermark, sp.LogStartOffset)
+	return r.AppendReplicaChunk(&f.chunk, sp.HighWatermark, sp.LogStartOffset)
 }
 
 // outOfRange asks the leader for its bounds and returns the write that

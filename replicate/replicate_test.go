@@ -70,6 +70,10 @@ func (r *fakeReplica) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return es[higher-1].epoch, es[higher].start
 }
 
+func (r *fakeReplica) AppendReplicaChunk(c *batch.Chunk, leaderHW, leaderLogStart int64) error {
+	return r.AppendReplica(c.Bytes(), leaderHW, leaderLogStart)
+}
+
 func (r *fakeReplica) AppendReplica(batches []byte, leaderHW, leaderLogStart int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

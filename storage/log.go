@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/vfs"
 )
 
@@ -81,6 +82,10 @@ type Log struct {
 
 	epochs    *EpochCache
 	producers atomic.Pointer[ProducerState]
+
+	// chunk is the summary AppendMirror and the assigned appends build for
+	// appendChunk; under mu, its memory reused across appends.
+	chunk batch.Chunk
 }
 
 // Open opens (creating if needed) the partition log in dir and recovers it.

@@ -29,23 +29,25 @@ type AppendResult struct {
 // The bytes are stored unchanged. The whole chunk is appended or nothing is.
 //
 // REQUIRES: every batch's CRC32C was verified (the fetcher's single pass);
-// storage re-checks only the structure.
+// storage re-checks only the structure. A caller whose walk can collect a
+// batch.Chunk should use AppendChunk, which walks no header again.
 func (l *Log) AppendMirror(records []byte) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.check(); err != nil {
 		return AppendResult{}, err
 	}
-	res := AppendResult{FirstOffset: -1, LastOffset: -1}
-	next := l.active().next.Load()
 	it := batch.NewIterator(records)
 	it.SkipCRC()
-	for b, ok := it.Next(); ok; b, ok = it.Next() {
-		if b.BaseOffset() < next || b.LastOffsetDelta() < 0 {
-			return AppendResult{}, fmt.Errorf("%w: batch at %d (last %d) below the log end %d",
-				ErrOffsetOrder, b.BaseOffset(), b.LastOffset(), next)
-		}
-		next = b.NextOffset()
+	it.Collect(&l.chunk)
+	defer l.chunk.Reset() // the caller's buffer is not the log's to keep
+	for _, ok := it.Next(); ok; _, ok = it.Next() {
+	}
+	// The offset order is checked before the structure, as it was when
+	// both ran in one walk: a batch out of order before a broken one
+	// reports the order.
+	if err := l.checkOrder(&l.chunk); err != nil {
+		return AppendResult{}, err
 	}
 	if err := it.Err(); err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
@@ -53,7 +55,55 @@ func (l *Log) AppendMirror(records []byte) (AppendResult, error) {
 	if it.Incomplete() {
 		return AppendResult{}, fmt.Errorf("%w: partial batch after %d bytes", ErrInvalidRecord, it.Consumed())
 	}
-	if err := l.appendBatches(records, &res); err != nil {
+	return l.appendChunk(&l.chunk)
+}
+
+// AppendChunk is AppendMirror for batches whose walk collected their
+// summary (batch.Iterator.Collect): the same offset checks and result,
+// without walking the headers again. A chunk that is not Verified has its
+// CRCs checked here; a corrupt one appends nothing and is
+// ErrInvalidRecord.
+func (l *Log) AppendChunk(c *batch.Chunk) (AppendResult, error) {
+	if err := c.Check(); err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	if !c.Verified() {
+		for i := range c.Len() {
+			if err := c.Batch(i).Verify(); err != nil {
+				return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+			}
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(); err != nil {
+		return AppendResult{}, err
+	}
+	if err := l.checkOrder(c); err != nil {
+		return AppendResult{}, err
+	}
+	return l.appendChunk(c)
+}
+
+// checkOrder refuses a chunk whose batches do not start at or beyond the
+// log end and each past the one before. REQUIRES: l.mu held.
+func (l *Log) checkOrder(c *batch.Chunk) error {
+	next := l.active().next.Load()
+	for i := range c.Len() {
+		e := c.At(i)
+		if e.BaseOffset < next || e.LastOffsetDelta < 0 {
+			return fmt.Errorf("%w: batch at %d (last %d) below the log end %d",
+				ErrOffsetOrder, e.BaseOffset, e.LastOffset(), next)
+		}
+		next = e.NextOffset()
+	}
+	return nil
+}
+
+// appendChunk appends c. REQUIRES: l.mu held; c's offsets checked.
+func (l *Log) appendChunk(c *batch.Chunk) (AppendResult, error) {
+	res := AppendResult{FirstOffset: -1, LastOffset: -1}
+	if err := l.appendBatches(c, &res); err != nil {
 		return AppendResult{}, err
 	}
 	return res, nil
@@ -137,62 +187,74 @@ func checkClientBatch(raw []byte) (batch.Batch, error) {
 func (l *Log) appendAssigned(b batch.Batch, leaderEpoch int32) (AppendResult, error) {
 	b.SetBaseOffset(l.active().next.Load())
 	b.SetPartitionLeaderEpoch(leaderEpoch)
-	res := AppendResult{FirstOffset: -1, LastOffset: -1}
-	if err := l.appendBatches(b, &res); err != nil {
-		return AppendResult{}, err
-	}
-	return res, nil
+	it := batch.NewIterator(b)
+	it.SkipCRC()
+	it.Collect(&l.chunk)
+	defer l.chunk.Reset()
+	it.Next() // b passed Parse: one whole batch
+	return l.appendChunk(&l.chunk)
 }
 
 // appendBatches writes checked, offset-ordered batches, rolling segments as
 // needed, and updates indexes, epochs, producer state and (unless the
-// owner sets it: Config.ExternalHighWatermark) the high watermark. REQUIRES: l.mu held; records structurally valid.
-func (l *Log) appendBatches(records []byte, res *AppendResult) error {
-	runStart := 0 // start of the pending run within records
-	pos := 0
-	it := batch.NewIterator(records)
-	it.SkipCRC()
-	for b, ok := it.Next(); ok; b, ok = it.Next() {
+// owner sets it: Config.ExternalHighWatermark) the high watermark. It reads
+// the batches' headers from c's summary only. REQUIRES: l.mu held.
+func (l *Log) appendBatches(c *batch.Chunk, res *AppendResult) error {
+	runStart := 0 // first batch of the pending run
+	var runBytes int64
+	now := int64(-1) // read once, if a segment's age is asked
+	for i := range c.Len() {
+		e := c.At(i)
 		seg := l.active()
-		used := seg.size.Load() + int64(pos-runStart)
+		used := seg.size.Load() + runBytes
 		roll := false
 		switch {
-		case used == 0 && b.BaseOffset() != seg.base:
+		case used == 0 && e.BaseOffset != seg.base:
 			roll = true // an empty segment is renamed to the batch's offset
-		case used > 0 && used+int64(len(b)) > l.cfg.SegmentBytes:
+		case used > 0 && used+int64(e.Size) > l.cfg.SegmentBytes:
 			roll = true
-		case used > 0 && seg.created > 0 && l.cfg.Now().UnixMilli()-seg.created >= l.cfg.SegmentMs:
+		case used > 0 && seg.created > 0 && l.ageMs(seg, &now) >= l.cfg.SegmentMs:
 			// created is set at a segment's first write: a run still
 			// pending for a new segment is not "old".
 			roll = true
-		case b.LastOffset()-seg.base > maxRelativeDelta:
+		case e.LastOffset()-seg.base > maxRelativeDelta:
 			roll = true
 		}
 		if roll {
-			if err := l.writeRun(records[runStart:pos], res); err != nil {
+			if err := l.writeRun(c, runStart, i, res); err != nil {
 				return err
 			}
-			if err := l.roll(b.BaseOffset()); err != nil {
+			if err := l.roll(e.BaseOffset); err != nil {
 				return err
 			}
-			runStart = pos
+			runStart, runBytes = i, 0
 		}
-		pos += len(b)
+		runBytes += int64(e.Size)
 	}
-	return l.writeRun(records[runStart:pos], res)
+	return l.writeRun(c, runStart, c.Len(), res)
 }
 
-// writeRun appends whole batches to the active segment with one write.
-// REQUIRES: l.mu held.
-func (l *Log) writeRun(run []byte, res *AppendResult) error {
-	if len(run) == 0 {
+// ageMs is how old seg is, reading the clock at most once per append.
+func (l *Log) ageMs(seg *segment, now *int64) int64 {
+	if *now < 0 {
+		*now = l.cfg.Now().UnixMilli()
+	}
+	return *now - seg.created
+}
+
+// writeRun appends batches from to to-1 of c, whole, to the active segment
+// with one write. REQUIRES: l.mu held.
+func (l *Log) writeRun(c *batch.Chunk, from, to int, res *AppendResult) error {
+	if from == to {
 		return nil
 	}
-	if err := l.reserveSpace(int64(len(run))); err != nil {
+	run := c.Slice(from, to)
+	bytes := run.Bytes()
+	if err := l.reserveSpace(int64(len(bytes))); err != nil {
 		return err
 	}
 	seg := l.active()
-	if err := seg.write(run); err != nil {
+	if err := seg.write(bytes); err != nil {
 		if errors.Is(err, ErrNoSpace) {
 			return err // undone whole: the log is as before, readable and writable
 		}
@@ -202,43 +264,48 @@ func (l *Log) writeRun(run []byte, res *AppendResult) error {
 	if start == 0 {
 		seg.created = l.cfg.Now().UnixMilli()
 	}
-	next, maxTs := seg.next.Load(), seg.maxTs.Load()
+	maxTs := seg.maxTs.Load()
 	var records int64
-	it := batch.NewIterator(run)
-	it.SkipCRC()
+	pos := start
 	seg.ixMu.Lock()
-	for b, ok := it.Next(); ok; b, ok = it.Next() {
-		seg.indexBatch(b, start+int64(it.Consumed()-len(b)), l.cfg.IndexIntervalBytes)
-		next = b.NextOffset()
-		maxTs = max(maxTs, b.MaxTimestamp())
-		records += int64(b.RecordCount())
-		if res.FirstOffset < 0 {
-			res.FirstOffset = b.BaseOffset()
-		}
-		res.LastOffset = b.LastOffset()
-		res.Batches++
+	for i := range run.Len() {
+		e := run.At(i)
+		seg.indexEntry(e.BaseOffset, e.MaxTimestamp, e.Size, pos, l.cfg.IndexIntervalBytes)
+		pos += int64(e.Size)
+		maxTs = max(maxTs, e.MaxTimestamp)
+		records += int64(e.RecordCount)
 	}
 	seg.ixMu.Unlock()
-	if err := seg.ix.flushPending(); err != nil {
+	if err := seg.ix.flushPendingFull(); err != nil {
 		l.cfg.Logger.Warn("index write failed; it is rebuilt at the next open", "segment", seg.path, "err", err)
 	}
+	first, last := run.At(0), run.At(run.Len()-1)
+	if res.FirstOffset < 0 {
+		res.FirstOffset = first.BaseOffset
+	}
+	res.LastOffset = last.LastOffset()
+	res.Batches += run.Len()
+	next := last.NextOffset()
 	// Publish: size before next, so that a reader never sees a log end
 	// offset whose bytes it cannot read; epochs and producer state before
 	// next too, so that a reader who sees the new log end also sees the
 	// epochs and transactions of the batches below it.
-	seg.size.Add(int64(len(run)))
+	seg.size.Add(int64(len(bytes)))
 	seg.maxTs.Store(maxTs)
 
-	it = batch.NewIterator(run)
-	it.SkipCRC()
-	for b, ok := it.Next(); ok; b, ok = it.Next() {
-		if ple := b.PartitionLeaderEpoch(); ple >= 0 {
-			if _, err := l.epochs.Assign(ple, b.BaseOffset()); err != nil {
+	epoch := int32(-1)
+	for i := range run.Len() {
+		e := run.At(i)
+		// Assign is a no-op for an epoch already latest: ask once per
+		// epoch change within the run.
+		if ple := e.LeaderEpoch; ple >= 0 && ple != epoch {
+			if _, err := l.epochs.Assign(ple, e.BaseOffset); err != nil {
 				return l.fail(err)
 			}
+			epoch = ple
 		}
-		if b.HasProducerID() || b.IsControl() {
-			l.producer().OnAppend(b)
+		if e.Producer {
+			l.producer().OnAppend(run.Batch(i))
 		}
 	}
 	seg.next.Store(next)

@@ -420,6 +420,18 @@ func TestAppendReadZeroAllocs(t *testing.T) {
 		}
 	}
 	appendPlain()
+	var c batch.Chunk
+	appendChunk := func() {
+		next, ts = benchRestamp(chunk, next, ts)
+		it := batch.NewIterator(chunk)
+		it.Collect(&c)
+		for _, ok := it.Next(); ok; _, ok = it.Next() {
+		}
+		if _, err := l.AppendChunk(&c); err != nil {
+			panic(err)
+		}
+	}
+	appendChunk()
 	hw := l.HighWatermark()
 	dst := make([]byte, 0, 1<<20)
 	for _, tc := range []struct {
@@ -428,6 +440,7 @@ func TestAppendReadZeroAllocs(t *testing.T) {
 	}{
 		{"AppendMirror/producer=idempotent", appendOne},
 		{"AppendMirror/producer=none", appendPlain},
+		{"AppendChunk", appendChunk},
 		{"Read", func() {
 			if got, _, err := l.Read(hw/3, 64<<10, hw, dst); err != nil || len(got) == 0 {
 				panic(fmt.Sprint(len(got), err))

@@ -189,13 +189,19 @@ func (s *segment) observe(b batch.Batch) {
 // indexBatch adds index entries for a batch at pos, sparse by interval.
 // Entries are queued for the index files; flushPending writes them.
 func (s *segment) indexBatch(b batch.Batch, pos int64, interval int64) {
+	s.indexEntry(b.BaseOffset(), b.MaxTimestamp(), len(b), pos, interval)
+}
+
+// indexEntry is indexBatch from the batch's base offset, max timestamp and
+// size.
+func (s *segment) indexEntry(base, maxTs int64, size int, pos int64, interval int64) {
 	if s.bytesSinceIndex >= interval || len(s.ix.offsets) == 0 {
-		rel := uint32(b.BaseOffset() - s.base)
+		rel := uint32(base - s.base)
 		s.bytesSinceIndex = 0
 		s.ix.addOffset(rel, uint32(pos))
-		s.ix.addTime(b.MaxTimestamp(), rel)
+		s.ix.addTime(maxTs, rel)
 	}
-	s.bytesSinceIndex += int64(len(b))
+	s.bytesSinceIndex += int64(size)
 }
 
 // scanChunk is the read size of sequential scans.
@@ -417,6 +423,9 @@ func (s *segment) truncateAt(pos int64, newNext int64) error {
 }
 
 func (s *segment) sync() error {
+	if err := s.ix.flushPending(); err != nil {
+		return fmt.Errorf("writing index of %s: %w", s.path, err)
+	}
 	if err := s.file.Sync(); err != nil {
 		return fmt.Errorf("syncing %s.log: %w", s.path, err)
 	}
