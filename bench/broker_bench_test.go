@@ -21,6 +21,7 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
@@ -519,7 +520,7 @@ func BenchmarkProduce(b *testing.B) {
 			return []string{br.Addr()}
 		}},
 		{"kfake", func(b *testing.B) []string {
-			return nodetest.Source(b, kfake.SeedTopics(1, benchTopic)).ListenAddrs()
+			return kfaketest.Source(b, kfake.SeedTopics(1, benchTopic)).ListenAddrs()
 		}},
 	} {
 		b.Run("target="+target.name, func(b *testing.B) {

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 )
 
 // The transactional produce benchmark (issue 11): what a transaction costs
@@ -55,7 +55,7 @@ func BenchmarkTxnProduce(b *testing.B) {
 		}{
 			{"kmirror", startTxnKmirror},
 			{"kfake", func(b *testing.B, parts int) []string {
-				return nodetest.Source(b, kfake.SeedTopics(int32(parts), benchTopic)).ListenAddrs()
+				return kfaketest.Source(b, kfake.SeedTopics(int32(parts), benchTopic)).ListenAddrs()
 			}},
 		} {
 			b.Run(fmt.Sprintf("partitions=%d/target=%s", parts, target.name), func(b *testing.B) {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
@@ -22,7 +23,7 @@ func TestStartDryRunFromScratch(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	sp := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	if err := sp.ProduceSync(ctx, kgo.StringRecord("1"), kgo.StringRecord("2"), kgo.StringRecord("3")).FirstErr(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
@@ -118,7 +119,7 @@ func TestInterruptedAlignmentAlignsAgain(t *testing.T) {
 func interruptedAlignment(t *testing.T, interrupt func(t *testing.T, ctx context.Context, n *testNode) *testNode) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	var blocked atomic.Bool
 	refuseFetches(src, &blocked)
 	srcCl := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
@@ -20,7 +21,7 @@ func TestSyncCopiesGroupOffsets(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	sc := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	for range 5 {
 		if err := sc.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); err != nil {
@@ -61,8 +62,8 @@ func TestClusterIDGuard(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	first := nodetest.Source(t, kfake.SeedTopics(1, "t"), kfake.ClusterID("first"))
-	second := nodetest.Source(t, kfake.SeedTopics(1, "t"), kfake.ClusterID("second"))
+	first := kfaketest.Source(t, kfake.SeedTopics(1, "t"), kfake.ClusterID("first"))
+	second := kfaketest.Source(t, kfake.SeedTopics(1, "t"), kfake.ClusterID("second"))
 	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()

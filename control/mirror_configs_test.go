@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
@@ -18,7 +19,7 @@ func TestMirrorConfigResource(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src := nodetest.Source(t)
+	src := kfaketest.Source(t)
 	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	cl := n.cl

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
@@ -24,7 +25,7 @@ func TestPauseOnAFullDisk(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	cfg := nodetest.Config(t)
 	cfg.LogDirs = []string{testutil.Tmpfs(t, 64<<20)}
 	n := openTestNode(t, cfg, nil)

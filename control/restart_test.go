@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
@@ -95,7 +96,7 @@ func TestRestartFinishesAStop(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	plain := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
 	if err := plain.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b")).FirstErr(); err != nil {
 		t.Fatal(err)

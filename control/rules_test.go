@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
@@ -20,7 +21,7 @@ func TestIncludeExcludeRules(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(1, "a", "b1", "b2"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "a", "b1", "b2"))
 	cfg := nodetest.Config(t)
 	n := openTestNode(t, cfg, nil)
 	defer n.close()

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
@@ -24,7 +25,7 @@ func TestSlowSourceDoesNotBlockDescribe(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	n.createMirror(t, ctx, src.ListenAddrs()[0])
@@ -90,8 +91,8 @@ func TestStalledStopDoesNotBlockOtherMirror(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srcA := nodetest.Source(t, kfake.SeedTopics(1, "a", "a2"))
-	srcB := nodetest.Source(t, kfake.SeedTopics(1, "b"))
+	srcA := kfaketest.Source(t, kfake.SeedTopics(1, "a", "a2"))
+	srcB := kfaketest.Source(t, kfake.SeedTopics(1, "b"))
 	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	for _, mt := range []struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/internal/clientauth"
 	"github.com/kmirror/kmirror/internal/testcerts"
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
@@ -65,7 +66,7 @@ func TestSecuredSource(t *testing.T) {
 				configs["ssl.truststore.certificates"] = string(ca.PEM)
 				clientOpts = append(clientOpts, kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool}))
 			}
-			src := nodetest.Source(t, opts...)
+			src := kfaketest.Source(t, opts...)
 			scl, err := kgo.NewClient(append(clientOpts, kgo.SeedBrokers(src.ListenAddrs()...),
 				kgo.DefaultProduceTopic("secret-orders"))...)
 			if err != nil {
@@ -134,7 +135,7 @@ func TestSecuredSourceRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ca, other := testcerts.NewCA(t), testcerts.NewCA(t)
-	src := nodetest.Source(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "mirror", "right"),
+	src := kfaketest.Source(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "mirror", "right"),
 		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{ca.Server().TLS}}))
 	cfg := nodetest.Config(t)
 	cfg.PasswordEncoderSecret = "test-encoder-secret"
@@ -192,7 +193,7 @@ func TestCredentialsNeedEncoderSecret(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "mirror", "pw"))
+	src := kfaketest.Source(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "mirror", "pw"))
 	n := openTestNode(t, nodetest.Config(t), nil)
 	defer n.close()
 	msg := createMirrorWith(t, ctx, n, map[string]string{"bootstrap.servers": src.ListenAddrs()[0],

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkSyncCycle(b *testing.B) {
 	const topics, partitions, groups, topicsPerGroup, recordsPerPartition = 100, 10, 100, 10, 5
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	src := nodetest.Source(b)
+	src := kfaketest.Source(b)
 	scl := nodetest.Client(b, src.ListenAddrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	sadm := kadm.NewClient(scl)
 	names := make([]string, topics)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/state"
 )
@@ -40,7 +41,7 @@ func newSyncFixtureWith(t *testing.T, ctlCfg Config, seedTopics ...string) *sync
 	if len(seedTopics) > 0 {
 		opts = append(opts, kfake.SeedTopics(1, seedTopics...))
 	}
-	src := nodetest.Source(t, opts...)
+	src := kfaketest.Source(t, opts...)
 	scl := nodetest.Client(t, src.ListenAddrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	n := openTestNodeWith(t, nodetest.Config(t), nil, ctlCfg)
 	t.Cleanup(n.close)
@@ -290,7 +291,7 @@ func TestSyncErrorsCountedAndLoggedOnce(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src := nodetest.Source(t)
+	src := kfaketest.Source(t)
 	var logs testutil.SyncBuffer
 	n := openTestNodeWith(t, nodetest.Config(t), nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		SourceTimeout: 500 * time.Millisecond})
@@ -325,7 +326,7 @@ func TestSyncLoopRunsByItself(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(1, "auto.a"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "auto.a"))
 	boot := src.ListenAddrs()[0]
 	on := openTestNodeWith(t, nodetest.Config(t), nil, Config{RefreshInterval: 50 * time.Millisecond})
 	defer on.close()

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 )
 
 // Source connection tests against fake servers: timeouts, bad responses,
@@ -171,7 +171,7 @@ func TestSourceConnBadResponses(t *testing.T) {
 
 func TestSourceConnMismatchedResponse(t *testing.T) {
 	t.Parallel()
-	cl := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	cl := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	c := scDial(t, cl.ListenAddrs()[0], sourceConnConfig{})
 	err := c.roundTrip(context.Background(), kmsg.NewPtrMetadataRequest(), kmsg.NewPtrFetchResponse())
 	if !errors.Is(err, ErrSourceResponse) || c.closed {
@@ -333,7 +333,7 @@ func TestSourceConnApiVersionsFallback(t *testing.T) {
 // the KIP-511 way; the connection then works at 2.3's versions.
 func TestSourceConnOldKfake(t *testing.T) {
 	t.Parallel()
-	cl := nodetest.Source(t, kfake.SeedTopics(1, "t"), kfake.MaxVersions(kversion.V2_3_0()))
+	cl := kfaketest.Source(t, kfake.SeedTopics(1, "t"), kfake.MaxVersions(kversion.V2_3_0()))
 	recs := scRecords("old", 4, 10)
 	scProduce(t, cl, "t", recs...)
 	c := scDial(t, cl.ListenAddrs()[0], sourceConnConfig{})

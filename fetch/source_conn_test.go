@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 )
 
 // Helpers of this file are prefixed with sc (source conn): other files of
@@ -176,7 +176,7 @@ func scEqual(t testing.TB, what string, got, want []string) {
 
 func TestSourceConnDialVersions(t *testing.T) {
 	t.Parallel()
-	cl := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	cl := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	addr := cl.ListenAddrs()[0]
 	c := scDial(t, addr, sourceConnConfig{ClientID: "kmirror-mirror-test", ReceiveBuffer: 1 << 20})
 	if c.addr() != addr {
@@ -232,7 +232,7 @@ func TestSourceConnDialError(t *testing.T) {
 // and v2 (v12 by name, v13+ by topic id).
 func TestSourceConnRoundTrips(t *testing.T) {
 	t.Parallel()
-	cl := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	cl := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	first, second := scRecords("a", 5, 20), scRecords("b", 7, 100)
 	scProduce(t, cl, "t", first...)
 	scProduce(t, cl, "t", second...)
@@ -292,7 +292,7 @@ func TestSourceConnRoundTrips(t *testing.T) {
 // large one grew is not corrupted by the leftovers.
 func TestSourceConnLargeThenSmall(t *testing.T) {
 	t.Parallel()
-	cl := nodetest.Source(t, kfake.SeedTopics(1, "big", "small"))
+	cl := kfaketest.Source(t, kfake.SeedTopics(1, "big", "small"))
 	var big []*kgo.Record
 	for i := range 3 { // 3 batches of 512 KiB
 		recs := scRecords(fmt.Sprintf("big%d", i), 8, 64<<10)
@@ -332,7 +332,7 @@ func TestSourceConnLargeThenSmall(t *testing.T) {
 // sourceConnRetainBytes is dropped at the next request.
 func TestSourceConnReleasesHugeBuffer(t *testing.T) {
 	t.Parallel()
-	cl := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	cl := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	scProduce(t, cl, "t", scRecords("a", 1, 10)...)
 	c := scDial(t, cl.ListenAddrs()[0], sourceConnConfig{})
 	c.rbuf = make([]byte, 0, sourceConnRetainBytes+1) // as if a huge response came before
@@ -345,7 +345,7 @@ func TestSourceConnReleasesHugeBuffer(t *testing.T) {
 // TestSourceConnCancelLongPoll cancels a Fetch that kfake holds for 10 s.
 func TestSourceConnCancelLongPoll(t *testing.T) {
 	t.Parallel()
-	cl := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	cl := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	c := scDial(t, cl.ListenAddrs()[0], sourceConnConfig{})
 	topics := scMetadata(t, c, kmsg.NewPtrMetadataResponse(), "t")
 
@@ -387,7 +387,7 @@ func TestSourceConnCancelLongPoll(t *testing.T) {
 // requests on another.
 func TestSourceConnContextReuse(t *testing.T) {
 	t.Parallel()
-	cl := nodetest.Source(t, kfake.SeedTopics(1, "t"))
+	cl := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
 	c := scDial(t, cl.ListenAddrs()[0], sourceConnConfig{})
 	if c.watchStop != nil {
 		t.Fatal("dialSource left a context registration behind")

@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/fetch"
 	ktestutil "github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/partition"
 )
@@ -172,7 +173,7 @@ func newFetchFixture(t *testing.T, records int) (context.Context, *kfake.Cluster
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	src := nodetest.Source(t, kfake.SeedTopics(1, "s"))
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "s"))
 	p := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("s"))
 	for range records {
 		if err := p.ProduceSync(ctx, kgo.StringRecord("r")).FirstErr(); err != nil {

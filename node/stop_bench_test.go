@@ -12,6 +12,7 @@ import (
 
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
@@ -25,7 +26,7 @@ import (
 //	go test ./node -run NONE -bench Stop1000 -benchtime 3x
 func BenchmarkStop1000Partitions(b *testing.B) {
 	const topics, partitions = 100, 10
-	src := nodetest.Source(b)
+	src := kfaketest.Source(b)
 	scl := nodetest.Client(b, src.ListenAddrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	names := make([]string, topics)
 	for i := range names {

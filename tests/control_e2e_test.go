@@ -24,6 +24,7 @@ import (
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/node"
@@ -437,7 +438,7 @@ func (n *ctlNode) checkNoFetcher(mirror, topic string, parts int32) {
 // startSource starts a one-broker kfake cluster, closed at test end.
 func startSource(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kgo.Client) {
 	t.Helper()
-	src := nodetest.Source(t, opts...)
+	src := kfaketest.Source(t, opts...)
 	cl := newClient(t, src.ListenAddrs()[0], kgo.MaxVersions(rawFetchVersions()))
 	return src, cl
 }

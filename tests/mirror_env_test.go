@@ -22,7 +22,7 @@ import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/testutil"
-	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 )
 
 // The harness of the mirror end-to-end tests (mirror_e2e_test.go says what
@@ -86,7 +86,7 @@ func (e *mirrorEnv) eventsOf(topic string, p int32) []fetch.Event {
 // waits and backoffs, and the mirrorFetchMaxBytes marker.
 func newMirrorEnv(t *testing.T, ctx context.Context, cfg fetch.MirrorConfig, srcOpts ...kfake.Opt) *mirrorEnv {
 	t.Helper()
-	src := nodetest.Source(t, srcOpts...)
+	src := kfaketest.Source(t, srcOpts...)
 	n := startNode(t)
 	// Warnings of the fetchers (errors, truncations, backoffs) go to the
 	// test log, shown when a test fails.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/testutil"
-	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 )
 
 // fetchRaw returns the raw record batches of a partition from offset 0 to
@@ -26,7 +26,7 @@ func fetchRaw(t testing.TB, ctx context.Context, addr, topic string, partition i
 func TestMirrorSmoke(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 60*time.Second)
-	src := nodetest.Source(t, kfake.SeedTopics(2, "src"))
+	src := kfaketest.Source(t, kfake.SeedTopics(2, "src"))
 	srcAddr := src.ListenAddrs()[0]
 	p := newClient(t, srcAddr, kgo.DefaultProduceTopic("src"), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
 	for i := range 5000 {

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/testutil"
-	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 )
 
 const (
@@ -76,7 +76,7 @@ func TestDeployQueriesExportedMetrics(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(3, demoTopic))
+	src := kfaketest.Source(t, kfake.SeedTopics(3, demoTopic))
 	if err := produceDemo(ctx, src.ListenAddrs()[0], 30, "a"); err != nil {
 		t.Fatal(err)
 	}

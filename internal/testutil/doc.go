@@ -4,6 +4,6 @@
 //
 // It imports the standard library only, so that the tests of every
 // package, the broker's and the log store's included, can import it
-// without an import cycle. The node and kfake source harness, which needs
-// the broker, lives in the sub-package nodetest.
+// without an import cycle. The node harness, which needs the broker, lives
+// in the sub-package nodetest; the kfake source in kfaketest.
 package testutil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
@@ -188,7 +189,7 @@ func TestPercentile(t *testing.T) {
 // creates its own topic there, mirrors it, and deletes it at the end.
 func TestRunExternalSource(t *testing.T) {
 	t.Parallel()
-	c := nodetest.Source(t)
+	c := kfaketest.Source(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := Run(ctx, Options{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
@@ -22,7 +23,7 @@ func TestProduceReadBack(t *testing.T) {
 	}{
 		{targetKmirror, startKmirrorInProcess},
 		{targetKfake, func(t *testing.T) string {
-			return nodetest.Source(t).ListenAddrs()[0]
+			return kfaketest.Source(t).ListenAddrs()[0]
 		}},
 	}
 	codecs := []batch.Codec{batch.CodecNone, batch.CodecGzip, batch.CodecSnappy, batch.CodecLz4, batch.CodecZstd}

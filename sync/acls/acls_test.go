@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/state"
 )
@@ -351,7 +352,7 @@ func syncCtx(t *testing.T) context.Context {
 // for it.
 func newSource(t *testing.T) (*kfake.Cluster, *kadm.Client) {
 	t.Helper()
-	c := nodetest.Source(t)
+	c := kfaketest.Source(t)
 	cl := nodetest.Client(t, c.ListenAddrs())
 	return c, kadm.NewClient(cl)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
@@ -89,7 +90,7 @@ func TestSyncAgainstKfake(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	src := nodetest.Source(t, kfake.SeedTopics(2, "t", "other"))
+	src := kfaketest.Source(t, kfake.SeedTopics(2, "t", "other"))
 	cl := nodetest.Client(t, src.ListenAddrs())
 	adm := kadm.NewClient(cl)
 	commit := func(group string, offs map[int32]int64) {

@@ -1,7 +1,7 @@
 // Package nodetest is the harness of the tests that run a kmirror node
 // against a kfake source: the node's broker config on a loopback port in
-// a temp dir, the broker itself, a one-broker kfake source and kgo
-// clients, each closed when the test ends.
+// a temp dir, the broker itself and kgo clients, each closed when the test
+// ends (the kfake source itself is kfaketest's).
 //
 // It imports the broker, so the in-package tests of the broker and of
 // what the broker imports (storage, state, group, netio, batch, txn,
@@ -17,7 +17,6 @@ package nodetest
 import (
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/broker"
@@ -51,19 +50,6 @@ func Start(t testing.TB, cfg broker.Config) *broker.Broker {
 		}
 	})
 	return b
-}
-
-// Source starts a one-broker kfake cluster with opts (kfake.NumBrokers in
-// opts overrides the one broker), closed when the test ends; closing it
-// earlier, to take the source away, is fine.
-func Source(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
-	t.Helper()
-	src, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
-	if err != nil {
-		t.Fatalf("starting kfake: %v", err)
-	}
-	t.Cleanup(src.Close)
-	return src
 }
 
 // Client is a kgo client seeded with addrs, closed when the test ends.
