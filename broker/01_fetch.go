@@ -100,11 +100,13 @@ type fetchScratch struct {
 	// between requests.
 	img *meta.Image
 	// replica is the follower's node id of a replica fetch, -1 for a
-	// consumer's.
-	replica int32
-	aborted []storage.AbortedTxn
-	wake    chan struct{}
-	timer   *time.Timer
+	// consumer's; replicaEpoch its broker epoch (ReplicaState, v15+; -1
+	// unknown).
+	replica      int32
+	replicaEpoch int64
+	aborted      []storage.AbortedTxn
+	wake         chan struct{}
+	timer        *time.Timer
 }
 
 func (b *Broker) fetchScratch(r *request) *fetchScratch {
@@ -125,9 +127,12 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	fs.parts, fs.topics = fs.parts[:0], fs.topics[:0]
 	fs.img = b.image()
 	defer func() { fs.img = nil }()
-	fs.replica = -1
+	fs.replica, fs.replicaEpoch = -1, -1
 	if isFollowerFetch(req) {
 		fs.replica = max(req.ReplicaID, req.ReplicaState.ID)
+		if req.Version >= 15 {
+			fs.replicaEpoch = req.ReplicaState.Epoch
+		}
 	}
 
 	sess, sessErr := b.fetchSessionFor(req, fs)
@@ -395,7 +400,7 @@ func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, c
 		}
 		return
 	}
-	if fs.replica >= 0 && p.ReplicaFetched(fs.replica, fp.offset, time.Now()) {
+	if fs.replica >= 0 && p.ReplicaFetched(fs.replica, fs.replicaEpoch, fp.offset, time.Now()) {
 		b.isrChangeWanted()
 	}
 	if !first && fp.region.Length > limit {

@@ -45,11 +45,14 @@ func init() { regKey(56, 0, 3, (*Broker).handleAlterPartition) }
 
 // ISRChanger changes a partition's ISR through the controller, as a
 // partition's leader does (node.Lifecycle's AlterISR: AlterPartition
-// over the controller channel, or the controller's own call). It
-// returns the partition's assignment after the change, or an error
-// wrapping the *kerr.Error of a refusal.
+// over the controller channel, or the controller's own call), and tells
+// this node's broker epoch (-1 while unregistered), which its replica
+// fetches name. AlterISR takes the members' broker epochs in isr's order
+// (-1: not checked) and returns the partition's assignment after the
+// change, or an error wrapping the *kerr.Error of a refusal.
 type ISRChanger interface {
-	AlterISR(ctx context.Context, topicID [16]byte, partition, leaderEpoch, partitionEpoch int32, isr []int32) (state.PartitionAssignment, error)
+	AlterISR(ctx context.Context, topicID [16]byte, partition, leaderEpoch, partitionEpoch int32, isr []int32, brokerEpochs []int64) (state.PartitionAssignment, error)
+	Epoch() int64
 }
 
 func (b *Broker) handleAlterPartition(r *request) (kmsg.Response, error) {

@@ -98,7 +98,7 @@ func (b *Broker) checkISRs(ctx context.Context, fromWake bool, refused map[*part
 				continue // moved on since ISRChanges looked: the next pass
 			}
 			cctx, cancel := context.WithTimeout(ctx, controllerRPCTimeout)
-			a, err := b.cfg.ISR.AlterISR(cctx, t.ID(), p.Index(), ch.LeaderEpoch, ch.PartitionEpoch, ch.ISR)
+			a, err := b.cfg.ISR.AlterISR(cctx, t.ID(), p.Index(), ch.LeaderEpoch, ch.PartitionEpoch, ch.ISR, ch.BrokerEpochs)
 			cancel()
 			if err != nil {
 				// Only a refusal that says the change was not made ends

@@ -27,7 +27,11 @@ func newReplicas(b *Broker) *replicate.Manager {
 		return nil
 	}
 	rc := b.cfg.Replication
-	return replicate.NewManager(replicate.Config{NodeID: b.cfg.NodeID, LeaderAddr: b.leaderAddr, Logger: b.log,
+	var epoch func() int64 // the fetches' ReplicaState.Epoch: KIP-903's check of ISR joins
+	if b.cfg.ISR != nil {
+		epoch = b.cfg.ISR.Epoch
+	}
+	return replicate.NewManager(replicate.Config{NodeID: b.cfg.NodeID, BrokerEpoch: epoch, LeaderAddr: b.leaderAddr, Logger: b.log,
 		Fetchers: rc.NumFetchers, MaxWait: rc.FetchWaitMax, MinBytes: rc.FetchMinBytes,
 		MaxBytes: rc.FetchResponseMaxBytes, PartitionMaxBytes: rc.FetchMaxBytes,
 		Conn: fetch.ConnConfig{TLS: interBrokerTLS(b.cfg)}})

@@ -455,8 +455,9 @@ func (l *Lifecycle) ProducerIDBlock(ctx context.Context, after int64) (first, n 
 // written but not answered meets the epoch it moved
 // (INVALID_UPDATE_VERSION), as in Kafka. Without a channel,
 // NOT_CONTROLLER fails at once.
-func (l *Lifecycle) AlterISR(ctx context.Context, topicID [16]byte, partition, leaderEpoch, partitionEpoch int32, isr []int32) (state.PartitionAssignment, error) {
-	ch := meta.ISRChange{TopicID: topicID, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, NewISR: isr}
+func (l *Lifecycle) AlterISR(ctx context.Context, topicID [16]byte, partition, leaderEpoch, partitionEpoch int32, isr []int32, brokerEpochs []int64) (state.PartitionAssignment, error) {
+	ch := meta.ISRChange{TopicID: topicID, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch,
+		NewISR: isr, BrokerEpochs: brokerEpochs}
 	for {
 		if err := l.waitFor(ctx, func() bool { return l.epoch >= 0 }); err != nil {
 			return state.PartitionAssignment{}, fmt.Errorf("node: waiting for the broker's registration: %w", err)
@@ -631,9 +632,9 @@ func (rc remoteController) producerIDBlock(ctx context.Context, id int32, epoch,
 }
 
 // alterPartition sends ch by topic id, at the version the channel
-// negotiates (v2+: the controller's listener serves v0-3); at v3 the
-// members' broker epochs are -1, unknown: the lifecycle does not see
-// its followers' fetches.
+// negotiates (v2+: the controller's listener serves v0-3); at v3 with the
+// members' broker epochs the leader saw in their fetches (-1 where it
+// sends none: the members already in the ISR).
 func (rc remoteController) alterPartition(ctx context.Context, id int32, epoch int64, ch meta.ISRChange) (state.PartitionAssignment, error) {
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.BrokerID, req.BrokerEpoch = id, epoch
@@ -641,9 +642,12 @@ func (rc remoteController) alterPartition(ctx context.Context, id int32, epoch i
 	rt.TopicID = ch.TopicID
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
 	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = ch.Partition, ch.LeaderEpoch, ch.PartitionEpoch, ch.NewISR
-	for _, m := range ch.NewISR {
+	for i, m := range ch.NewISR {
 		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
 		e.BrokerID, e.BrokerEpoch = m, -1
+		if i < len(ch.BrokerEpochs) {
+			e.BrokerEpoch = ch.BrokerEpochs[i]
+		}
 		rp.NewEpochISR = append(rp.NewEpochISR, e)
 	}
 	rt.Partitions = append(rt.Partitions, rp)

@@ -111,19 +111,47 @@ func TestClusterAlterISR(t *testing.T) {
 	}
 	follower, controller := c.nodes[f].Lifecycle(), c.nodes[ctl].Lifecycle()
 	full := []int32{1, 2, 3}
-	if p, err := follower.AlterISR(ctx, topic.ID, 0, 0, epochs[0], full); err != nil || p.PartitionEpoch != epochs[0] {
+	if p, err := follower.AlterISR(ctx, topic.ID, 0, 0, epochs[0], full, nil); err != nil || p.PartitionEpoch != epochs[0] {
 		t.Fatalf("the leader's own ISR unchanged: %+v, %v; want partition epoch %d", p, err, epochs[0])
 	}
-	if _, err := follower.AlterISR(ctx, topic.ID, 0, 0, 0, []int32{fID}); !errors.Is(err, kerr.InvalidUpdateVersion) {
+	if _, err := follower.AlterISR(ctx, topic.ID, 0, 0, 0, []int32{fID}, nil); !errors.Is(err, kerr.InvalidUpdateVersion) {
 		t.Fatalf("from the stale partition epoch: %v", err)
 	}
-	if _, err := controller.AlterISR(ctx, topic.ID, 0, 0, epochs[0], []int32{fID}); !errors.Is(err, kerr.NotLeaderForPartition) {
+	if _, err := controller.AlterISR(ctx, topic.ID, 0, 0, epochs[0], []int32{fID}, nil); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("from a follower: %v", err)
 	}
-	if _, err := follower.AlterISR(ctx, [16]byte{0x16}, 0, 0, 0, []int32{fID}); !errors.Is(err, kerr.UnknownTopicID) {
+	if _, err := follower.AlterISR(ctx, [16]byte{0x16}, 0, 0, 0, []int32{fID}, nil); !errors.Is(err, kerr.UnknownTopicID) {
 		t.Fatalf("an unknown topic: %v", err)
 	}
-	if _, err := controller.AlterISR(ctx, topic.ID, 1, 0, epochs[1], []int32{ctlID, 99}); !errors.Is(err, kerr.IneligibleReplica) {
+	if _, err := controller.AlterISR(ctx, topic.ID, 1, 0, epochs[1], []int32{ctlID, 99}, nil); !errors.Is(err, kerr.IneligibleReplica) {
 		t.Fatalf("a member that is not a replica: %v", err)
 	}
+	// KIP-903, over the channel (the follower is not the controller): a
+	// joining member named at a broker epoch that is not its registration
+	// (an older incarnation's fetch) is refused. The leader's own ISR loop
+	// takes the member back meanwhile, so a stale partition epoch is
+	// tried again from the current one.
+	current := func() state.PartitionAssignment {
+		parts, err := c.nodes[f].store.PartitionAssignments()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parts[slices.IndexFunc(parts, func(a state.PartitionAssignment) bool { return a.TopicID == topic.ID && a.Partition == 0 })]
+	}
+	for attempt := 0; ; attempt++ {
+		cur := current()
+		shrunk, err := follower.AlterISR(ctx, topic.ID, 0, cur.LeaderEpoch, cur.PartitionEpoch, []int32{fID}, nil)
+		if err == nil {
+			_, err = follower.AlterISR(ctx, topic.ID, 0, shrunk.LeaderEpoch, shrunk.PartitionEpoch, []int32{fID, ctlID}, []int64{-1, 1 << 40})
+		}
+		if errors.Is(err, kerr.InvalidUpdateVersion) && attempt < 20 {
+			continue
+		}
+		if !errors.Is(err, kerr.IneligibleReplica) {
+			t.Fatalf("a joining member at another incarnation's broker epoch: %v, want INELIGIBLE_REPLICA", err)
+		}
+		break
+	}
+	// The leader's loop takes it back with the epoch its fetches name.
+	checkFor(t, "the controller back in partition 0's ISR", func() bool { return slices.Contains(current().ISR, ctlID) })
 }

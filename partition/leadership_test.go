@@ -2,6 +2,7 @@ package partition
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -41,7 +42,7 @@ func TestHighWatermarkCountsTheProposedISR(t *testing.T) {
 		appendOne(t, p)
 	}
 	now := time.Now()
-	p.ReplicaFetched(2, 3, now) // caught up: asks to rejoin
+	p.ReplicaFetched(2, -1, 3, now) // caught up: asks to rejoin
 	ch, ok := p.ISRChanges(now, time.Minute, func(int32) bool { return true })
 	if !ok || len(ch.ISR) != 2 {
 		t.Fatalf("ISR change %+v %v, want the follower back in", ch, ok)
@@ -53,7 +54,7 @@ func TestHighWatermarkCountsTheProposedISR(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 3 {
 		t.Fatalf("high watermark %d with the expansion under way, want 3 (the follower's log end)", hw)
 	}
-	p.ReplicaFetched(2, 4, now)
+	p.ReplicaFetched(2, -1, 4, now)
 	if hw := p.HighWatermark(); hw != 4 {
 		t.Fatalf("high watermark %d once the follower fetched, want 4", hw)
 	}
@@ -67,7 +68,7 @@ func TestHighWatermarkCountsTheProposedISR(t *testing.T) {
 	if p.ProposeISR(ch) {
 		t.Fatal("proposed a follower below the high watermark")
 	}
-	p.ReplicaFetched(2, 5, now)
+	p.ReplicaFetched(2, -1, 5, now)
 	if !p.ProposeISR(ch) {
 		t.Fatal("the follower caught up again, and was not proposed")
 	}
@@ -132,15 +133,15 @@ func TestProposeISRRechecksTheHighWatermark(t *testing.T) {
 		appendOne(t, p)
 	}
 	now := time.Now()
-	p.ReplicaFetched(2, 3, now)
-	p.ReplicaFetched(3, 3, now)
+	p.ReplicaFetched(2, -1, 3, now)
+	p.ReplicaFetched(3, -1, 3, now)
 	ch, ok := p.ISRChanges(now, time.Minute, func(int32) bool { return true })
 	if !ok || len(ch.ISR) != 3 {
 		t.Fatalf("ISR change %+v %v, want follower 3 back in", ch, ok)
 	}
 	appendOne(t, p)
 	appendOne(t, p)
-	p.ReplicaFetched(2, 5, now)
+	p.ReplicaFetched(2, -1, 5, now)
 	if hw := p.HighWatermark(); hw != 5 {
 		t.Fatalf("high watermark %d, want 5", hw)
 	}
@@ -170,5 +171,20 @@ func TestDropIfNotReplica(t *testing.T) {
 	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 4, Replicas: []int32{2, 3}, ISR: []int32{2, 3}})
 	if dropped, err := p.DropIfNotReplica(); !dropped || err != nil || p.LogEndOffset() != 0 || p.Size() != 0 {
 		t.Fatalf("moved off this node: dropped %v, %v, log end %d, %d bytes", dropped, err, p.LogEndOffset(), p.Size())
+	}
+}
+
+// An ISR change names a joining follower's broker epoch as its last fetch
+// gave it, and -1 (not checked) for the members already in (KIP-903).
+func TestISRChangeNamesTheJoiningFollowersBrokerEpoch(t *testing.T) {
+	t.Parallel()
+	p := newPartition(t, "kip903")
+	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}})
+	now := time.Now()
+	p.ReplicaFetched(2, 55, 0, now)
+	p.ReplicaFetched(3, 77, 0, now)
+	ch, ok := p.ISRChanges(now, time.Minute, func(int32) bool { return true })
+	if !ok || !slices.Equal(ch.ISR, []int32{1, 2, 3}) || !slices.Equal(ch.BrokerEpochs, []int64{-1, -1, 77}) {
+		t.Fatalf("ISR change %+v %v; want ISR [1 2 3] with broker epochs [-1 -1 77]", ch, ok)
 	}
 }

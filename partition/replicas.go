@@ -34,6 +34,10 @@ type Assignment struct {
 // it last fetched and the leader's log end then, and when it was last
 // caught up with the leader's log end (Kafka's Replica fetch state).
 type followerProgress struct {
+	// brokerEpoch is the follower's broker epoch its last fetch named
+	// (-1: unknown), sent with an ISR change that takes it in (KIP-903:
+	// the controller refuses an incarnation that is not the registered one).
+	brokerEpoch     int64
 	logEnd          int64
 	lastFetch       time.Time
 	leaderEndAtLast int64
@@ -101,7 +105,7 @@ func (p *Partition) SetAssignment(self int32, a Assignment) {
 		// unknown until they fetch, gone ones are forgotten.
 		for _, id := range a.Replicas {
 			if id != self && rs.followers[id] == nil {
-				rs.followers[id] = &followerProgress{logEnd: -1, leaderEndAtLast: -1}
+				rs.followers[id] = &followerProgress{brokerEpoch: -1, logEnd: -1, leaderEndAtLast: -1}
 			}
 		}
 		for id := range rs.followers {
@@ -114,7 +118,7 @@ func (p *Partition) SetAssignment(self int32, a Assignment) {
 		rs.followers = map[int32]*followerProgress{}
 		for _, id := range a.Replicas {
 			if id != self {
-				fp := &followerProgress{logEnd: -1, leaderEndAtLast: -1}
+				fp := &followerProgress{brokerEpoch: -1, logEnd: -1, leaderEndAtLast: -1}
 				if slices.Contains(a.ISR, id) {
 					fp.lastCaughtUp = now
 				}
@@ -230,12 +234,12 @@ func (p *Partition) ISRSize() int {
 	return len(rs.a.ISR)
 }
 
-// ReplicaFetched records a follower's fetch at offset (its log end) on
-// the leader, and moves the high watermark when the follower is in the
+// ReplicaFetched records a follower's fetch at offset (its log end), from
+// its incarnation brokerEpoch (-1 unknown), on the leader, and moves the high watermark when the follower is in the
 // ISR. A fetch from a node that is not a follower of p, or on a node
 // that does not lead p, is ignored. It reports whether the follower,
 // outside the ISR, is now caught up enough to rejoin it (ISRChanges).
-func (p *Partition) ReplicaFetched(replica int32, offset int64, now time.Time) (rejoin bool) {
+func (p *Partition) ReplicaFetched(replica int32, brokerEpoch, offset int64, now time.Time) (rejoin bool) {
 	rs := &p.replicas
 	rs.mu.Lock()
 	fp := rs.followers[replica]
@@ -250,7 +254,7 @@ func (p *Partition) ReplicaFetched(replica int32, offset int64, now time.Time) (
 	case offset >= fp.leaderEndAtLast && fp.leaderEndAtLast >= 0:
 		fp.lastCaughtUp = later(fp.lastCaughtUp, fp.lastFetch)
 	}
-	fp.logEnd, fp.lastFetch, fp.leaderEndAtLast = offset, now, leaderEnd
+	fp.logEnd, fp.lastFetch, fp.leaderEndAtLast, fp.brokerEpoch = offset, now, leaderEnd, brokerEpoch
 	inISR := slices.Contains(rs.a.ISR, replica)
 	rejoin = !inISR && p.mayRejoin(offset)
 	counts := rs.inMaximalISR(replica)
@@ -318,10 +322,13 @@ func (p *Partition) advanceHighWatermark() {
 	}
 }
 
-// ISRChange is an ISR the leader asks the controller for.
+// ISRChange is an ISR the leader asks the controller for. BrokerEpochs
+// are its members' broker epochs, in ISR's order: a joining follower's as
+// its last fetch named it, -1 (not checked) for the others.
 type ISRChange struct {
 	LeaderEpoch, PartitionEpoch int32
 	ISR                         []int32
+	BrokerEpochs                []int64
 }
 
 // ISRChanges is the ISR change p's leader should ask for now, ok false
@@ -339,31 +346,33 @@ func (p *Partition) ISRChanges(now time.Time, lagMax time.Duration, eligible fun
 		return ISRChange{}, false
 	}
 	var isr []int32
+	var epochs []int64
+	keep := func(id int32, epoch int64) { isr, epochs = append(isr, id), append(epochs, epoch) }
 	changed := false
 	for _, id := range rs.a.Replicas {
 		fp := rs.followers[id]
 		inISR := slices.Contains(rs.a.ISR, id)
 		switch {
 		case id == rs.self:
-			isr = append(isr, id)
+			keep(id, -1)
 			changed = changed || !inISR
 		case fp == nil:
 			if inISR {
-				isr = append(isr, id)
+				keep(id, -1)
 			}
 		case inISR && now.Sub(fp.lastCaughtUp) > lagMax:
 			changed = true // out of sync: leaves
 		case inISR:
-			isr = append(isr, id)
+			keep(id, -1)
 		case fp.logEnd >= 0 && p.mayRejoin(fp.logEnd) && now.Sub(fp.lastFetch) <= lagMax && eligible(id):
-			isr = append(isr, id)
+			keep(id, fp.brokerEpoch)
 			changed = true
 		}
 	}
 	if !changed {
 		return ISRChange{}, false
 	}
-	return ISRChange{LeaderEpoch: rs.a.LeaderEpoch, PartitionEpoch: rs.a.PartitionEpoch, ISR: isr}, true
+	return ISRChange{LeaderEpoch: rs.a.LeaderEpoch, PartitionEpoch: rs.a.PartitionEpoch, ISR: isr, BrokerEpochs: epochs}, true
 }
 
 // AppendReplica appends a follower's fetch from its leader: batches

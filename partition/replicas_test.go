@@ -48,19 +48,19 @@ func TestReplicaSetHighWatermark(t *testing.T) {
 	}
 	hw(0)
 	now := time.Now()
-	p.ReplicaFetched(2, 3, now)
+	p.ReplicaFetched(2, -1, 3, now)
 	hw(0) // follower 3 not heard from yet
-	p.ReplicaFetched(3, 1, now)
+	p.ReplicaFetched(3, -1, 1, now)
 	hw(1)
-	p.ReplicaFetched(3, 3, now)
+	p.ReplicaFetched(3, -1, 3, now)
 	hw(3)
-	p.ReplicaFetched(9, 0, now) // not a replica: ignored
+	p.ReplicaFetched(9, -1, 0, now) // not a replica: ignored
 	hw(3)
 
 	appendOne(t, p)
 	hw(3)
 	p.SetAssignment(1, Assignment{Leader: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}})
-	p.ReplicaFetched(2, 4, now)
+	p.ReplicaFetched(2, -1, 4, now)
 	hw(4) // 3 left the ISR
 
 	p.SetAssignment(1, Assignment{Leader: 1, PartitionEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1}})
@@ -86,18 +86,18 @@ func TestReplicaSetISRChanges(t *testing.T) {
 	}
 	appendOne(t, p)
 	appendOne(t, p)
-	p.ReplicaFetched(2, 2, start.Add(time.Second))     // caught up
-	p.ReplicaFetched(3, 1, start.Add(time.Second))     // behind
-	p.ReplicaFetched(2, 2, start.Add(lag+time.Second)) // still caught up
+	p.ReplicaFetched(2, -1, 2, start.Add(time.Second))     // caught up
+	p.ReplicaFetched(3, -1, 1, start.Add(time.Second))     // behind
+	p.ReplicaFetched(2, -1, 2, start.Add(lag+time.Second)) // still caught up
 	ch, ok := p.ISRChanges(start.Add(lag+2*time.Second), lag, all)
 	if !ok || len(ch.ISR) != 2 || ch.ISR[0] != 1 || ch.ISR[1] != 2 || ch.PartitionEpoch != 4 || ch.LeaderEpoch != 0 {
 		t.Fatalf("shrink: %+v %v; want ISR [1 2] at partition epoch 4", ch, ok)
 	}
 	p.SetAssignment(1, Assignment{Leader: 1, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}})
-	if p.ReplicaFetched(3, 1, start.Add(lag+3*time.Second)) {
+	if p.ReplicaFetched(3, -1, 1, start.Add(lag+3*time.Second)) {
 		t.Fatal("follower 3, below the high watermark, may rejoin")
 	}
-	if !p.ReplicaFetched(3, 2, start.Add(lag+4*time.Second)) {
+	if !p.ReplicaFetched(3, -1, 2, start.Add(lag+4*time.Second)) {
 		t.Fatal("follower 3, caught up, may not rejoin")
 	}
 	if _, ok := p.ISRChanges(start.Add(lag+4*time.Second), lag, func(id int32) bool { return id != 3 }); ok {
@@ -116,7 +116,7 @@ func TestReplicaSetISRChanges(t *testing.T) {
 	if _, ok := p.ISRChanges(start.Add(time.Hour), lag, all); ok {
 		t.Fatal("a follower asks for an ISR change")
 	}
-	if p.ReplicaFetched(3, 2, start) {
+	if p.ReplicaFetched(3, -1, 2, start) {
 		t.Fatal("a follower takes fetches")
 	}
 }
