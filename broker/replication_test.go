@@ -10,6 +10,17 @@ import (
 	"github.com/kmirror/kmirror/partition"
 )
 
+// ledWithFollower is a one-partition topic whose partition this node
+// leads at epoch 0, with node 2 its follower in the ISR.
+func ledWithFollower(t *testing.T, b *Broker, name string) (*partition.Topic, *partition.Partition) {
+	t.Helper()
+	tp := mustTopic(t, b, name, 1)
+	p := tp.Partitions()[0]
+	self := b.cfg.NodeID
+	p.SetAssignment(self, partition.Assignment{Leader: self, Replicas: []int32{self, 2}, ISR: []int32{self, 2}})
+	return tp, p
+}
+
 // An acks=all produce waiting for its ISR on a leader that is fenced
 // meanwhile is never acknowledged, even when the high watermark passes
 // its batch afterwards: as a follower the node cut the batch away at the
@@ -21,9 +32,7 @@ func TestProduceAcksAllEndsWhenLeadershipIsLost(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
 	self := b.cfg.NodeID
-	tp := mustTopic(t, b, "fenced", 1)
-	p := tp.Partitions()[0]
-	p.SetAssignment(self, partition.Assignment{Leader: self, Replicas: []int32{self, 2}, ISR: []int32{self, 2}})
+	tp, p := ledWithFollower(t, b, "fenced")
 	rc := dialRaw(t, b)
 
 	answer := make(chan kmsg.ProduceResponseTopicPartition, 1)
@@ -67,10 +76,7 @@ func TestProduceAcksAllEndsWhenLeadershipIsLost(t *testing.T) {
 func TestReplicaFetchOutOfRangeCommitsNothing(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t)
-	self := b.cfg.NodeID
-	tp := mustTopic(t, b, "replica-range", 1)
-	p := tp.Partitions()[0]
-	p.SetAssignment(self, partition.Assignment{Leader: self, Replicas: []int32{self, 2}, ISR: []int32{self, 2}})
+	tp, p := ledWithFollower(t, b, "replica-range")
 	for range 3 {
 		if _, _, err := p.AppendProduce(plainBatch(1, 10)); err != nil {
 			t.Fatal(err)
