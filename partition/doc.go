@@ -25,6 +25,14 @@
 // committed at every append: Appended raises the high watermark to the
 // log end. Keeping that in one place leaves the handlers untouched.
 //
+// A role changes only under the replica set's transition lock, Kafka's
+// leaderIsrUpdateLock (leadership.go): a leader's append (AppendAsLeader)
+// and a replica fetcher's write (AsFollower) each check, under its read
+// side, the role they were made for; an acks=all wait holds only while
+// the leadership it appended in lasts. While the leader asks the
+// controller to add a follower to the ISR, the high watermark counts that
+// follower too (ProposeISR: Kafka's maximal ISR).
+//
 // Mirror topics (a topic whose mirror is set: every mirror state but
 // STOPPED) belong to their mirror: the maintenance pass runs neither
 // compaction nor retention on them, because the copy must stay
@@ -32,7 +40,8 @@
 //
 // Locking: Topic.maintainMu, then Manager.mu (RLock for lookups, Lock for
 // create, delete, growth and config changes; the TopicsChanged and
-// LogConfig hooks run under it), then a partition's locks: its log's (see
-// storage) and waitMu, which guards the waiters. Topics' partition lists
+// LogConfig hooks run under it), then a partition's locks: the replica
+// set's transition lock, then its mu, then the log's (see storage), then
+// waitMu, which guards the waiters. Topics' partition lists
 // are published whole, so handlers read them without a lock.
 package partition
