@@ -11,6 +11,7 @@ import (
 	"github.com/kmirror/kmirror/batch"
 
 	"github.com/kmirror/kmirror/internal/topicid"
+	"github.com/kmirror/kmirror/storage"
 )
 
 // Topic identity: a source topic deleted and recreated under the same
@@ -98,8 +99,11 @@ const maxIdentitySteps = 8
 // ask the source are.
 //
 // WHY the newest: it most likely sits in the source's active segment,
-// which the source's cleaner never rewrites, so a compacted topic does not
-// fail the check for being compacted.
+// which the source's cleaner never rewrites. When the copy lags, the
+// source may have compacted that batch: one whose records the source no
+// longer holds at all is stepped over, and one re-encoded with some of
+// its records passes when those are the copy's (storage.RetainedRecords),
+// so a compacted topic does not fail the check for being compacted.
 func (mr *mirror) sameTopic(ps *partState, leader int32, sourceID [16]byte) (compared bool, err error) {
 	l := ps.local
 	if l.LogEndOffset() == l.LogStartOffset() {
@@ -133,6 +137,20 @@ func (mr *mirror) sameTopic(ps *partState, leader int32, sourceID [16]byte) (com
 		}
 		if sameBatch(lb, sb, mr.cfg.ProducerIDRewrite) {
 			return true, nil
+		}
+		if sb != nil && sb.BaseOffset() > lb.LastOffset() {
+			// The source holds nothing of this batch's offsets any more:
+			// its cleaner removed them all (a recreated topic has its
+			// offsets dense). An earlier batch may tell.
+			at = lb.BaseOffset() - 1
+			continue
+		}
+		if sb != nil && !mr.cfg.ProducerIDRewrite {
+			// The source's cleaner may have rewritten the batch: the
+			// records it kept are still the copy's, at their offsets.
+			if kept, err := storage.RetainedRecords(lb, sb); err == nil && kept {
+				return true, nil
+			}
 		}
 		got := "no batch"
 		if sb != nil {

@@ -76,3 +76,46 @@ func sameView(a, b recordView) bool {
 		(a.value == nil) == (b.value == nil) && bytes.Equal(a.value, b.value) &&
 		bytes.Equal(a.raw, b.raw)
 }
+
+// FuzzRetainedRecords: any two batches compare or are refused as
+// corruption, never panic, and a batch always holds its own records.
+func FuzzRetainedRecords(f *testing.F) {
+	orig := tbatch{base: 5, recs: []trec{kv("a", "1"), kv("b", "2")}, pid: 3}.encode(f, batch.CodecNone)
+	kept := tbatch{base: 5, recs: []trec{kv("b", "2")}, pid: 3, deltas: []int64{1}, tsShift: 1}.encode(f, batch.CodecLz4)
+	f.Add(orig, kept)
+	f.Add(orig, orig[:len(orig)-1])
+	f.Add(kept, orig)
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ob, err := batch.Parse(a)
+		if err != nil {
+			return
+		}
+		kb, err := batch.Parse(b)
+		if err != nil {
+			return
+		}
+		if _, err := RetainedRecords(ob, kb); err != nil && !batch.IsCorruption(err) {
+			t.Fatalf("error is not a corruption: %v", err)
+		}
+		if same, err := RetainedRecords(ob, ob); err == nil && ob.RecordCount() > 0 && !same && !duplicateOffsets(ob) {
+			t.Fatalf("a batch does not hold its own records")
+		}
+	})
+}
+
+// duplicateOffsets reports whether b's records repeat an offset (a forged
+// batch: then a batch need not match itself record for record).
+func duplicateOffsets(b batch.Batch) bool {
+	var k RecordKeys
+	if k.read(b) != nil {
+		return true
+	}
+	seen := map[int32]bool{}
+	for _, v := range k.views {
+		if seen[v.offsetDelta] {
+			return true
+		}
+		seen[v.offsetDelta] = true
+	}
+	return false
+}

@@ -56,6 +56,7 @@ type recordView struct {
 	timestampDelta int64
 	key            []byte // nil: null key
 	value          []byte // nil: null value (tombstone)
+	headers        []byte // the encoded header count and headers
 	raw            []byte // the whole encoded record, length prefix included
 }
 
@@ -147,6 +148,7 @@ func decodeRecords(dst []recordView, recs []byte, count int32) ([]recordView, er
 		v.offsetDelta = body.varint32()
 		v.key = body.nullable()
 		v.value = body.nullable()
+		hstart := body.pos
 		headers := body.varint32()
 		if headers < 0 || int64(headers) > int64(len(body.b)-body.pos)/2 {
 			body.bad = true
@@ -162,6 +164,7 @@ func decodeRecords(dst []recordView, recs []byte, count int32) ([]recordView, er
 		if body.bad || body.pos != len(body.b) {
 			return dst, badRecords("record %d: malformed body of %d bytes", i, length)
 		}
+		v.headers = body.b[hstart:body.pos:body.pos]
 		v.raw = recs[start:r.pos:r.pos]
 		dst = append(dst, v)
 	}

@@ -50,6 +50,12 @@ type tbatch struct {
 	txn    bool
 	marker int
 	ts     int64 // base timestamp; 0 means 1000
+	// deltas, when set, are the records' offset deltas (else 0, 1, ...),
+	// as a batch the cleaner re-encoded keeps them; tsShift moves the
+	// base timestamp up and every timestamp delta down by as much, so
+	// each record keeps its timestamp.
+	deltas  []int64
+	tsShift int64
 }
 
 // encode builds the batch with its records compressed with c. Record i has
@@ -62,15 +68,20 @@ func (tb tbatch) encode(t testing.TB, c batch.Codec) []byte {
 			ProducerEpoch: 1, Commit: tb.marker == commitMarker, Timestamp: ts})
 	}
 	var plain []byte
+	last := int64(len(tb.recs) - 1)
 	for i, r := range tb.recs {
+		d := int64(i)
+		if tb.deltas != nil {
+			d, last = tb.deltas[i], tb.deltas[i]
+		}
 		body := []byte{0}
-		body = binary.AppendVarint(body, int64(i))
-		body = binary.AppendVarint(body, int64(i))
+		body = binary.AppendVarint(body, d-tb.tsShift)
+		body = binary.AppendVarint(body, d)
 		body = appendNullable(body, r.key)
 		body = appendNullable(body, r.value)
 		body = binary.AppendVarint(body, 1)
 		body = appendNullable(body, []byte("hk"))
-		body = appendNullable(body, []byte{byte(i)})
+		body = appendNullable(body, []byte{byte(d)})
 		plain = binary.AppendVarint(plain, int64(len(body)))
 		plain = append(plain, body...)
 	}
@@ -93,9 +104,9 @@ func (tb tbatch) encode(t testing.TB, c batch.Codec) []byte {
 	be.PutUint32(out[8:], uint32(len(out)-batch.LogOverhead))
 	out[16] = 2
 	be.PutUint16(out[21:], attrs)
-	be.PutUint32(out[23:], uint32(n-1))
-	be.PutUint64(out[27:], uint64(ts))
-	be.PutUint64(out[35:], uint64(ts+int64(n)-1))
+	be.PutUint32(out[23:], uint32(last))
+	be.PutUint64(out[27:], uint64(ts+tb.tsShift))
+	be.PutUint64(out[35:], uint64(ts+last))
 	be.PutUint64(out[43:], uint64(pid))
 	be.PutUint16(out[51:], uint16(epoch))
 	be.PutUint32(out[53:], uint32(seq))
