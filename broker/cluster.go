@@ -154,7 +154,7 @@ func (b *Broker) followAssignedEpochs(parts []state.PartitionAssignment) error {
 	var errs []error
 	for id, epochs := range raise {
 		if t := b.partitions.TopicByID(id); t != nil {
-			if err := b.partitions.RaiseLeaderEpochs(t.Name(), epochs); err != nil {
+			if err := b.partitions.AdoptLeaderEpochs(t.Name(), epochs); err != nil {
 				errs = append(errs, fmt.Errorf("raising the leader epochs of %s: %w", t.Name(), err))
 			}
 		}

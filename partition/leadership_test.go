@@ -188,3 +188,35 @@ func TestISRChangeNamesTheJoiningFollowersBrokerEpoch(t *testing.T) {
 		t.Fatalf("ISR change %+v %v; want ISR [1 2 3] with broker epochs [-1 -1 77]", ch, ok)
 	}
 }
+
+// A raise (mirroring, failover) asks the controller for the partitions
+// with an assignment; adopting the epochs the controller already gave
+// (every reconcile does) never asks it: a reconcile blocked on the
+// controller for what it wrote held up every node's close by 30 s when
+// the controller was gone.
+func TestRaiseAsksTheControllerAdoptDoesNot(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t)
+	tp, err := n.m.Create("raise", 2, nil, [16]byte{}, "", Placement{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.Partitions()[0].SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 4, Replicas: []int32{1}, ISR: []int32{1}})
+	var asked []map[int32]int32
+	n.m.cfg.RaiseAssignedEpochs = func(_ [16]byte, epochs map[int32]int32) error {
+		asked = append(asked, epochs)
+		return nil
+	}
+	if err := n.m.AdoptLeaderEpochs("raise", map[int32]int32{0: 4}); err != nil || len(asked) != 0 {
+		t.Fatalf("adopting the assignment's epoch: %v, asked the controller %v", err, asked)
+	}
+	if e := tp.Partitions()[0].LeaderEpoch(); e != 4 {
+		t.Fatalf("adopted epoch %d, want 4", e)
+	}
+	if err := n.m.RaiseLeaderEpochs("raise", map[int32]int32{0: 9, 1: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || len(asked[0]) != 1 || asked[0][0] != 9 {
+		t.Fatalf("a raise asked the controller %v, want partition 0 (the one with an assignment) at 9", asked)
+	}
+}

@@ -654,6 +654,19 @@ func (m *Manager) Info(name string) (TopicInfo, bool) {
 // the cost of one): a failover raises every partition's above the
 // mirrored epochs.
 func (m *Manager) RaiseLeaderEpochs(name string, epochs map[int32]int32) error {
+	return m.raiseLeaderEpochs(name, epochs, true)
+}
+
+// AdoptLeaderEpochs raises the local leader epochs of topic name's
+// partitions to epochs the controller already gave them (their
+// assignments'), so that their appends are stamped with them: the local
+// floor alone, without asking the controller (RaiseLeaderEpochs would ask
+// it for what it wrote, and block a reconcile on it).
+func (m *Manager) AdoptLeaderEpochs(name string, epochs map[int32]int32) error {
+	return m.raiseLeaderEpochs(name, epochs, false)
+}
+
+func (m *Manager) raiseLeaderEpochs(name string, epochs map[int32]int32, throughController bool) error {
 	t := m.Topic(name)
 	if t == nil {
 		return fmt.Errorf("partition: no topic %s", name)
@@ -663,8 +676,10 @@ func (m *Manager) RaiseLeaderEpochs(name string, epochs map[int32]int32) error {
 			return fmt.Errorf("partition: topic %s has no partition %d", name, p)
 		}
 	}
-	if err := m.raiseAssigned(t, epochs); err != nil {
-		return err
+	if throughController {
+		if err := m.raiseAssigned(t, epochs); err != nil {
+			return err
+		}
 	}
 	stored, err := m.cfg.Store.PutLeaderEpochs(t.id, epochs)
 	if err != nil {
