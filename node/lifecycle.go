@@ -42,10 +42,12 @@ type ControllerChannel interface {
 // LifecycleConfig configures a node's lifecycle.
 type LifecycleConfig struct {
 	// NodeID is node.id, ClusterID the cluster's id (a controller of
-	// another cluster refuses the registration), Rack broker.rack (nil
-	// when unset).
+	// another cluster refuses the registration), read at every
+	// registration: a broker-only node's store takes the cluster's id from
+	// the controller's snapshot, which may come after the lifecycle is
+	// built. Rack is broker.rack (nil when unset).
 	NodeID    int32
-	ClusterID string
+	ClusterID func() string
 	Rack      *string
 	// HeartbeatInterval is broker.heartbeat.interval.ms (2 s when 0).
 	HeartbeatInterval time.Duration
@@ -552,7 +554,7 @@ func (lc localController) alterPartition(ctx context.Context, id int32, epoch in
 // remoteController calls the controller over the channel.
 type remoteController struct {
 	ch        ControllerChannel
-	clusterID string
+	clusterID func() string
 }
 
 // controllerError is the error of a controller RPC's code, meta's
@@ -573,7 +575,7 @@ func controllerError(code int16) error {
 
 func (rc remoteController) register(ctx context.Context, reg state.BrokerRegistration) (int64, error) {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = reg.ID, rc.clusterID, reg.Incarnation, reg.Rack
+	req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = reg.ID, rc.clusterID(), reg.Incarnation, reg.Rack
 	req.PreviousBrokerEpoch = -1
 	for _, e := range reg.Listeners {
 		l := kmsg.NewBrokerRegistrationRequestListener()
@@ -706,7 +708,7 @@ func newNodeLifecycle(cfg broker.Config, store *state.Store, log *meta.MetadataL
 	if r, ok := cfg.KafkaSettings["broker.rack"]; ok && r != "" {
 		rack = &r
 	}
-	lc := LifecycleConfig{NodeID: cfg.NodeID, ClusterID: store.ClusterID(), Rack: rack,
+	lc := LifecycleConfig{NodeID: cfg.NodeID, ClusterID: store.ClusterID, Rack: rack,
 		HeartbeatInterval: cfg.Cluster.HeartbeatInterval, ShutdownTimeout: cfg.Cluster.SessionTimeout,
 		Applied: log.Applied, Controller: c, IsController: log.IsController, Store: store, Logger: cfg.Logger}
 	if cfg.ControllerChannel != nil {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,12 +56,26 @@ func TestLifecycleOverTheControllerListener(t *testing.T) {
 		func() (int32, bool) { return cfg.NodeID, true })
 	t.Cleanup(func() { ch.Close() })
 	other := cfg.NodeID + 1
-	l := NewLifecycle(LifecycleConfig{NodeID: other, ClusterID: store.ClusterID(), HeartbeatInterval: 50 * time.Millisecond,
+	// The first registration names another cluster id, as a broker-only
+	// node's does before the controller's snapshot gave its store the
+	// cluster's: refused, and the next one, reading the id again, is
+	// taken.
+	var asked atomic.Int32
+	clusterID := func() string {
+		if asked.Add(1) == 1 {
+			return "not-this-cluster-yet"
+		}
+		return store.ClusterID()
+	}
+	l := NewLifecycle(LifecycleConfig{NodeID: other, ClusterID: clusterID, HeartbeatInterval: 50 * time.Millisecond,
 		RetryBackoff: 5 * time.Millisecond, Applied: log.Applied, Channel: ch}) // caught up: the controller's own index
 	l.Start([]state.BrokerEndpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 19092}})
 	t.Cleanup(l.Close)
 	if err := l.WaitUnfenced(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if asked.Load() < 2 {
+		t.Fatalf("the cluster id was read %d times, want a refused registration and a taken one", asked.Load())
 	}
 	brokers, err := store.Brokers()
 	if err != nil || len(brokers) != 1 || brokers[0].ID != other || brokers[0].Fenced || brokers[0].Epoch != l.Epoch() {

@@ -141,7 +141,7 @@ func (f *fakeController) state() (regs int, epoch int64, heartbeats []*kmsg.Brok
 // startRemote starts a lifecycle whose controller is f, over the channel.
 func startRemote(t *testing.T, f *fakeController) *Lifecycle {
 	t.Helper()
-	l := NewLifecycle(LifecycleConfig{NodeID: 3, ClusterID: "c", HeartbeatInterval: 20 * time.Millisecond,
+	l := NewLifecycle(LifecycleConfig{NodeID: 3, ClusterID: func() string { return "c" }, HeartbeatInterval: 20 * time.Millisecond,
 		RetryBackoff: time.Millisecond, Applied: func() uint64 { return 42 }, Channel: f})
 	l.Start([]state.BrokerEndpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}})
 	t.Cleanup(l.Close)
