@@ -139,13 +139,10 @@ func TestClusterBrokerOnlyNodeJoins(t *testing.T) {
 func TestClusterBrokerOnlyNodeCatchesUpFromASnapshot(t *testing.T) {
 	t.Parallel()
 	// A snapshot every 8 entries keeping 8 behind it: the 30 topics below
-	// are compacted away while the observer is down, and the cluster's
-	// formation keeps entries enough for the observer joining it (with 2
-	// kept, its start once timed out on a loaded machine, most likely
-	// chasing one snapshot after another; not proven).
-	// Every node's log, printed if the test fails: its start has failed
-	// under load ("waiting for the controller to register and unfence
-	// node 4"), not reproduced alone; the next failure says why.
+	// are compacted away while the observer is down. Every node's log is
+	// printed if the test fails (it found why the observer's start once
+	// timed out: it restored a snapshot during its start, and registered
+	// with the cluster id its store had before).
 	var logs testutil.SyncBuffer
 	t.Cleanup(func() {
 		if t.Failed() {
