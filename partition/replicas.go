@@ -301,16 +301,20 @@ func (p *Partition) advanceHighWatermark() {
 			rs.mu.Unlock()
 			return
 		}
-		for _, id := range slices.Concat(rs.a.ISR, rs.pending) {
-			if id == rs.self {
-				continue
+		// The ISR and the one asked for, without a slice built per call:
+		// this runs at every append and every follower fetch.
+		for _, ids := range [2][]int32{rs.a.ISR, rs.pending} {
+			for _, id := range ids {
+				if id == rs.self {
+					continue
+				}
+				fp := rs.followers[id]
+				if fp == nil || fp.logEnd < 0 {
+					rs.mu.Unlock()
+					return // not heard from yet in this leadership
+				}
+				hw = min(hw, fp.logEnd)
 			}
-			fp := rs.followers[id]
-			if fp == nil || fp.logEnd < 0 {
-				rs.mu.Unlock()
-				return // not heard from yet in this leadership
-			}
-			hw = min(hw, fp.logEnd)
 		}
 	}
 	// Set under rs.mu: a value computed before a ProposeISR must not be
