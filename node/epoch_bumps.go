@@ -2,11 +2,7 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/mirrorapi"
@@ -21,32 +17,20 @@ import (
 
 // BumpLeaderEpochs asks the controller to raise the leader epochs of
 // topic id's partitions to at least epochs, retrying while there is no
-// controller, and returns the index of the entry that did (0: none was
-// needed).
+// controller (retryController), and returns the index of the entry that
+// did (0: none was needed).
 func (l *Lifecycle) BumpLeaderEpochs(ctx context.Context, topicID [16]byte, epochs map[int32]int32) (uint64, error) {
 	bumps := make([]meta.EpochBump, 0, len(epochs))
 	for p, e := range epochs {
 		bumps = append(bumps, meta.EpochBump{PartitionRef: meta.PartitionRef{TopicID: topicID, Partition: p}, MinLeaderEpoch: e})
 	}
-	for {
-		c, _ := l.client()
-		index, err := c.bumpLeaderEpochs(ctx, bumps)
-		if err == nil {
-			return index, nil
-		}
-		var ke *kerr.Error
-		if errors.As(err, &ke) && ke != kerr.RequestTimedOut {
-			return 0, fmt.Errorf("node: BumpLeaderEpochs of topic %x: %w", topicID, err)
-		}
-		if l.remote == nil && errors.Is(err, meta.ErrNotController) {
-			return 0, err // no way to another controller
-		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("node: BumpLeaderEpochs: %w (last error: %w)", ctx.Err(), err)
-		case <-time.After(l.cfg.RetryBackoff):
-		}
-	}
+	var index uint64
+	err := l.retryController(ctx, fmt.Sprintf("BumpLeaderEpochs of topic %x", topicID), func(c controllerClient) error {
+		var err error
+		index, err = c.bumpLeaderEpochs(ctx, bumps)
+		return err
+	})
+	return index, err
 }
 
 // epochBumper is broker.EpochBumper: the lifecycle's call, then a wait

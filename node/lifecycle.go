@@ -460,29 +460,49 @@ func (l *Lifecycle) ProducerIDBlock(ctx context.Context, after int64) (first, n 
 func (l *Lifecycle) AlterISR(ctx context.Context, topicID [16]byte, partition, leaderEpoch, partitionEpoch int32, isr []int32, brokerEpochs []int64) (state.PartitionAssignment, error) {
 	ch := meta.ISRChange{TopicID: topicID, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch,
 		NewISR: isr, BrokerEpochs: brokerEpochs}
-	for {
+	var p state.PartitionAssignment
+	err := l.retryController(ctx, fmt.Sprintf("AlterPartition of partition %d of topic %x", partition, topicID), func(c controllerClient) error {
 		if err := l.waitFor(ctx, func() bool { return l.epoch >= 0 }); err != nil {
-			return state.PartitionAssignment{}, fmt.Errorf("node: waiting for the broker's registration: %w", err)
+			return fmt.Errorf("node: waiting for the broker's registration: %w", err)
 		}
+		var err error
+		p, err = c.alterPartition(ctx, l.cfg.NodeID, l.Epoch(), ch)
+		return err
+	})
+	if err != nil {
+		return state.PartitionAssignment{}, err
+	}
+	p.Replicas = nil
+	return p, nil
+}
+
+// retryController makes call, a broker's call to the controller (its
+// own role or over the channel), until it succeeds, the controller
+// refuses it (a *kerr.Error other than REQUEST_TIMED_OUT), no other
+// controller can be reached (a lifecycle without a channel), or ctx ends,
+// waiting RetryBackoff between tries. A stale or unknown broker epoch
+// wakes the heartbeat, which registers again. what names the call in its
+// errors.
+func (l *Lifecycle) retryController(ctx context.Context, what string, call func(c controllerClient) error) error {
+	for {
 		c, _ := l.client()
-		p, err := c.alterPartition(ctx, l.cfg.NodeID, l.Epoch(), ch)
+		err := call(c)
 		if err == nil {
-			p.Replicas = nil
-			return p, nil
+			return nil
 		}
 		var ke *kerr.Error
 		if errors.As(err, &ke) && ke != kerr.RequestTimedOut {
-			return state.PartitionAssignment{}, fmt.Errorf("node: AlterPartition of partition %d of topic %x: %w", partition, topicID, err)
+			return fmt.Errorf("node: %s: %w", what, err)
 		}
 		if l.remote == nil && errors.Is(err, meta.ErrNotController) {
-			return state.PartitionAssignment{}, err // no way to another controller
+			return err // no way to another controller
 		}
 		if errors.Is(err, meta.ErrStaleBrokerEpoch) || errors.Is(err, meta.ErrUnknownBroker) {
 			l.wake() // the heartbeat finds out and registers again
 		}
 		select {
 		case <-ctx.Done():
-			return state.PartitionAssignment{}, fmt.Errorf("node: AlterPartition: %w (last error: %w)", ctx.Err(), err)
+			return fmt.Errorf("node: %s: %w (last error: %w)", what, ctx.Err(), err)
 		case <-time.After(l.cfg.RetryBackoff):
 		}
 	}
