@@ -211,13 +211,20 @@ func (l *fakeLeader) firstFetch(t *testing.T) kmsg.FetchRequestTopicPartition {
 	return l.fetches[0].Topics[0].Partitions[0]
 }
 
-// follow has a manager of node 7 follow r at leader epoch 5 from l, and
-// waits until r has seen want.
-func follow(t *testing.T, l *fakeLeader, r *fakeReplica, want []string) *Manager {
+// startFollowing has a manager of node 7 follow r at leader epoch 5
+// from l.
+func startFollowing(t *testing.T, l *fakeLeader, r *fakeReplica) *Manager {
 	t.Helper()
 	m := NewManager(Config{NodeID: 7, LeaderAddr: l.addr, MaxWait: 10 * time.Millisecond, Backoff: time.Hour})
 	t.Cleanup(m.Close)
 	m.Follow([]Target{{Topic: "t", TopicID: [16]byte{1}, Partition: 0, Replica: r, Leader: 1, LeaderEpoch: 5}})
+	return m
+}
+
+// follow is startFollowing, then waits until r has seen want.
+func follow(t *testing.T, l *fakeLeader, r *fakeReplica, want []string) *Manager {
+	t.Helper()
+	m := startFollowing(t, l, r)
 	testutil.CheckFor(t, 10*time.Second, func() error {
 		if got := r.opsSoFar(); len(got) < len(want) {
 			return fmt.Errorf("replica ops %q, want %q", got, want)
@@ -289,9 +296,7 @@ func TestFetcherBacksOffANoOpDivergence(t *testing.T) {
 		sp.HighWatermark = 100
 	})
 	r := &fakeReplica{end: 10, epochs: []epochStart{{0, 0}, {2, 4}, {3, 8}}}
-	m := NewManager(Config{NodeID: 7, LeaderAddr: l.addr, MaxWait: 10 * time.Millisecond, Backoff: time.Hour})
-	t.Cleanup(m.Close)
-	m.Follow([]Target{{Topic: "t", TopicID: [16]byte{1}, Partition: 0, Replica: r, Leader: 1, LeaderEpoch: 5}})
+	startFollowing(t, l, r)
 	testutil.CheckFor(t, 10*time.Second, func() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -387,9 +392,7 @@ func TestFetcherDropsAnAnswerForAnOldLogEnd(t *testing.T) {
 		r.mu.Unlock()
 		sp.HighWatermark, sp.RecordBatches = 6, records
 	})
-	m := NewManager(Config{NodeID: 7, LeaderAddr: l.addr, MaxWait: 10 * time.Millisecond, Backoff: time.Hour})
-	t.Cleanup(m.Close)
-	m.Follow([]Target{{Topic: "t", TopicID: [16]byte{1}, Partition: 0, Replica: r, Leader: 1, LeaderEpoch: 5}})
+	startFollowing(t, l, r)
 	testutil.CheckFor(t, 10*time.Second, func() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
