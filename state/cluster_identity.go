@@ -70,50 +70,56 @@ func (s *Store) LogClusterID() (id string, ok bool, err error) {
 }
 
 // joinCluster checks an entry's or snapshot's ops against the store's
-// cluster id before they are written in txn: a log cluster id among them
-// that differs is adopted when the store may join (written in txn, taking
-// effect with joined), else refused. REQUIRES: ops checked (CheckOps).
-func (s *Store) joinCluster(txn tx, ops []Op) (joined func(), err error) {
+// cluster id, own, before they are written in txn: a log cluster id among
+// them that differs is joined when the store may join (the store's id
+// written in txn; joining is the id the caller adopts, joinedCluster),
+// else refused. REQUIRES: ops checked (CheckOps).
+func (s *Store) joinCluster(txn tx, own string, ops []Op) (joining string, err error) {
 	for _, op := range ops {
 		if string(op.Key) != keyLogClusterID || op.Value == nil {
 			continue
 		}
 		raw, err := decodeClusterID(op.Value)
 		if err != nil {
-			return nil, fmt.Errorf("state: the metadata log's cluster id: %w", err)
+			return "", fmt.Errorf("state: the metadata log's cluster id: %w", err)
 		}
 		logID := base64.RawURLEncoding.EncodeToString(raw[:])
-		if logID == s.ClusterID() {
-			return nil, nil
+		if logID == own {
+			return "", nil
 		}
 		generated, err := getRecord(txn, []byte(keyClusterIDGenerated), func([]byte) error { return nil })
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		applied, err := readApplied(txn)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		if !generated || applied > 0 || namesATopic(txn) {
 			why := "it was formatted with its id"
 			if generated {
 				why = "it holds metadata of its own"
 			}
-			return nil, fmt.Errorf("%w: the metadata log is cluster %s's, this node's store is cluster %s's (%s); "+
+			return "", fmt.Errorf("%w: the metadata log is cluster %s's, this node's store is cluster %s's (%s); "+
 				"to join, stop the node, move its data dirs aside and run `kmirror storage format --cluster-id %s`",
-				ErrOtherCluster, logID, s.ClusterID(), why, logID)
+				ErrOtherCluster, logID, own, why, logID)
 		}
 		if err := txn.Set([]byte(keyClusterID), appendClusterID(nil, raw)); err != nil {
-			return nil, err
+			return "", err
 		}
 		if err := txn.Delete([]byte(keyClusterIDGenerated)); err != nil {
-			return nil, err
+			return "", err
 		}
-		old := s.ClusterID()
-		return func() {
-			s.setClusterID(logID)
-			s.log.Info("state: joined the metadata log's cluster", "cluster_id", logID, "generated_id", old)
-		}, nil
+		return logID, nil
 	}
-	return nil, nil
+	return "", nil
+}
+
+// joinedCluster logs that the store joined the log's cluster, joining
+// (from joinCluster), leaving its generated id; nothing when joining is
+// empty.
+func (s *Store) joinedCluster(joining, generated string) {
+	if joining != "" {
+		s.log.Info("state: joined the metadata log's cluster", "cluster_id", joining, "generated_id", generated)
+	}
 }

@@ -84,3 +84,52 @@ func TestJoinTheLogsCluster(t *testing.T) {
 		t.Fatalf("a fresh store restoring the cluster's snapshot: %v, cluster %s", err, fresh.ClusterID())
 	}
 }
+
+// A reader that finds the log's cluster id in the store finds the store's
+// own cluster id already changed to it: a node waiting for the log's id
+// (node.joinCluster) and then reading ClusterID must never see the id it
+// generated, or it writes that id into its log dirs' meta.properties and
+// is refused at its next start. Found as a rare CI failure of node's
+// TestClusterBrokerOnlyNodeCatchesUpFromASnapshot.
+func TestClusterIDIsAdoptedBeforeTheLogsIDIsVisible(t *testing.T) {
+	t.Parallel()
+	first := openMem(t)
+	entry, err := first.ClusterIdentityOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 40 {
+		joiner := openMem(t)
+		stop := make(chan struct{})
+		seen := make(chan string, 1)
+		go func() {
+			defer close(seen)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if id, ok, err := joiner.LogClusterID(); err == nil && ok {
+					if own := joiner.ClusterID(); own != id {
+						seen <- own
+					}
+					return
+				}
+			}
+		}()
+		if round%2 == 0 {
+			err = joiner.ApplyOps(1, entry)
+		} else {
+			err = joiner.RestoreMetadata(1, entry)
+		}
+		close(stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if own, stale := <-seen; stale {
+			t.Fatalf("round %d: the log's cluster id %s was visible while the store's was still %s", round,
+				first.ClusterID(), own)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package state
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -153,7 +154,12 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 	// the log: it passed the space check when the controller's store
 	// captured it, so applying it may use the margin kept for freeing
 	// space (a disk filled in between fails it only once that is gone).
-	var joined func()
+	// The store's id changes to the log's before the commit that makes
+	// the log's id readable (and back if it fails): whoever reads the
+	// log's id here then reads the same id from ClusterID (node.joinCluster
+	// waits for the one, then writes the other into the log dirs).
+	own := s.ClusterID()
+	var joining string
 	err := s.commitSynced(true, func(txn tx) error {
 		applied, err := readApplied(txn)
 		if err != nil {
@@ -162,7 +168,7 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 		if index <= applied {
 			return nil
 		}
-		if joined, err = s.joinCluster(txn, ops); err != nil {
+		if joining, err = s.joinCluster(txn, own, ops); err != nil {
 			return err
 		}
 		if err := txn.Set([]byte(keyMetadataApplied), appliedValue(index)); err != nil {
@@ -179,21 +185,20 @@ func (s *Store) ApplyOps(index uint64, ops []Op) error {
 				return fmt.Errorf("state: applying key %q: %w", op.Key, err)
 			}
 		}
+		s.setClusterID(cmp.Or(joining, own))
 		return nil
 	})
 	if err != nil {
+		s.setClusterID(own)
 		return err
 	}
-	return s.afterJoin(joined, ops)
+	s.joinedCluster(joining, own)
+	return s.afterApply(ops)
 }
 
-// afterJoin makes a join of the log's cluster (joinCluster) take effect
-// once its entry is committed, and derives the sealing key again when
-// the entry replaced the secret salt.
-func (s *Store) afterJoin(joined func(), ops []Op) error {
-	if joined != nil {
-		joined()
-	}
+// afterApply derives the sealing key again when an applied entry or
+// snapshot replaced the secret salt.
+func (s *Store) afterApply(ops []Op) error {
 	for _, op := range ops {
 		if string(op.Key) == keySecretSalt {
 			return s.initSealer(s.secret, s.isSecret)
@@ -353,14 +358,19 @@ func decodeMetadataSnapshot(data []byte) ([]Op, uint64, error) {
 func (s *Store) RestoreMetadata(index uint64, ops []Op) error {
 	// The snapshot's cluster is checked (and joined) first: a snapshot of
 	// another cluster must not replace anything.
-	var joined func()
+	// The join is committed, and the store's id adopted, before the
+	// records that make the log's id readable are written (see ApplyOps).
+	own := s.ClusterID()
+	var joining string
 	err := s.update(func(txn tx) (err error) {
-		joined, err = s.joinCluster(txn, ops)
+		joining, err = s.joinCluster(txn, own, ops)
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	s.setClusterID(cmp.Or(joining, own))
+	s.joinedCluster(joining, own)
 	err = s.writing(false, true, func() error {
 		for _, k := range replicatedKeys {
 			if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(k)) }); err != nil {
@@ -397,7 +407,7 @@ func (s *Store) RestoreMetadata(index uint64, ops []Op) error {
 	if err != nil {
 		return err
 	}
-	return s.afterJoin(joined, ops)
+	return s.afterApply(ops)
 }
 
 // Changes says which kinds of the node's state an entry's ops change, so

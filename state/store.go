@@ -77,11 +77,11 @@ type Store struct {
 
 	// aead seals credentials (nil without a secret); isSecret says which
 	// mirror configs are credentials. Set by Open, and again when the
-	// store joins a cluster, before its node serves (afterJoin).
+	// store joins a cluster, before its node serves (afterApply).
 	aead     cipher.AEAD
 	isSecret func(string) bool
 	// secret is password.encoder.secret, kept to derive the key again
-	// when the store joins a cluster and takes its salt (afterJoin).
+	// when the store joins a cluster and takes its salt (afterApply).
 	secret string
 
 	// space keeps Badger's reserve free on its filesystem (space.go);
