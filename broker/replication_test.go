@@ -44,7 +44,7 @@ func TestProduceAcksAllEndsWhenLeadershipIsLost(t *testing.T) {
 	// Node 2 leads now; this node follows it: its log diverged at 0, so
 	// it is cut there, and node 2's records take offsets 0-2, committed.
 	p.SetAssignment(self, partition.Assignment{Leader: 2, LeaderEpoch: 1, Replicas: []int32{self, 2}, ISR: []int32{2}})
-	if err := p.TruncateTo(0); err != nil {
+	if err := p.TruncateReplicaTo(0); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.AppendReplica(plainBatch(3, 10), 3, 0); err != nil {

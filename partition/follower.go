@@ -96,8 +96,11 @@ func (p *Partition) Read(offset int64, maxBytes int, upTo int64, dst []byte) ([]
 	return p.log.Read(offset, maxBytes, upTo, dst)
 }
 
-func (p *Partition) AppendMirror(batches []byte) (storage.AppendResult, error) {
-	res, err := p.log.AppendMirror(batches)
+func (p *Partition) AppendMirror(batches []byte) (res storage.AppendResult, err error) {
+	err = p.asMirrorLeader(func() error {
+		res, err = p.log.AppendMirror(batches)
+		return err
+	})
 	if err != nil {
 		return res, err
 	}
@@ -105,8 +108,11 @@ func (p *Partition) AppendMirror(batches []byte) (storage.AppendResult, error) {
 	return res, nil
 }
 
-func (p *Partition) AppendChunk(c *batch.Chunk) (storage.AppendResult, error) {
-	res, err := p.log.AppendChunk(c)
+func (p *Partition) AppendChunk(c *batch.Chunk) (res storage.AppendResult, err error) {
+	err = p.asMirrorLeader(func() error {
+		res, err = p.log.AppendChunk(c)
+		return err
+	})
 	if err != nil {
 		return res, err
 	}
@@ -118,18 +124,49 @@ func (p *Partition) AppendChunk(c *batch.Chunk) (storage.AppendResult, error) {
 // MIRROR_PID_RESET) built by the caller to the partition, at its log end,
 // with its leader epoch, and wakes its consumers.
 func (p *Partition) AppendControl(build func(base int64, epoch int32) []byte) error {
-	raw := build(p.log.LogEndOffset(), p.LeaderEpoch())
-	if _, err := p.log.AppendControl(raw, p.LeaderEpoch()); err != nil {
+	err := p.asMirrorLeader(func() error {
+		raw := build(p.log.LogEndOffset(), p.LeaderEpoch())
+		_, err := p.log.AppendControl(raw, p.LeaderEpoch())
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	p.Appended()
 	return nil
 }
 
-func (p *Partition) TruncateTo(offset int64) error      { return p.log.TruncateTo(offset) }
-func (p *Partition) RestartAt(offset int64) error       { return p.log.TruncateFullyAndStartAt(offset) }
-func (p *Partition) AdvanceLogStart(offset int64) error { return p.log.SetLogStartOffset(offset) }
-func (p *Partition) OngoingTxns() []storage.OngoingTxn  { return p.log.Producers().OngoingTxns() }
+func (p *Partition) TruncateTo(offset int64) error {
+	return p.asMirrorLeader(func() error { return p.log.TruncateTo(offset) })
+}
+
+func (p *Partition) RestartAt(offset int64) error {
+	return p.asMirrorLeader(func() error { return p.log.TruncateFullyAndStartAt(offset) })
+}
+
+func (p *Partition) AdvanceLogStart(offset int64) error {
+	return p.asMirrorLeader(func() error { return p.log.SetLogStartOffset(offset) })
+}
+
+func (p *Partition) OngoingTxns() []storage.OngoingTxn { return p.log.Producers().OngoingTxns() }
+
+// asMirrorLeader runs fn, a mirror fetcher's or failover's write, while
+// this node leads p (always, on a node alone) and p cannot change its
+// role; ErrNotLeader without running it otherwise. In a cluster a mirror
+// partition is written by its leader only (DESIGN.md "Mirroring"): a
+// fetcher whose node lost the leadership must not append after the new
+// leader resumed from its own log end, or the two logs diverge at the
+// same offsets. Unlike AppendAsLeader there is no epoch floor: mirrored
+// batches carry the source's epochs, not this node's.
+func (p *Partition) asMirrorLeader(fn func() error) error {
+	rs := &p.replicas
+	rs.transition.RLock()
+	defer rs.transition.RUnlock()
+	if _, ok := p.leadership(); !ok {
+		return ErrNotLeader
+	}
+	return fn()
+}
 
 // RaiseLeaderEpoch persists a higher local leader epoch before the
 // batches that need it are appended (DESIGN.md decision 3); in a cluster

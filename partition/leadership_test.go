@@ -220,3 +220,35 @@ func TestRaiseAsksTheControllerAdoptDoesNot(t *testing.T) {
 		t.Fatalf("a raise asked the controller %v, want partition 0 (the one with an assignment) at 9", asked)
 	}
 }
+
+// A mirror partition is written by its leader only: a fetcher (or a
+// failover) on a node that lost the leadership appends, truncates and
+// moves nothing, or its log would diverge from the new leader's at the
+// same offsets (issue 22).
+func TestMirrorWritesNeedTheLeadership(t *testing.T) {
+	t.Parallel()
+	p := newPartition(t, "mirror-roles")
+	if _, err := p.AppendMirror(pidReset(0, 1)); err != nil {
+		t.Fatalf("a node alone: %v", err)
+	}
+	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	end := p.LogEndOffset()
+	for name, write := range map[string]func() error{
+		"AppendMirror":    func() error { _, err := p.AppendMirror(pidReset(end, 1)); return err },
+		"AppendControl":   func() error { return p.AppendControl(func(base int64, e int32) []byte { return pidReset(base, e) }) },
+		"TruncateTo":      func() error { return p.TruncateTo(0) },
+		"RestartAt":       func() error { return p.RestartAt(100) },
+		"AdvanceLogStart": func() error { return p.AdvanceLogStart(end) },
+	} {
+		if err := write(); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("%s on a follower: %v", name, err)
+		}
+	}
+	if p.LogEndOffset() != end || p.LogStartOffset() != 0 {
+		t.Fatalf("the follower's log moved: [%d, %d), want [0, %d)", p.LogStartOffset(), p.LogEndOffset(), end)
+	}
+	p.SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	if _, err := p.AppendMirror(pidReset(end, 1)); err != nil {
+		t.Fatalf("the leader: %v", err)
+	}
+}

@@ -406,6 +406,16 @@ func (p *Partition) AppendReplicaChunk(c *batch.Chunk, leaderHW, leaderLogStart 
 	return p.replicaAppended(c.Len() > 0, leaderHW, leaderLogStart)
 }
 
+// TruncateReplicaTo cuts a follower's log back to offset (a divergence
+// from its leader); RestartReplicaAt empties it and restarts it at offset
+// (the leader's log start moved past it). A replica fetcher calls them in
+// AsFollower, which holds the role; the mirror writes of the same name
+// (TruncateTo, RestartAt) are a leader's.
+func (p *Partition) TruncateReplicaTo(offset int64) error { return p.log.TruncateTo(offset) }
+func (p *Partition) RestartReplicaAt(offset int64) error {
+	return p.log.TruncateFullyAndStartAt(offset)
+}
+
 // replicaAppended takes the leader's high watermark and log start after
 // a follower's append (appended: it wrote batches).
 func (p *Partition) replicaAppended(appended bool, leaderHW, leaderLogStart int64) error {

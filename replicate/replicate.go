@@ -52,8 +52,8 @@ type Replica interface {
 	// from the summary the fetcher's walk collected, then takes the
 	// leader's high watermark and log start.
 	AppendReplicaChunk(c *batch.Chunk, leaderHW, leaderLogStart int64) error
-	TruncateTo(offset int64) error
-	RestartAt(offset int64) error
+	TruncateReplicaTo(offset int64) error
+	RestartReplicaAt(offset int64) error
 	// AsFollower runs fn while the partition follows leader at
 	// leaderEpoch and cannot change its role, partition.ErrNotFollowing
 	// otherwise: every write of a fetch's answer runs in it, so an
@@ -533,7 +533,7 @@ func (f *fetcher) applyData(fp *followed, sp *kmsg.FetchResponseTopicPartition) 
 		}
 		f.cfg.Logger.Info("replica diverged from its leader: truncating", "topic", fp.Topic, "partition", fp.Partition,
 			"to", to, "log end", r.LogEndOffset(), "leader epoch", d.Epoch)
-		return r.TruncateTo(to)
+		return r.TruncateReplicaTo(to)
 	}
 	// The walk that checks the CRCs collects the summary the log
 	// appends from, so no header is walked twice.
@@ -571,11 +571,11 @@ func (f *fetcher) outOfRange(ctx context.Context, conn *fetch.Conn, fp *followed
 			"log end", end, "leader log start", start, "leader high watermark", hw)
 		switch {
 		case end < start:
-			return r.RestartAt(start)
+			return r.RestartReplicaAt(start)
 		case end > hw:
-			return r.TruncateTo(hw)
+			return r.TruncateReplicaTo(hw)
 		default:
-			return r.RestartAt(start)
+			return r.RestartReplicaAt(start)
 		}
 	}, nil
 }

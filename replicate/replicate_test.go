@@ -91,7 +91,7 @@ func (r *fakeReplica) AppendReplica(batches []byte, leaderHW, leaderLogStart int
 	return it.Err()
 }
 
-func (r *fakeReplica) TruncateTo(offset int64) error {
+func (r *fakeReplica) TruncateReplicaTo(offset int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.end = min(r.end, offset)
@@ -100,7 +100,7 @@ func (r *fakeReplica) TruncateTo(offset int64) error {
 	return nil
 }
 
-func (r *fakeReplica) RestartAt(offset int64) error {
+func (r *fakeReplica) RestartReplicaAt(offset int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.end, r.epoch, r.epochs = offset, -1, nil
