@@ -16,6 +16,7 @@ const (
 	KeyDescribeClusterMirrors int16 = 99
 	KeyPauseMirrorTopics      int16 = 102
 	KeyResumeMirrorTopics     int16 = 103
+	KeyWriteMirrorStates      int16 = 101
 	KeyDeleteClusterMirror    int16 = 104
 	KeyBumpLeaderEpochs       int16 = 105
 	KeyRecoverMirrorTopics    int16 = 107
@@ -34,6 +35,7 @@ var apis = [...]struct {
 	{KeyStopMirrorTopics, "StopMirrorTopics", func() kmsg.Request { return NewPtrStopMirrorTopicsRequest() }},
 	{KeyListClusterMirrors, "ListClusterMirrors", func() kmsg.Request { return NewPtrListClusterMirrorsRequest() }},
 	{KeyDescribeClusterMirrors, "DescribeClusterMirrors", func() kmsg.Request { return NewPtrDescribeClusterMirrorsRequest() }},
+	{KeyWriteMirrorStates, "WriteMirrorStates", func() kmsg.Request { return NewPtrWriteMirrorStatesRequest() }},
 	{KeyPauseMirrorTopics, "PauseMirrorTopics", func() kmsg.Request { return NewPtrPauseMirrorTopicsRequest() }},
 	{KeyResumeMirrorTopics, "ResumeMirrorTopics", func() kmsg.Request { return NewPtrResumeMirrorTopicsRequest() }},
 	{KeyDeleteClusterMirror, "DeleteClusterMirror", func() kmsg.Request { return NewPtrDeleteClusterMirrorRequest() }},

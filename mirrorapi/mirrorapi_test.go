@@ -142,6 +142,18 @@ func fullMessages() []message {
 				{PartitionIndex: 0}, {PartitionIndex: 3, ErrorCode: 3, ErrorMessage: sp("unknown")}}},
 			{TopicName: long},
 		}},
+		&WriteMirrorStatesRequest{MirrorName: "east", StoppedTopics: []string{"gone"}, Topics: []WriteMirrorStatesRequestTopic{
+			{Name: "orders", Partitions: []WriteMirrorStatesRequestPartition{
+				{PartitionIndex: 0, LastMirrorEpoch: 7, State: 3, LeaderEpoch: 12, Record: []byte{1, 3, 0xff}},
+				{PartitionIndex: math.MaxInt32, LastMirrorEpoch: -1, State: 8, LeaderEpoch: -1},
+				{PartitionIndex: 2, State: 7, LeaderEpoch: math.MaxInt32}}},
+			{Name: long},
+		}},
+		&WriteMirrorStatesResponse{AppliedIndex: 99, Topics: []WriteMirrorStatesResponseTopic{
+			{Name: "orders", Partitions: []WriteMirrorStatesResponsePartition{
+				{PartitionIndex: 0}, {PartitionIndex: 1, ErrorCode: 6, ErrorMessage: sp("led by node 2")}, {ErrorMessage: sp("")}}},
+			{Name: long},
+		}},
 	}
 }
 
@@ -470,6 +482,8 @@ func clearTagged(m message) {
 		v.LookupResults = nil
 	case *BumpLeaderEpochsResponse:
 		v.AppliedIndex = 0
+	case *WriteMirrorStatesResponse:
+		v.AppliedIndex = 0
 	}
 }
 
@@ -584,7 +598,7 @@ func TestKeys(t *testing.T) {
 	want := map[int16]string{
 		94: "CreateClusterMirror", 95: "StartMirrorTopics", 96: "StopMirrorTopics",
 		98: "ListClusterMirrors", 99: "DescribeClusterMirrors", 102: "PauseMirrorTopics",
-		103: "ResumeMirrorTopics", 104: "DeleteClusterMirror", 105: "BumpLeaderEpochs", 107: "RecoverMirrorTopics",
+		103: "ResumeMirrorTopics", 104: "DeleteClusterMirror", 105: "BumpLeaderEpochs", 101: "WriteMirrorStates", 107: "RecoverMirrorTopics",
 	}
 	if len(Keys) != len(want) {
 		t.Fatalf("len(Keys) = %d, want %d", len(Keys), len(want))
@@ -620,7 +634,7 @@ func TestKeys(t *testing.T) {
 		if req.GetVersion() != 0 || req.ResponseKind().GetVersion() != 0 {
 			t.Errorf("key %d: versions do not carry", k.Key)
 		}
-		if k.Key == KeyBumpLeaderEpochs {
+		if k.Key == KeyBumpLeaderEpochs || k.Key == KeyWriteMirrorStates {
 			// Inter-node, to the controller's own listener: neither an
 			// admin request (kgo would route it by Metadata) nor
 			// throttled (the prototype's schema has no throttle).
