@@ -42,12 +42,13 @@ var controllerListenerAPIs = []int16{
 	62,               // BrokerRegistration
 	63,               // BrokerHeartbeat
 	67,               // AllocateProducerIds
+	101,              // WriteMirrorStates (KIP-1279's)
 	105,              // BumpLeaderEpochs (KIP-1279's)
 }
 
 // controllerOnlyAPIs are the inter-node keys, refused on every listener
 // but the CONTROLLER one.
-var controllerOnlyAPIs = []int16{56, 58, fetchSnapshotKey, 62, 63, 67, 105}
+var controllerOnlyAPIs = []int16{56, 58, fetchSnapshotKey, 62, 63, 67, 101, 105}
 
 // listenerScope is which API keys a listener serves.
 type listenerScope uint8

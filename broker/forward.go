@@ -95,6 +95,13 @@ func (b *Broker) isController() bool {
 	return q == nil || q.IsController()
 }
 
+// IsController is isController for the mirror control plane
+// (control.Node).
+func (b *Broker) IsController() bool { return b.isController() }
+
+// InCluster reports whether this node is one of several (control.Node).
+func (b *Broker) InCluster() bool { return b.cfg.Cluster.Several() }
+
 // forwards reports whether a request of key goes to the controller.
 func (b *Broker) forwards(key int16) bool {
 	return isForwardable(key) && b.cfg.ControllerChannel != nil && !b.isController()

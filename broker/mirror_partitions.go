@@ -28,9 +28,18 @@ func (b *Broker) CreateMirrorTopic(name string, id [16]byte, partitions int32, m
 	if partitions < 1 {
 		return fmt.Errorf("broker: mirror topic %s: %d partitions", name, partitions)
 	}
-	// One replica, as before replication: the mirror's fetchers write
-	// the topic on its leader only.
-	_, err := b.partitions.Create(name, partitions, nil, id, mirror, partition.Placement{RF: 1})
+	// default.replication.factor replicas, as a topic created without
+	// one: the mirror's fetchers write each partition on its leader, and
+	// its followers copy it as any other (DESIGN.md "Mirroring").
+	rf := int(b.cfg.DefaultReplicationFactor)
+	msg, err := b.replicationFactorMsg(rf)
+	if err != nil {
+		return err
+	}
+	if msg != "" {
+		return fmt.Errorf("broker: mirror topic %s (default.replication.factor=%d): %s", name, rf, msg)
+	}
+	_, err = b.partitions.Create(name, partitions, nil, id, mirror, partition.Placement{RF: rf})
 	return err
 }
 
@@ -60,7 +69,7 @@ func (b *Broker) GrowMirrorTopic(name string, partitions int32) error {
 	case !t.ReadOnly():
 		return fmt.Errorf("broker: topic %s is not a mirror topic", name)
 	}
-	if err := b.partitions.Grow(t, partitions, partition.Placement{RF: 1}); err != nil {
+	if err := b.partitions.Grow(t, partitions, partition.Placement{RF: b.replicationFactor(t)}); err != nil {
 		return err
 	}
 	b.log.Info("mirror topic partitions added", "topic", name, "partitions", partitions)

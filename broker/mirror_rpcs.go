@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/settings"
@@ -44,14 +43,6 @@ func (b *Broker) SetMirrorAdmin(a MirrorAdmin) {
 
 var errNoMirrorAdmin = errors.New("broker: mirror RPCs are not served (no control plane)")
 
-// createClusterMirrorKey is CreateClusterMirror's API key.
-const createClusterMirrorKey = 94
-
-// errMirrorInClusterMsg refuses a new mirror on a cluster of several
-// nodes, until mirror partitions follow their leaders.
-var errMirrorInClusterMsg = "mirroring into a cluster of several kmirror nodes is not supported yet: " +
-	"mirror into a single node (a cluster of one)"
-
 // handleMirrorRPC serves every mirror RPC. Authorization (SPEC.md section
 // 7) is the broker's: a refused request never reaches the control plane,
 // and listings are filtered on their way back (mirrorRPCDenied,
@@ -63,13 +54,6 @@ func (b *Broker) handleMirrorRPC(r *request) (kmsg.Response, error) {
 	}
 	az := b.authz(r)
 	if resp := az.mirrorRPCDenied(r.kreq); resp != nil {
-		return resp, nil
-	}
-	if r.kreq.Key() == createClusterMirrorKey && b.cfg.Cluster.Several() {
-		// A mirror's fetchers would run on this node alone, writing
-		// partitions other nodes lead.
-		resp := r.kreq.ResponseKind()
-		setMirrorError(resp, kerr.InvalidRequest.Code, &errMirrorInClusterMsg)
 		return resp, nil
 	}
 	resp, err := a.Handle(r.kreq)

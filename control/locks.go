@@ -53,6 +53,12 @@ type mirrorCtl struct {
 	// waiting on a transition.
 	events   []queued
 	draining bool
+	// registered is set while the mirror is registered with the fetch
+	// manager (addFetchers), with fetchConfigs, the configs its fetchers
+	// run with: in a cluster, drive (drive.go) registers a mirror another
+	// node created, and again when the configs in the store change.
+	registered   bool
+	fetchConfigs map[string]string
 }
 
 // ctl returns the named mirror's lock and bookkeeping, made on first use.

@@ -64,7 +64,7 @@ func (c *Plane) SetMirrorConfigs(name string, configs map[string]string) error {
 	if err := c.store.PutMirror(m); err != nil {
 		return err
 	}
-	_ = c.fm.RemoveMirror(name)
+	c.removeFetchers(name)
 	c.dropSource(name)
 	if err := c.addFetchers(m); err != nil {
 		return err

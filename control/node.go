@@ -15,6 +15,14 @@ import (
 // nothing of the plane either (it sees it as a broker.MirrorAdmin).
 type Node interface {
 	ClusterID() string
+	// IsController reports whether this node is the cluster's controller
+	// (always, on a node alone): the node that runs each mirror's
+	// mirror-level work (the metadata sync, the topics' release) and whose
+	// plane answers the mirror RPCs, which every other node forwards.
+	IsController() bool
+	// InCluster reports whether the node is one of a cluster of several,
+	// where every partition has a leader the controller assigned.
+	InCluster() bool
 	Partitions() *partition.Manager
 	Store() *state.Store
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -71,6 +72,8 @@ type Plane struct {
 	evClosed bool
 	// removedConfigs are the removed Kafka topic configs already logged.
 	removedConfigs removedConfigLog
+	// nudges asks driveLoop for a drive (drive.go).
+	nudges chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -100,7 +103,7 @@ func New(b Node, cfg Config) (*Plane, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Plane{cfg: cfg, b: b, store: b.Store(), parts: b.Partitions(), log: cfg.Logger, sources: map[string]*kgo.Client{},
-		locks: map[string]*mirrorCtl{}, ctx: ctx, cancel: cancel}
+		locks: map[string]*mirrorCtl{}, nudges: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	c.fm = fetch.NewManager(fetch.Config{Logger: cfg.Logger, Events: c.onFetchEvent})
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
@@ -109,9 +112,10 @@ func New(b Node, cfg Config) (*Plane, error) {
 	for _, m := range mirrors {
 		c.resumeMirror(m)
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.syncLoop()
 	go c.checkpointLoop()
+	go c.driveLoop()
 	return c, nil
 }
 
@@ -283,6 +287,12 @@ func (c *Plane) startPartitionFrom(m state.Mirror, topic string, p int32, resume
 		// recover or a config change must not bring it back.
 		return fmt.Errorf("topic %s is being stopped", topic)
 	}
+	// In a cluster the controller persists a start for every partition
+	// and the leader runs it (drive.go); any other node does nothing.
+	leads := c.leads(topic, p)
+	if !leads && !c.b.IsController() {
+		return nil
+	}
 	ps, err := c.readPartitionState(m.Name, topic, p)
 	if err != nil && !resumeOnly {
 		// Not "never mirrored": aligning it could cut a copy that
@@ -328,6 +338,9 @@ func (c *Plane) startPartitionFrom(m state.Mirror, topic string, p int32, resume
 		}
 		mode = fetch.StartAlign
 	}
+	if !leads {
+		return nil // persisted: its leader's drive starts the fetcher
+	}
 	local, err := c.parts.MirrorPartition(topic, p)
 	if err != nil {
 		return err
@@ -351,10 +364,12 @@ func alignsOnRetry(prev state.PartitionState) bool {
 }
 
 // releaseIfStopped makes a topic writable once all its partitions are
-// STOPPED. REQUIRES: m's lock held.
+// STOPPED; on the controller only (a topic record), whose drive releases
+// a topic whose last partitions other nodes stopped. REQUIRES: m's lock
+// held.
 func (c *Plane) releaseIfStopped(m state.Mirror, topic string) {
 	info, ok := c.parts.Info(topic)
-	if !ok || info.Mirror != m.Name {
+	if !ok || info.Mirror != m.Name || !c.b.IsController() {
 		return
 	}
 	for p := int32(0); p < info.Partitions; p++ {
@@ -384,7 +399,20 @@ func (c *Plane) addFetchers(m state.Mirror) error {
 	if err != nil {
 		return err
 	}
-	return c.fm.AddMirror(fc)
+	if err := c.fm.AddMirror(fc); err != nil {
+		return err
+	}
+	mc := c.ctl(m.Name)
+	mc.registered, mc.fetchConfigs = true, maps.Clone(m.Configs)
+	return nil
+}
+
+// removeFetchers stops a mirror's fetchers and unregisters it from the
+// fetch manager. REQUIRES: its lock held.
+func (c *Plane) removeFetchers(name string) {
+	_ = c.fm.RemoveMirror(name)
+	mc := c.ctl(name)
+	mc.registered, mc.fetchConfigs = false, nil
 }
 
 // sourceClient is source's kgo client; it may send the mirror RPCs to a

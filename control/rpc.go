@@ -43,7 +43,9 @@ func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 		return c.start(r, looked), nil
 	case *mirrorapi.StopMirrorTopicsRequest:
 		defer c.lockStops(r.MirrorName)()
-		return c.stop(r), nil // takes the mirror's lock, and drops it for the final sync
+		resp := c.stop(r).(*mirrorapi.StopMirrorTopicsResponse) // takes the mirror's lock, and drops it for the final sync
+		c.awaitStops(r.MirrorName, resp)
+		return resp, nil
 	case *mirrorapi.PauseMirrorTopicsRequest:
 		defer c.lockMirror(r.MirrorName)()
 		return c.pause(r), nil
@@ -687,7 +689,7 @@ func (c *Plane) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
 	if err := c.store.DeleteMirrorSync(m.Name); err != nil {
 		return fail(kerr.UnknownServerError.Code, "deleting the mirror's sync record: %v", err)
 	}
-	_ = c.fm.RemoveMirror(m.Name)
+	c.removeFetchers(m.Name)
 	c.dropSource(m.Name)
 	if err := c.store.DeleteMirror(m.Name); err != nil {
 		return fail(kerr.UnknownServerError.Code, "%v", err)

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -28,12 +31,23 @@ func (c *Plane) stopPartitions(m state.Mirror, topic string, ps []int32) error {
 		if st.State == state.StateStopped {
 			continue
 		}
+		if !c.leads(topic, p) {
+			// In a cluster: the controller persists STOPPING, and the
+			// partition's leader fails it over (drive.go), filling in
+			// where mirroring stopped, which only its log knows.
+			if st.State != state.StateStopping && c.b.IsController() {
+				st = withState(st, state.StateStopping, "")
+				st.LastMirrorEpoch, st.LastMirrorOffset = -1, -1
+				toPersist = append(toPersist, st)
+			}
+			continue
+		}
 		c.stopFetcher(m.Name, topic, p)
 		local, err := c.parts.MirrorPartition(topic, p)
 		if err != nil {
 			return err
 		}
-		if st.State != state.StateStopping {
+		if st.State != state.StateStopping || st.LastMirrorOffset < 0 {
 			st.LastMirrorEpoch, st.LastMirrorOffset = -1, local.LogEndOffset()
 			if e, ok := local.LatestEpoch(); ok {
 				st.LastMirrorEpoch = e
@@ -101,4 +115,68 @@ func (c *Plane) failOver(m state.Mirror, st state.MirrorPartitionState) error {
 		return fmt.Errorf("appending MIRROR_PID_RESET: %w", err)
 	}
 	return nil
+}
+
+// stopWait bounds how long a Stop waits for the partitions other nodes
+// lead to be failed over (below an admin client's 30 s request timeout).
+// A leader that died meanwhile is replaced once the controller fences it
+// (broker.session.timeout.ms), and the new leader fails its partitions
+// over.
+var stopWait = 25 * time.Second
+
+// awaitStops waits, in a cluster, until every partition of each topic a
+// Stop answered for without error is STOPPED (the partitions other nodes
+// lead are failed over by those leaders, drive.go), then makes the topic
+// writable; a topic still STOPPING after stopWait is answered
+// REQUEST_TIMED_OUT, naming the partitions, and its leaders go on: the
+// controller's drive releases it once they are done. On a node alone
+// every partition is STOPPED already. REQUIRES: the mirror's stopMu held,
+// its lock not.
+func (c *Plane) awaitStops(mirror string, resp *mirrorapi.StopMirrorTopicsResponse) {
+	deadline := time.Now().Add(stopWait)
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		if rt.ErrorCode != 0 {
+			continue
+		}
+		var left []int32
+		for {
+			left = c.notStopped(mirror, rt.Name)
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if len(left) > 0 {
+			rt.ErrorCode = kerr.RequestTimedOut.Code
+			rt.ErrorMessage = strp(fmt.Sprintf("partitions %v of %s are still STOPPING after %v: their leaders go on "+
+				"failing them over, and the topic becomes writable when they are done (--describe shows their states)",
+				left, rt.Name, stopWait))
+			continue
+		}
+		unlock := c.lockMirror(mirror)
+		if m, err := c.store.GetMirror(mirror); err == nil {
+			c.releaseIfStopped(m, rt.Name)
+		}
+		unlock()
+	}
+}
+
+// notStopped lists the partitions of a mirror topic that are not STOPPED.
+func (c *Plane) notStopped(mirror, topic string) []int32 {
+	info, ok := c.parts.Info(topic)
+	if !ok {
+		return nil
+	}
+	var left []int32
+	for p := int32(0); p < info.Partitions; p++ {
+		if c.partitionState(mirror, topic, p).State != state.StateStopped {
+			left = append(left, p)
+		}
+	}
+	return left
 }

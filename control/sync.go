@@ -132,7 +132,9 @@ func (c *Plane) syncLoop() {
 			return
 		case <-t.C:
 		}
-		c.SyncOnce()
+		if c.b.IsController() { // one node syncs each mirror: the controller
+			c.SyncOnce()
+		}
 	}
 }
 

@@ -142,7 +142,7 @@ func fullMessages() []message {
 				{PartitionIndex: 0}, {PartitionIndex: 3, ErrorCode: 3, ErrorMessage: sp("unknown")}}},
 			{TopicName: long},
 		}},
-		&WriteMirrorStatesRequest{MirrorName: "east", StoppedTopics: []string{"gone"}, Topics: []WriteMirrorStatesRequestTopic{
+		&WriteMirrorStatesRequest{MirrorName: "east", BrokerID: 3, StoppedTopics: []string{"gone"}, Topics: []WriteMirrorStatesRequestTopic{
 			{Name: "orders", Partitions: []WriteMirrorStatesRequestPartition{
 				{PartitionIndex: 0, LastMirrorEpoch: 7, State: 3, LeaderEpoch: 12, Record: []byte{1, 3, 0xff}},
 				{PartitionIndex: math.MaxInt32, LastMirrorEpoch: -1, State: 8, LeaderEpoch: -1},
@@ -484,6 +484,8 @@ func clearTagged(m message) {
 		v.AppliedIndex = 0
 	case *WriteMirrorStatesResponse:
 		v.AppliedIndex = 0
+	case *WriteMirrorStatesRequest:
+		v.BrokerID = -1
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 // RPC: served on the CONTROLLER listener only.
 //
 // The prototype's schema (MirrorName, Topics[]{Name, Partitions[]
-// {PartitionIndex, LastMirrorEpoch, State}}, StoppedTopics[]) carries two
-// kmirror tagged fields per partition: LeaderEpoch (tag 0), the writer's
+// {PartitionIndex, LastMirrorEpoch, State}}, StoppedTopics[]) carries
+// kmirror's tagged BrokerID (tag 0 of the request), the writing node, and
+// two kmirror tagged fields per partition: LeaderEpoch (tag 0), the writer's
 // leader epoch, which the controller checks against the partition's
 // assignment so that a leader that lost the partition writes nothing; and
 // Record (tag 1), the partition's whole state in the state store's own
@@ -30,6 +31,8 @@ type WriteMirrorStatesRequest struct {
 	MirrorName    string
 	Topics        []WriteMirrorStatesRequestTopic
 	StoppedTopics []string // the prototype's, unused (as there)
+	// BrokerID is the writing node (tag 0; -1 when absent).
+	BrokerID int32
 }
 
 // WriteMirrorStatesRequestTopic is one topic of the request, by name.
@@ -118,14 +121,20 @@ func (v *WriteMirrorStatesRequest) ResponseKind() kmsg.Response {
 func (*WriteMirrorStatesRequest) Default() {}
 
 // NewPtrWriteMirrorStatesRequest returns a request with defaults set.
-func NewPtrWriteMirrorStatesRequest() *WriteMirrorStatesRequest { return new(WriteMirrorStatesRequest) }
+func NewPtrWriteMirrorStatesRequest() *WriteMirrorStatesRequest {
+	return &WriteMirrorStatesRequest{BrokerID: -1}
+}
 
 // AppendTo appends the body (no request header) to dst.
 func (v *WriteMirrorStatesRequest) AppendTo(dst []byte) []byte {
 	dst = appendStr(dst, v.MirrorName)
 	dst = appendArray(dst, v.Topics)
 	dst = appendStrings(dst, v.StoppedTopics)
-	return appendNoTags(dst)
+	var tags tagWriter
+	if v.BrokerID != -1 {
+		tags.add(0, kbin.AppendInt32(nil, v.BrokerID))
+	}
+	return tags.appendTo(dst)
 }
 
 // ReadFrom decodes a body, replacing every field but Version.
@@ -133,12 +142,18 @@ func (v *WriteMirrorStatesRequest) ReadFrom(src []byte) error {
 	if err := checkVersion("WriteMirrorStatesRequest", v.Version); err != nil {
 		return err
 	}
-	*v = WriteMirrorStatesRequest{Version: v.Version}
+	*v = WriteMirrorStatesRequest{Version: v.Version, BrokerID: -1}
 	r := newReader(src)
 	v.MirrorName = r.str()
 	v.Topics = readArray[WriteMirrorStatesRequestTopic](&r, minWriteStatesTopic)
 	v.StoppedTopics = r.strings()
-	r.noTags()
+	r.tags(func(tag uint32, sub *reader) bool {
+		if tag != 0 {
+			return false
+		}
+		v.BrokerID = sub.Int32()
+		return true
+	})
 	return r.complete()
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kmirror/kmirror/broker"
@@ -64,7 +65,8 @@ func (n *Node) openMetadataLog(cfg broker.Config) error {
 			return err
 		}
 	}
-	n.store.SetReplicator(l)
+	n.repl = &storeReplicator{log: l}
+	n.store.SetReplicator(n.repl)
 	n.controller = meta.NewController(l, n.store, meta.ControllerConfig{SessionTimeout: cfg.Cluster.SessionTimeout,
 		UncleanLeaderElection: cfg.UncleanLeaderElection})
 	return nil
@@ -128,6 +130,11 @@ type reconciler struct {
 	latest  uint64
 	running bool
 	covered uint64
+
+	// nudge tells the mirror control plane that what it drives may have
+	// changed: after a run (leaderships, topics) and after an entry that
+	// changed mirrors (which no run waits for); nil until set.
+	nudge atomic.Pointer[func()]
 }
 
 // reconcileRetry is how soon a failed reconcile runs again.
@@ -143,6 +150,10 @@ func newReconciler() *reconciler {
 // for a run when they changed anything; it never blocks (the log's
 // OnChange).
 func (r *reconciler) changed(changes state.Changes, applied uint64) {
+	if changes&state.ChangedMirrors != 0 {
+		r.nudgeMirrors()
+		changes &^= state.ChangedMirrors // nothing of the broker's
+	}
 	r.mu.Lock()
 	r.pending |= changes
 	r.latest = max(r.latest, applied)
@@ -154,6 +165,13 @@ func (r *reconciler) changed(changes state.Changes, applied uint64) {
 	r.mu.Unlock()
 	if !idle {
 		r.wake()
+	}
+}
+
+// nudgeMirrors tells the control plane, if there is one yet.
+func (r *reconciler) nudgeMirrors() {
+	if f := r.nudge.Load(); f != nil {
+		(*f)()
 	}
 }
 
@@ -206,6 +224,9 @@ func (r *reconciler) run(b reconcilable, log *slog.Logger) {
 		}
 		r.cond.Broadcast()
 		r.mu.Unlock()
+		if err == nil && changes&(state.ChangedTopics|state.ChangedCluster) != 0 {
+			r.nudgeMirrors()
+		}
 	}
 }
 

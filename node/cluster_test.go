@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -25,7 +26,6 @@ import (
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
-	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -81,6 +81,20 @@ func startMixedCluster(t *testing.T, voters, brokers int, tune ...func(*broker.C
 		t.Fatal(err)
 	}
 	return c
+}
+
+// logsOnFailure is a tune of startCluster that gives every node a logger
+// whose lines (info and above) the test prints if it fails.
+func logsOnFailure(t *testing.T) func(*broker.Config) {
+	var logs testutil.SyncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the nodes' logs:\n%s", logs.String())
+		}
+	})
+	return func(cfg *broker.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)).With("node", cfg.NodeID)
+	}
 }
 
 // stop closes node i (index, not id), keeping its data.
@@ -258,20 +272,6 @@ func TestClusterForms(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "INVALID_REQUEST") {
 		t.Fatalf("a transactional producer on a cluster of three: %v, want INVALID_REQUEST", err)
-	}
-
-	// Mirroring into a cluster of several is refused, not half done.
-	mcl := nodetest.Client(t, []string{c.nodes[0].Addr()}, kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
-	req := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	req.MirrorName = "m"
-	req.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{{Name: "bootstrap.servers", Value: kmsg.StringPtr("127.0.0.1:1")}}
-	resp, err := mcl.Request(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := resp.(*mirrorapi.CreateClusterMirrorResponse); r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil ||
-		!strings.Contains(*r.ErrorMessage, "not supported yet") {
-		t.Fatalf("CreateClusterMirror on a cluster of three: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
 }
 

@@ -523,6 +523,10 @@ type controllerClient interface {
 	// bumpLeaderEpochs raises leader epochs (epoch_bumps.go): a refusal
 	// of a partition is a *kerr.Error; it returns the entry's index.
 	bumpLeaderEpochs(ctx context.Context, bumps []meta.EpochBump) (uint64, error)
+	// writeMirrorStates persists mirror partition states led by writer
+	// (mirror_states.go): a refusal of a partition is a *kerr.Error; it
+	// returns the index to wait for.
+	writeMirrorStates(ctx context.Context, writer int32, writes []meta.MirrorStateWrite) (uint64, error)
 }
 
 // producerIDBlockSize is the block a broker asks for, Kafka's.

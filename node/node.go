@@ -63,6 +63,8 @@ type Node struct {
 	// life is the node's registration and heartbeats with the
 	// controller (lifecycle.go).
 	life *Lifecycle
+	// repl is the store's replicator (mirror_states.go).
+	repl *storeReplicator
 	// rebalancer moves leaderships back to their preferred replicas
 	// while this node is the controller (rebalance.go); nil when off.
 	rebalancer *leaderRebalancer
@@ -147,10 +149,13 @@ func StartContext(ctx context.Context, cfg broker.Config, mirrors control.Config
 	}
 	go n.rec.run(n.Broker, cfg.Logger)
 	n.recStarted = true
+	n.repl.leader.Store(&leaderWrites{life: n.life, parts: n.Broker.Partitions()})
 	if n.Mirrors, err = control.New(n.Broker, mirrors); err != nil {
 		return nil, fmt.Errorf("starting the mirror control plane: %w", err)
 	}
 	n.Broker.SetMirrorAdmin(n.Mirrors) // the plane is the broker's MirrorAdmin
+	nudge := n.Mirrors.Nudge
+	n.rec.nudge.Store(&nudge)
 	if cfg.MetricsListener != "" {
 		if err = n.startMetrics(cfg.MetricsListener, cfg.MetricsMirrorPartitionLabels, cfg.Logger); err != nil {
 			return nil, fmt.Errorf("starting the metrics listener (metrics.listener=%s): %w", cfg.MetricsListener, err)

@@ -78,6 +78,18 @@ func (p *Partition) leadership() (Leadership, bool) {
 	return Leadership{assigned: true, epoch: rs.a.LeaderEpoch}, rs.a.Leader == rs.self
 }
 
+// Leads reports whether this node leads p and the assignment's leader
+// epoch it leads at (the controller's, which a write to the controller
+// for p names); -1 and true for a partition without an assignment (a
+// node alone leads all of its own).
+func (p *Partition) Leads() (leaderEpoch int32, ok bool) {
+	lead, ok := p.leadership()
+	if !lead.assigned {
+		return -1, true
+	}
+	return lead.epoch, ok
+}
+
 // leads reports whether p is still led here in lead.
 func (p *Partition) leads(lead Leadership) bool {
 	now, ok := p.leadership()

@@ -425,6 +425,9 @@ const (
 	ChangedACLs
 	ChangedQuotas
 	ChangedBrokerConfigs
+	// ChangedMirrors: mirrors and their partitions' states, which the
+	// broker does not hold (the mirror control plane reads them).
+	ChangedMirrors
 	// ChangedAll is every kind: a snapshot restored, a change of
 	// controller.
 	ChangedAll Changes = 1<<iota - 1
@@ -446,6 +449,8 @@ func ChangesOf(ops []Op) Changes {
 			c |= ChangedQuotas
 		case strings.HasPrefix(k, keyBrokerConfigPrefix), strings.HasPrefix(k, keyNodeConfigPrefix):
 			c |= ChangedBrokerConfigs
+		case strings.HasPrefix(k, keyMirrorPrefix), strings.HasPrefix(k, keyMirrorPartitionPrefix):
+			c |= ChangedMirrors
 		}
 	}
 	return c

@@ -149,7 +149,7 @@ func TestMetadataSnapshotDamaged(t *testing.T) {
 	}
 }
 
-// Each kind of record is classified; a mirror partition's state is none.
+// Each kind of record is classified; a mirror's ACL filter state is none.
 func TestChangesOf(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -160,13 +160,13 @@ func TestChangesOf(t *testing.T) {
 		{keyBrokerPrefix + "1", ChangedCluster}, {keyPartitionPrefix + "x", ChangedCluster},
 		{keyACLPrefix + "a", ChangedACLs}, {keyQuotaPrefix + "q", ChangedQuotas},
 		{keyBrokerConfigPrefix + "c", ChangedBrokerConfigs}, {keyNodeConfigPrefix + "1", ChangedBrokerConfigs},
-		{keyMirrorPartitionPrefix + "m", 0}, {keyMirrorACLPrefix + "m", 0},
+		{keyMirrorPartitionPrefix + "m", ChangedMirrors}, {keyMirrorPrefix + "m", ChangedMirrors}, {keyMirrorACLPrefix + "m", 0},
 	} {
 		if got := ChangesOf([]Op{{Key: []byte(c.key)}}); got != c.want {
 			t.Errorf("%s: %b, want %b", c.key, got, c.want)
 		}
 	}
-	if ChangedAll&ChangedBrokerConfigs == 0 || ChangedAll&ChangedTopics == 0 {
+	if ChangedAll&ChangedBrokerConfigs == 0 || ChangedAll&ChangedTopics == 0 || ChangedAll&ChangedMirrors == 0 {
 		t.Fatalf("ChangedAll %b", ChangedAll)
 	}
 }
