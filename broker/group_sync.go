@@ -1,23 +1,45 @@
 package broker
 
 import (
+	"context"
 	"fmt"
+	"time"
 
-	"github.com/kmirror/kmirror/state"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/fetch"
+	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/state"
 )
 
 // The mirror's group offset sync (sync/groups) writes through these: it
-// must not touch a group that has members here, and commits as an admin
-// tool does (generation -1, no member), which the coordinator refuses for
-// an active group, so a group that becomes active meanwhile wins.
+// must not touch a group that has members, and commits as an admin tool
+// does (generation -1, no member), which the coordinator refuses for an
+// active group, so a group that becomes active meanwhile wins.
+//
+// In a cluster a group's state lives on its coordinator (FindCoordinator's
+// answer; issue 23 moves it into __consumer_offsets), and the sync runs on
+// the controller: a group another node coordinates is asked and committed
+// there, over the inter-broker listener, as Kafka's destination admin
+// client would. That node authorizes the requests as the inter-broker
+// connection's principal.
 
-// GroupActive reports whether group has members on this node.
+// groupRPCTimeout bounds one request to another node's coordinator.
+const groupRPCTimeout = 10 * time.Second
+
+// GroupActive reports whether group has members (at its coordinator). A
+// coordinator that cannot be asked counts as active: the sync leaves the
+// group alone rather than overwrite what its consumers commit.
 func (b *Broker) GroupActive(group string) bool {
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = []string{group}
-	resp := b.groups.DescribeGroups(req)
+	r, err := b.atGroupCoordinator(group, req, func() kmsg.Response { return b.groups.DescribeGroups(req) })
+	if err != nil {
+		b.log.Warn("mirror group sync: asking the group's coordinator whether it is active; skipped", "group", group, "err", err)
+		return true
+	}
+	resp := r.(*kmsg.DescribeGroupsResponse)
 	if len(resp.Groups) != 1 {
 		return false
 	}
@@ -29,7 +51,7 @@ func (b *Broker) GroupActive(group string) bool {
 }
 
 // CommitGroupOffsets commits offsets for group as a simple (memberless)
-// commit.
+// commit, at its coordinator.
 func (b *Broker) CommitGroupOffsets(group string, offs []state.GroupOffset) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version = 9
@@ -49,8 +71,11 @@ func (b *Broker) CommitGroupOffsets(group string, offs []state.GroupOffset) erro
 		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, &meta
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	resp := b.groups.OffsetCommit(req)
-	for _, t := range resp.Topics {
+	r, err := b.atGroupCoordinator(group, req, func() kmsg.Response { return b.groups.OffsetCommit(req) })
+	if err != nil {
+		return fmt.Errorf("committing the offsets of group %s: %w", group, err)
+	}
+	for _, t := range r.(*kmsg.OffsetCommitResponse).Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 				return fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, err)
@@ -58,4 +83,44 @@ func (b *Broker) CommitGroupOffsets(group string, offs []state.GroupOffset) erro
 		}
 	}
 	return nil
+}
+
+// atGroupCoordinator answers req, a request of group: local() when this
+// node coordinates the group (always, alone), else over a connection to
+// the coordinator's inter-broker listener, at the highest version both
+// support up to req's.
+func (b *Broker) atGroupCoordinator(group string, req kmsg.Request, local func() kmsg.Response) (kmsg.Response, error) {
+	im := b.image()
+	if im == nil || !b.cfg.Cluster.Several() {
+		return local(), nil
+	}
+	c, ok := im.Coordinator(meta.CoordinatorGroup, group)
+	if !ok {
+		return nil, fmt.Errorf("no coordinator for group %s", group)
+	}
+	if c.ID == b.cfg.NodeID {
+		return local(), nil
+	}
+	addr, ok := b.leaderAddr(c.ID)
+	if !ok {
+		return nil, fmt.Errorf("coordinator %d has no %s listener", c.ID, b.cfg.InterBrokerListener().Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), groupRPCTimeout)
+	defer cancel()
+	conn, err := fetch.DialConn(ctx, addr, fetch.ConnConfig{ClientID: "kmirror-mirror-group-sync",
+		RequestTimeout: groupRPCTimeout, TLS: interBrokerTLS(b.cfg)})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator %d at %s: %w", c.ID, addr, err)
+	}
+	defer conn.Close()
+	v := conn.Version(kmsg.Key(req.Key()), 0, req.GetVersion())
+	if v < 0 {
+		return nil, fmt.Errorf("coordinator %d serves no version of %s", c.ID, kmsg.NameForKey(req.Key()))
+	}
+	req.SetVersion(v)
+	resp := req.ResponseKind()
+	if err := conn.RoundTrip(ctx, req, resp); err != nil {
+		return nil, fmt.Errorf("coordinator %d at %s: %w", c.ID, addr, err)
+	}
+	return resp, nil
 }
