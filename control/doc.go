@@ -12,7 +12,15 @@
 // groups, ACLs and quotas through Node (node.go), which the broker
 // implements and node/ wires.
 //
-// Partition lifecycle on one node:
+// In a cluster (drive.go) the controller's plane answers the mirror RPCs,
+// which every other node forwards, and persists their transitions for
+// every partition; the actions (a fetcher, a failover) run on each
+// partition's leader, whose plane drives the partitions it leads from
+// their states in the metadata log, and whose state writes go to the
+// controller, fenced by its leader epoch (node's storeReplicator). The
+// metadata sync and a stopped topic's release run on the controller.
+//
+// Partition lifecycle on one node (on its leader, in a cluster):
 //
 //	Start:    (none) -> LOG_ALIGNMENT -> MIRRORING       fetcher added
 //	Pause:    MIRRORING -> PAUSING -> PAUSED             fetcher removed
