@@ -25,7 +25,7 @@ func (l *Lifecycle) BumpLeaderEpochs(ctx context.Context, topicID [16]byte, epoc
 		bumps = append(bumps, meta.EpochBump{PartitionRef: meta.PartitionRef{TopicID: topicID, Partition: p}, MinLeaderEpoch: e})
 	}
 	var index uint64
-	err := l.retryController(ctx, fmt.Sprintf("BumpLeaderEpochs of topic %x", topicID), func(c controllerClient) error {
+	err := l.retryController(ctx, fmt.Sprintf("BumpLeaderEpochs of topic %x", topicID), func(ctx context.Context, c controllerClient) error {
 		var err error
 		index, err = c.bumpLeaderEpochs(ctx, bumps)
 		return err

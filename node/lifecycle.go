@@ -461,7 +461,7 @@ func (l *Lifecycle) AlterISR(ctx context.Context, topicID [16]byte, partition, l
 	ch := meta.ISRChange{TopicID: topicID, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch,
 		NewISR: isr, BrokerEpochs: brokerEpochs}
 	var p state.PartitionAssignment
-	err := l.retryController(ctx, fmt.Sprintf("AlterPartition of partition %d of topic %x", partition, topicID), func(c controllerClient) error {
+	err := l.retryController(ctx, fmt.Sprintf("AlterPartition of partition %d of topic %x", partition, topicID), func(ctx context.Context, c controllerClient) error {
 		if err := l.waitFor(ctx, func() bool { return l.epoch >= 0 }); err != nil {
 			return fmt.Errorf("node: waiting for the broker's registration: %w", err)
 		}
@@ -482,11 +482,16 @@ func (l *Lifecycle) AlterISR(ctx context.Context, topicID [16]byte, partition, l
 // controller can be reached (a lifecycle without a channel), or ctx ends,
 // waiting RetryBackoff between tries. A stale or unknown broker epoch
 // wakes the heartbeat, which registers again. what names the call in its
-// errors.
-func (l *Lifecycle) retryController(ctx context.Context, what string, call func(c controllerClient) error) error {
+// errors. The ctx call gets ends with the lifecycle too (Close): a node
+// stopping while no controller is reachable (the last one up) gives up at
+// once instead of holding its shutdown for the caller's whole timeout.
+func (l *Lifecycle) retryController(ctx context.Context, what string, call func(ctx context.Context, c controllerClient) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.ctx, cancel)()
 	for {
 		c, _ := l.client()
-		err := call(c)
+		err := call(ctx, c)
 		if err == nil {
 			return nil
 		}
@@ -502,6 +507,9 @@ func (l *Lifecycle) retryController(ctx context.Context, what string, call func(
 		}
 		select {
 		case <-ctx.Done():
+			if l.ctx.Err() != nil {
+				return fmt.Errorf("node: %s: the node is stopping (last error: %w)", what, err)
+			}
 			return fmt.Errorf("node: %s: %w (last error: %w)", what, ctx.Err(), err)
 		case <-time.After(l.cfg.RetryBackoff):
 		}

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -82,7 +86,11 @@ type fakeController struct {
 	hb         func(req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error)
 }
 
-func (f *fakeController) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (f *fakeController) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if _, ok := req.(*mirrorapi.WriteMirrorStatesRequest); ok {
+		<-ctx.Done() // a channel with no controller to send to
+		return nil, fmt.Errorf("no controller is elected: %w", ctx.Err())
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch req := req.(type) {
@@ -174,6 +182,33 @@ func TestLifecycleRetriesThroughNotController(t *testing.T) {
 	regs, epoch, hbs := f.state()
 	if regs != 1 || l.Epoch() != epoch || len(hbs) == 0 || hbs[0].CurrentMetadataOffset != 42 || hbs[0].BrokerID != 3 || hbs[0].WantShutdown {
 		t.Fatalf("%d registrations, epoch %d (controller's %d), heartbeats %+v", regs, l.Epoch(), epoch, hbs)
+	}
+}
+
+// A call to the controller gives up when the lifecycle closes, whatever
+// its own deadline: the last node of a cluster up, with no controller to
+// reach, stopped only after its final mirror checkpoint's 30 s
+// (helper's kill -9 mirror test, issue 22).
+func TestLifecycleCallsEndWithTheLifecycle(t *testing.T) {
+	t.Parallel()
+	l := startRemote(t, &fakeController{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.WriteMirrorStates(ctx, []meta.MirrorStateWrite{{State: state.MirrorPartitionState{Mirror: "m", Topic: "t",
+			State: state.StateMirroring, LastMirrorEpoch: -1, LastMirrorOffset: -1}}})
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	l.Close()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "the node is stopping") {
+			t.Fatalf("a call cut by Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call to an unreachable controller outlived the lifecycle's Close")
 	}
 }
 

@@ -89,7 +89,7 @@ func (lw *leaderWrites) leaderEpoch(topic string, p int32) (int32, bool) {
 // (retryController), and returns the metadata log index to wait for.
 func (l *Lifecycle) WriteMirrorStates(ctx context.Context, writes []meta.MirrorStateWrite) (uint64, error) {
 	var index uint64
-	err := l.retryController(ctx, fmt.Sprintf("WriteMirrorStates of %d partitions", len(writes)), func(c controllerClient) error {
+	err := l.retryController(ctx, fmt.Sprintf("WriteMirrorStates of %d partitions", len(writes)), func(ctx context.Context, c controllerClient) error {
 		var err error
 		index, err = c.writeMirrorStates(ctx, l.cfg.NodeID, writes)
 		return err
