@@ -105,9 +105,11 @@ func TestServeClusterMirrorKill9LeaderWhileSourceProduces(t *testing.T) {
 			victim = id
 		}
 	}
-	// Some mirroring first, so that the kill lands mid-copy.
+	// Some of the copy committed first (every replica has it), so that
+	// the kill lands mid-copy with something to lose.
 	n, _ := sp.counts()
 	sp.waitAcked("before the kill", n+300)
+	c.waitCopied(ctx, "before the kill", mkSourceEnds(t, ctx, src.ListenAddrs()))
 	if err := c.signal(victim, syscall.SIGKILL, 10*time.Second); err == nil {
 		t.Fatalf("node %d exited 0 after kill -9", victim)
 	}
@@ -119,19 +121,7 @@ func TestServeClusterMirrorKill9LeaderWhileSourceProduces(t *testing.T) {
 	// where the source was after the kill, with the killed node down.
 	sp.waitAcked("after the kill", n+300)
 	mid := mkSourceEnds(t, ctx, src.ListenAddrs())
-	testutil.CheckFor(t, clusterBound, func() error {
-		ends, err := mkEnds(ctx, c.addrs, mkTopic)
-		if err != nil {
-			return err
-		}
-		for p, want := range mid {
-			if ends[p] < want {
-				return fmt.Errorf("with node %d down, %s-%d copied up to %d, the source's end %d after the kill (copy's ends %v)",
-					victim, mkTopic, p, ends[p], want, ends)
-			}
-		}
-		return nil
-	})
+	c.waitCopied(ctx, fmt.Sprintf("with node %d down", victim), mid)
 	t.Logf("with node %d down the copy reached the source's ends %v after %v", victim, mid, time.Since(killedAt).Round(time.Millisecond))
 
 	c.start(victim)
@@ -243,6 +233,24 @@ func (c *serveCluster) waitMirrorStates(ctx context.Context, id int32, state str
 		for p, s := range states {
 			if s != state {
 				return fmt.Errorf("node %d describes %s %s, want %s (all: %v)", id, p, s, state, states)
+			}
+		}
+		return nil
+	})
+}
+
+// waitCopied waits until the copy's end offsets (its high watermarks)
+// reach ends, the source's at some point.
+func (c *serveCluster) waitCopied(ctx context.Context, what string, ends map[int32]int64) {
+	c.t.Helper()
+	testutil.CheckFor(c.t, clusterBound, func() error {
+		got, err := mkEnds(ctx, c.addrs, mkTopic)
+		if err != nil {
+			return err
+		}
+		for p, want := range ends {
+			if got[p] < want {
+				return fmt.Errorf("%s: %s-%d copied up to %d, the source's end %d (copy's ends %v)", what, mkTopic, p, got[p], want, got)
 			}
 		}
 		return nil
