@@ -177,10 +177,11 @@ func (c *serveCluster) up() []int32 {
 	return ids
 }
 
-// ask sends req to node id itself (a fresh client's seed broker: kgo
-// would route it to any broker it knows) and returns the answer.
-func (c *serveCluster) ask(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[id-1]))
+// ask sends req to node id itself (a fresh client's seed broker, with
+// opts: kgo would route it to any broker it knows) and returns the
+// answer.
+func (c *serveCluster) ask(ctx context.Context, id int32, req kmsg.Request, opts ...kgo.Opt) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addrs[id-1])}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

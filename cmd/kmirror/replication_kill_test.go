@@ -134,8 +134,14 @@ func (c *serveCluster) rkISR(ctx context.Context, id int32, topic string) (leade
 }
 
 // waitFullISR waits until every running node's Metadata shows each of
-// topic's partitions led, with all three nodes in its ISR.
+// topic's rkParts partitions led, with all three nodes in its ISR.
 func (c *serveCluster) waitFullISR(ctx context.Context, topic string, d time.Duration) {
+	c.t.Helper()
+	c.waitFullISROf(ctx, topic, rkParts, d)
+}
+
+// waitFullISROf is waitFullISR for a topic of parts partitions.
+func (c *serveCluster) waitFullISROf(ctx context.Context, topic string, parts int, d time.Duration) {
 	c.t.Helper()
 	testutil.CheckFor(c.t, d, func() error {
 		for _, id := range c.up() {
@@ -143,8 +149,8 @@ func (c *serveCluster) waitFullISR(ctx context.Context, topic string, d time.Dur
 			if err != nil {
 				return err
 			}
-			if len(leaders) != rkParts {
-				return fmt.Errorf("node %d: %s has %d partitions, want %d", id, topic, len(leaders), rkParts)
+			if len(leaders) != parts {
+				return fmt.Errorf("node %d: %s has %d partitions, want %d", id, topic, len(leaders), parts)
 			}
 			for p, l := range leaders {
 				if l < 0 || !slices.Equal(isr[p], []int32{1, 2, 3}) {
@@ -561,29 +567,36 @@ func rkReadLog(dir string) (start, end int64, out []rkBatch, err error) {
 // batches byte for byte.
 func rkCheckReplicas(t *testing.T, c *serveCluster, ends map[int32]int64) {
 	t.Helper()
-	for p := range int32(rkParts) {
+	checkReplicasOf(t, c, rkTopic, ends)
+}
+
+// checkReplicasOf is rkCheckReplicas for topic, whose partitions are
+// those of ends.
+func checkReplicasOf(t *testing.T, c *serveCluster, topic string, ends map[int32]int64) {
+	t.Helper()
+	for _, p := range slices.Sorted(maps.Keys(ends)) {
 		var ref []rkBatch
 		var refStart int64
 		for i := range c.args {
-			dir := filepath.Join(overrideValue(c.args[i], "log.dirs"), rkTopic+"-"+strconv.Itoa(int(p)))
+			dir := filepath.Join(overrideValue(c.args[i], "log.dirs"), topic+"-"+strconv.Itoa(int(p)))
 			start, end, batches, err := rkReadLog(dir)
 			if err != nil {
 				t.Errorf("node %d: %v", i+1, err)
 				continue
 			}
 			if end != ends[p] {
-				t.Errorf("%s-%d on node %d: log end %d, high watermark %d", rkTopic, p, i+1, end, ends[p])
+				t.Errorf("%s-%d on node %d: log end %d, high watermark %d", topic, p, i+1, end, ends[p])
 			}
 			if i == 0 {
 				ref, refStart = batches, start
-				t.Logf("%s-%d: %d batches, offsets [%d, %d)", rkTopic, p, len(batches), start, end)
+				t.Logf("%s-%d: %d batches, offsets [%d, %d)", topic, p, len(batches), start, end)
 				continue
 			}
 			if start != refStart {
-				t.Errorf("%s-%d on node %d: log start %d, node 1's %d", rkTopic, p, i+1, start, refStart)
+				t.Errorf("%s-%d on node %d: log start %d, node 1's %d", topic, p, i+1, start, refStart)
 			}
 			if d := rkDiverge(ref, batches); d != "" {
-				t.Errorf("%s-%d on node %d differs from node 1's: %s", rkTopic, p, i+1, d)
+				t.Errorf("%s-%d on node %d differs from node 1's: %s", topic, p, i+1, d)
 			}
 		}
 	}
