@@ -116,6 +116,7 @@ func (c *Plane) driveMirror(name string) {
 		c.log.Warn("driving a mirror's partitions: reading their states", "mirror", name, "err", err)
 		return
 	}
+	stops := map[string][]int32{}
 	for _, ps := range states {
 		if _, in := m.Topics[ps.Topic]; !in || c.beingStopped(name, ps.Topic) {
 			continue
@@ -131,8 +132,14 @@ func (c *Plane) driveMirror(name string) {
 			}
 			continue
 		}
+		if ps.State == state.StateStopping {
+			// Failed over below, topic by topic: a few writes for all
+			// of a topic's partitions, not a few per partition.
+			stops[ps.Topic] = append(stops[ps.Topic], ps.Partition)
+			continue
+		}
 		switch ps.State {
-		case state.StatePausing, state.StatePaused, state.StateStopping, state.StateStopped:
+		case state.StatePausing, state.StatePaused, state.StateStopped:
 			if fetching {
 				// The controller paused or stopped it (its RPC) while
 				// the fetcher runs here.
@@ -145,12 +152,18 @@ func (c *Plane) driveMirror(name string) {
 		}
 		switch ps.State {
 		case state.StateLogAlignment, state.StateULERecovery, state.StateEpochFencing, state.StateMirroring,
-			state.StatePausing, state.StateStopping:
+			state.StatePausing:
 			c.resume(m, ps)
 		case state.StateFailed:
 			if _, waiting := c.ctl(name).retries[partitionKey{name, ps.Topic, ps.Partition}]; !waiting && ps.RetryAttempt > 0 {
 				c.scheduleRetry(ps, ps.RetryAttempt)
 			}
+		}
+	}
+	for topic, ps := range stops {
+		if err := c.stopPartitions(m, topic, ps); err != nil {
+			c.log.Error("failing over mirror partitions led here (retried)", "mirror", name, "topic", topic,
+				"partitions", ps, "err", err)
 		}
 	}
 	if c.b.IsController() {

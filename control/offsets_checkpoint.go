@@ -108,6 +108,25 @@ func (c *Plane) stopFetcher(mirror, topic string, p int32) {
 	_ = c.fm.StopPartition(mirror, topic, p)
 }
 
+// stopFetchers is stopFetcher for partitions ps of topic, their source
+// offsets persisted in one write. REQUIRES: the mirror's lock held.
+func (c *Plane) stopFetchers(mirror, topic string, ps []int32) {
+	var offs []state.MirrorSourceOffset
+	for _, p := range ps {
+		if st, err := c.fm.Status(mirror, topic, p); err == nil && st.SourceHighWatermark >= 0 && !st.SourceUpdated.IsZero() {
+			offs = append(offs, sourceOffset(st))
+		}
+	}
+	if len(offs) > 0 {
+		if err := c.store.PutMirrorSourceOffsets(mirror, offs); err != nil {
+			c.log.Warn("persisting the last source offsets", "mirror", mirror, "topic", topic, "err", err)
+		}
+	}
+	for _, p := range ps {
+		_ = c.fm.StopPartition(mirror, topic, p)
+	}
+}
+
 func sourceOffset(st fetch.Status) state.MirrorSourceOffset {
 	return state.MirrorSourceOffset{Topic: st.Topic, Partition: st.Partition, Offset: st.SourceHighWatermark, Time: st.SourceUpdated}
 }

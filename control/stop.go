@@ -26,12 +26,12 @@ import (
 // held.
 func (c *Plane) stopPartitions(m state.Mirror, topic string, ps []int32) error {
 	var toPersist, stopping []state.MirrorPartitionState
+	var led []state.MirrorPartitionState
 	for _, p := range ps {
 		st := c.partitionState(m.Name, topic, p)
-		if st.State == state.StateStopped {
-			continue
-		}
-		if !c.leads(topic, p) {
+		switch {
+		case st.State == state.StateStopped:
+		case !c.leads(topic, p):
 			// In a cluster: the controller persists STOPPING, and the
 			// partition's leader fails it over (drive.go), filling in
 			// where mirroring stopped, which only its log knows.
@@ -40,10 +40,18 @@ func (c *Plane) stopPartitions(m state.Mirror, topic string, ps []int32) error {
 				st.LastMirrorEpoch, st.LastMirrorOffset = -1, -1
 				toPersist = append(toPersist, st)
 			}
-			continue
+		default:
+			led = append(led, st)
 		}
-		c.stopFetcher(m.Name, topic, p)
-		local, err := c.parts.MirrorPartition(topic, p)
+	}
+	// The fetchers first: from then on each log end is final.
+	parts := make([]int32, len(led))
+	for i, st := range led {
+		parts[i] = st.Partition
+	}
+	c.stopFetchers(m.Name, topic, parts)
+	for _, st := range led {
+		local, err := c.parts.MirrorPartition(topic, st.Partition)
 		if err != nil {
 			return err
 		}
