@@ -39,7 +39,9 @@ func init() { regKey(mirrorapi.KeyBumpLeaderEpochs, 0, 0, (*Broker).handleBumpLe
 // Set in a cluster of several nodes only: a node alone keeps a mirrored
 // partition's epoch in its own log (the image shows the larger).
 type EpochBumper interface {
-	BumpLeaderEpochs(ctx context.Context, topicID [16]byte, epochs map[int32]int32) error
+	// BumpLeaderEpochs raises the epochs of the partitions of each topic
+	// (by id) to at least epochs, in one request.
+	BumpLeaderEpochs(ctx context.Context, epochs map[[16]byte]map[int32]int32) error
 }
 
 func (b *Broker) handleBumpLeaderEpochs(r *request) (kmsg.Response, error) {
@@ -96,13 +98,13 @@ func (b *Broker) handleBumpLeaderEpochs(r *request) (kmsg.Response, error) {
 
 // raiseAssignedEpochs is the partition registry's RaiseAssignedEpochs:
 // cfg.Epochs within the controller calls' timeout, nil without one.
-func (b *Broker) raiseAssignedEpochs() func(id [16]byte, epochs map[int32]int32) error {
+func (b *Broker) raiseAssignedEpochs() func(epochs map[[16]byte]map[int32]int32) error {
 	if b.cfg.Epochs == nil {
 		return nil
 	}
-	return func(id [16]byte, epochs map[int32]int32) error {
+	return func(epochs map[[16]byte]map[int32]int32) error {
 		ctx, cancel := context.WithTimeout(context.Background(), controllerRPCTimeout)
 		defer cancel()
-		return b.cfg.Epochs.BumpLeaderEpochs(ctx, id, epochs)
+		return b.cfg.Epochs.BumpLeaderEpochs(ctx, epochs)
 	}
 }

@@ -133,8 +133,8 @@ func (c *Plane) driveMirror(name string) {
 			continue
 		}
 		if ps.State == state.StateStopping {
-			// Failed over below, topic by topic: a few writes for all
-			// of a topic's partitions, not a few per partition.
+			// Failed over below, all at once: a few writes for all the
+			// partitions, not a few per partition.
 			stops[ps.Topic] = append(stops[ps.Topic], ps.Partition)
 			continue
 		}
@@ -160,11 +160,8 @@ func (c *Plane) driveMirror(name string) {
 			}
 		}
 	}
-	for topic, ps := range stops {
-		if err := c.stopPartitions(m, topic, ps); err != nil {
-			c.log.Error("failing over mirror partitions led here (retried)", "mirror", name, "topic", topic,
-				"partitions", ps, "err", err)
-		}
+	if len(stops) > 0 {
+		c.logStopFailures(m, "failing over mirror partitions led here (retried)", stops)
 	}
 	if c.b.IsController() {
 		for topic, desired := range m.Topics {

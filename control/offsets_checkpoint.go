@@ -108,22 +108,27 @@ func (c *Plane) stopFetcher(mirror, topic string, p int32) {
 	_ = c.fm.StopPartition(mirror, topic, p)
 }
 
-// stopFetchers is stopFetcher for partitions ps of topic, their source
-// offsets persisted in one write. REQUIRES: the mirror's lock held.
-func (c *Plane) stopFetchers(mirror, topic string, ps []int32) {
+// stopFetchers is stopFetcher for the partitions of parts (topic:
+// partitions), their source offsets persisted in one write. REQUIRES: the
+// mirror's lock held.
+func (c *Plane) stopFetchers(mirror string, parts map[string][]int32) {
 	var offs []state.MirrorSourceOffset
-	for _, p := range ps {
-		if st, err := c.fm.Status(mirror, topic, p); err == nil && st.SourceHighWatermark >= 0 && !st.SourceUpdated.IsZero() {
-			offs = append(offs, sourceOffset(st))
+	for topic, ps := range parts {
+		for _, p := range ps {
+			if st, err := c.fm.Status(mirror, topic, p); err == nil && st.SourceHighWatermark >= 0 && !st.SourceUpdated.IsZero() {
+				offs = append(offs, sourceOffset(st))
+			}
 		}
 	}
 	if len(offs) > 0 {
 		if err := c.store.PutMirrorSourceOffsets(mirror, offs); err != nil {
-			c.log.Warn("persisting the last source offsets", "mirror", mirror, "topic", topic, "err", err)
+			c.log.Warn("persisting the last source offsets", "mirror", mirror, "err", err)
 		}
 	}
-	for _, p := range ps {
-		_ = c.fm.StopPartition(mirror, topic, p)
+	for topic, ps := range parts {
+		for _, p := range ps {
+			_ = c.fm.StopPartition(mirror, topic, p)
+		}
 	}
 }
 

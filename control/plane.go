@@ -138,8 +138,21 @@ func (c *Plane) resumeMirror(m state.Mirror) {
 		c.resumeEach(m)
 		return
 	}
+	// The stops a crash interrupted are finished together (a few writes
+	// for all), the rest one by one.
+	stops := map[string][]int32{}
 	for _, ps := range states {
+		if ps.State == state.StateStopping {
+			stops[ps.Topic] = append(stops[ps.Topic], ps.Partition)
+			continue
+		}
 		c.resume(m, ps)
+	}
+	if len(stops) > 0 {
+		c.logStopFailures(m, "finishing a stop after a restart", stops)
+		for topic := range stops {
+			c.releaseIfStopped(m, topic)
+		}
 	}
 }
 
@@ -200,10 +213,7 @@ func (c *Plane) resume(m state.Mirror, ps state.MirrorPartitionState) {
 	case state.StatePausing:
 		c.resumeFailed(m, ps.Topic, ps.Partition, c.setState(ps, state.StatePaused, ""))
 	case state.StateStopping:
-		if err := c.stopPartitions(m, ps.Topic, []int32{ps.Partition}); err != nil {
-			c.log.Error("finishing a stop after a restart", "mirror", m.Name, "topic", ps.Topic,
-				"partition", ps.Partition, "err", err)
-		}
+		c.logStopFailures(m, "finishing a stop after a restart", map[string][]int32{ps.Topic: {ps.Partition}})
 		c.releaseIfStopped(m, ps.Topic)
 	}
 }

@@ -445,8 +445,34 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		q := regexp.QuoteMeta(t.TopicName)
 		m.Include = slices.DeleteFunc(m.Include, func(i string) bool { return i == q })
 	}
+	// Every topic's partitions are failed over together: a few writes
+	// for all of them (stopPartitions).
+	type outcome struct {
+		code int16
+		msg  string
+	}
+	outcomes := map[string]outcome{}
+	toStop := map[string][]int32{}
 	for _, name := range names {
-		code, msg := c.stopTopic(&m, name)
+		code, msg, parts := c.stopCheck(&m, name)
+		outcomes[name] = outcome{code, msg}
+		if parts != nil {
+			toStop[name] = parts
+		}
+	}
+	failed, err := c.stopPartitions(m, toStop)
+	for name := range toStop {
+		switch {
+		case err != nil:
+			outcomes[name] = outcome{kerr.UnknownServerError.Code, err.Error()}
+		case failed[name] != nil:
+			outcomes[name] = outcome{kerr.UnknownServerError.Code, failed[name].Error()}
+		default:
+			c.releaseIfStopped(m, name)
+		}
+	}
+	for _, name := range names {
+		code, msg := outcomes[name].code, outcomes[name].msg
 		res.add(name, code, "%s", msg)
 		rt := &res.topics[len(res.topics)-1]
 		rep := reps[name]
@@ -472,28 +498,42 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	return resp
 }
 
-// stopTopic fails a topic over. REQUIRES: m's lock held.
+// stopTopic fails one topic over (stopCheck, stopPartitions).
+// REQUIRES: m's lock held.
 func (c *Plane) stopTopic(m *state.Mirror, name string) (int16, string) {
-	desired, ok := m.Topics[name]
-	info, exists := c.parts.Info(name)
-	switch {
-	case !exists:
-		return kerr.UnknownTopicOrPartition.Code, "no topic " + name
-	case !ok:
-		return mirrorapi.ErrTopicNotInClusterMirror, fmt.Sprintf("topic %s is not in cluster mirror %s", name, m.Name)
-	case desired == state.StateStopped && info.Mirror == "":
-		return 0, ""
+	code, msg, parts := c.stopCheck(m, name)
+	if parts == nil {
+		return code, msg
 	}
-	m.Topics[name] = state.StateStopped
-	parts := make([]int32, info.Partitions)
-	for p := range parts {
-		parts[p] = int32(p)
-	}
-	if err := c.stopPartitions(*m, name, parts); err != nil {
+	failed, err := c.stopPartitions(*m, map[string][]int32{name: parts})
+	if err = errors.Join(err, failed[name]); err != nil {
 		return kerr.UnknownServerError.Code, err.Error()
 	}
 	c.releaseIfStopped(*m, name)
 	return 0, ""
+}
+
+// stopCheck checks that a Stop may fail topic name over and marks it
+// desired STOPPED in m; parts are its partitions to fail over, nil with
+// the topic's answer when there is nothing to do (an error, or stopped
+// already). REQUIRES: m's lock held.
+func (c *Plane) stopCheck(m *state.Mirror, name string) (code int16, msg string, parts []int32) {
+	desired, ok := m.Topics[name]
+	info, exists := c.parts.Info(name)
+	switch {
+	case !exists:
+		return kerr.UnknownTopicOrPartition.Code, "no topic " + name, nil
+	case !ok:
+		return mirrorapi.ErrTopicNotInClusterMirror, fmt.Sprintf("topic %s is not in cluster mirror %s", name, m.Name), nil
+	case desired == state.StateStopped && info.Mirror == "":
+		return 0, "", nil
+	}
+	m.Topics[name] = state.StateStopped
+	parts = make([]int32, info.Partitions)
+	for p := range parts {
+		parts[p] = int32(p)
+	}
+	return 0, "", parts
 }
 
 // topicsOp runs op on each named topic of a mirror (pause, resume,

@@ -12,48 +12,50 @@ import (
 	"github.com/kmirror/kmirror/state"
 )
 
-// stopPartitions runs the failover of partitions ps of topic (see the
-// package doc) in three steps, each persisted before it acts, and each
-// one write for all the partitions, so that a stop of a thousand
-// partitions costs a few writes (each an entry of the metadata log), not
-// two thousand: every partition's fetcher is removed and its STOPPING,
-// with where mirroring stopped, persisted; then the partitions' leader
-// epochs are raised above the mirrored ones (one write) and each one's
-// markers appended (an ABORT for each open transaction, then
-// MIRROR_PID_RESET); then every partition that got that far is STOPPED. A partition whose markers fail
-// stays STOPPING, without a fetcher, and the stop says which: running it
-// again (a restart runs it) finishes it. Idempotent. REQUIRES: m's lock
-// held.
-func (c *Plane) stopPartitions(m state.Mirror, topic string, ps []int32) error {
+// stopPartitions runs the failover of the partitions of parts (topic:
+// partitions; see the package doc) in three steps, each persisted before
+// it acts, and each one write for all the partitions of all the topics,
+// so that a stop of a thousand partitions costs a few writes (each an
+// entry of the metadata log, and in a cluster a reconcile on every node),
+// not a few per topic or partition: every partition's fetcher is removed
+// and its STOPPING, with where mirroring stopped, persisted; then the
+// partitions' leader epochs are raised above the mirrored ones (one
+// write) and each one's markers appended (an ABORT for each open
+// transaction, then MIRROR_PID_RESET); then every partition that got that
+// far is STOPPED. A partition whose markers fail stays STOPPING, without
+// a fetcher, and the stop says which, by topic: running it again (a
+// restart, or a cluster's drive, runs it) finishes it. Idempotent.
+// In a cluster, a partition led elsewhere is only persisted STOPPING (by
+// the controller): its leader fails it over (drive.go), filling in where
+// mirroring stopped, which only its log knows. failed is by topic; err
+// is a failure of the whole step. REQUIRES: m's lock held.
+func (c *Plane) stopPartitions(m state.Mirror, parts map[string][]int32) (failed map[string]error, err error) {
 	var toPersist, stopping []state.MirrorPartitionState
-	var led []state.MirrorPartitionState
-	for _, p := range ps {
-		st := c.partitionState(m.Name, topic, p)
-		switch {
-		case st.State == state.StateStopped:
-		case !c.leads(topic, p):
-			// In a cluster: the controller persists STOPPING, and the
-			// partition's leader fails it over (drive.go), filling in
-			// where mirroring stopped, which only its log knows.
-			if st.State != state.StateStopping && c.b.IsController() {
-				st = withState(st, state.StateStopping, "")
-				st.LastMirrorEpoch, st.LastMirrorOffset = -1, -1
-				toPersist = append(toPersist, st)
+	led := map[string][]int32{}
+	var ledStates []state.MirrorPartitionState
+	for topic, ps := range parts {
+		for _, p := range ps {
+			st := c.partitionState(m.Name, topic, p)
+			switch {
+			case st.State == state.StateStopped:
+			case !c.leads(topic, p):
+				if st.State != state.StateStopping && c.b.IsController() {
+					st = withState(st, state.StateStopping, "")
+					st.LastMirrorEpoch, st.LastMirrorOffset = -1, -1
+					toPersist = append(toPersist, st)
+				}
+			default:
+				led[topic] = append(led[topic], p)
+				ledStates = append(ledStates, st)
 			}
-		default:
-			led = append(led, st)
 		}
 	}
 	// The fetchers first: from then on each log end is final.
-	parts := make([]int32, len(led))
-	for i, st := range led {
-		parts[i] = st.Partition
-	}
-	c.stopFetchers(m.Name, topic, parts)
-	for _, st := range led {
-		local, err := c.parts.MirrorPartition(topic, st.Partition)
+	c.stopFetchers(m.Name, led)
+	for _, st := range ledStates {
+		local, err := c.parts.MirrorPartition(st.Topic, st.Partition)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if st.State != state.StateStopping || st.LastMirrorOffset < 0 {
 			st.LastMirrorEpoch, st.LastMirrorOffset = -1, local.LogEndOffset()
@@ -66,36 +68,52 @@ func (c *Plane) stopPartitions(m state.Mirror, topic string, ps []int32) error {
 		stopping = append(stopping, st)
 	}
 	if err := c.store.PutMirrorPartitionStates(toPersist); err != nil {
-		return err
+		return nil, err
 	}
 	// Every batch this node writes from now on carries an epoch above
 	// the mirrored ones: consumers see the change, and a failback finds
 	// where this node's own writes begin.
-	raise := map[int32]int32{}
+	raise := map[string]map[int32]int32{}
 	for _, st := range stopping {
 		if st.LastMirrorEpoch >= 0 {
-			local, err := c.parts.MirrorPartition(topic, st.Partition)
+			local, err := c.parts.MirrorPartition(st.Topic, st.Partition)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			raise[st.Partition] = max(st.LastMirrorEpoch+1, local.LeaderEpoch())
+			if raise[st.Topic] == nil {
+				raise[st.Topic] = map[int32]int32{}
+			}
+			raise[st.Topic][st.Partition] = max(st.LastMirrorEpoch+1, local.LeaderEpoch())
 		}
 	}
 	if len(raise) > 0 {
-		if err := c.parts.RaiseLeaderEpochs(topic, raise); err != nil {
-			return err
+		if err := c.parts.RaiseLeaderEpochsOfTopics(raise); err != nil {
+			return nil, err
 		}
 	}
 	var stopped []state.MirrorPartitionState
-	var failed error
+	failed = map[string]error{}
 	for _, st := range stopping {
 		if err := c.failOver(m, st); err != nil {
-			failed = errors.Join(failed, fmt.Errorf("partition %d: %w", st.Partition, err))
+			failed[st.Topic] = errors.Join(failed[st.Topic], fmt.Errorf("partition %d: %w", st.Partition, err))
 			continue
 		}
 		stopped = append(stopped, withState(st, state.StateStopped, ""))
 	}
-	return errors.Join(c.store.PutMirrorPartitionStates(stopped), failed)
+	return failed, c.store.PutMirrorPartitionStates(stopped)
+}
+
+// logStopFailures runs stopPartitions for parts outside an RPC (a restart,
+// a cluster's drive) and logs what failed; a failed partition stays
+// STOPPING, to be run again. REQUIRES: m's lock held.
+func (c *Plane) logStopFailures(m state.Mirror, what string, parts map[string][]int32) {
+	failed, err := c.stopPartitions(m, parts)
+	if err != nil {
+		c.log.Error(what, "mirror", m.Name, "err", err)
+	}
+	for topic, err := range failed {
+		c.log.Error(what, "mirror", m.Name, "topic", topic, "err", err)
+	}
 }
 
 // failOver appends a STOPPING partition's markers, its epoch raised: an

@@ -261,7 +261,7 @@ type stopReport struct {
 // "promote"): finalSyncBegin makes their copies final and then
 // finalSyncEnd, if the source answers within finalSyncTimeout, brings
 // their group offsets and topic configs in step one last time; the caller
-// then runs the stop proper (stopTopic: markers, STOPPED, writable). The
+// then runs the stop proper (stopPartitions: markers, STOPPED, writable). The
 // order matters:
 //
 //  1. each partition's last source offset the fetcher saw is taken, and

@@ -15,17 +15,19 @@ import (
 // them, asks the controller first and appends once this node applied the
 // change (broker.EpochBumper).
 
-// BumpLeaderEpochs asks the controller to raise the leader epochs of
-// topic id's partitions to at least epochs, retrying while there is no
-// controller (retryController), and returns the index of the entry that
-// did (0: none was needed).
-func (l *Lifecycle) BumpLeaderEpochs(ctx context.Context, topicID [16]byte, epochs map[int32]int32) (uint64, error) {
-	bumps := make([]meta.EpochBump, 0, len(epochs))
-	for p, e := range epochs {
-		bumps = append(bumps, meta.EpochBump{PartitionRef: meta.PartitionRef{TopicID: topicID, Partition: p}, MinLeaderEpoch: e})
+// BumpLeaderEpochs asks the controller to raise the leader epochs of the
+// partitions of each topic (by id) to at least epochs, retrying while
+// there is no controller (retryController), and returns the index of the
+// entry that did (0: none was needed).
+func (l *Lifecycle) BumpLeaderEpochs(ctx context.Context, epochs map[[16]byte]map[int32]int32) (uint64, error) {
+	var bumps []meta.EpochBump
+	for id, es := range epochs {
+		for p, e := range es {
+			bumps = append(bumps, meta.EpochBump{PartitionRef: meta.PartitionRef{TopicID: id, Partition: p}, MinLeaderEpoch: e})
+		}
 	}
 	var index uint64
-	err := l.retryController(ctx, fmt.Sprintf("BumpLeaderEpochs of topic %x", topicID), func(ctx context.Context, c controllerClient) error {
+	err := l.retryController(ctx, fmt.Sprintf("BumpLeaderEpochs of %d partitions of %d topics", len(bumps), len(epochs)), func(ctx context.Context, c controllerClient) error {
 		var err error
 		index, err = c.bumpLeaderEpochs(ctx, bumps)
 		return err
@@ -41,8 +43,8 @@ type epochBumper struct {
 	q    quorum
 }
 
-func (e epochBumper) BumpLeaderEpochs(ctx context.Context, topicID [16]byte, epochs map[int32]int32) error {
-	index, err := e.life.BumpLeaderEpochs(ctx, topicID, epochs)
+func (e epochBumper) BumpLeaderEpochs(ctx context.Context, epochs map[[16]byte]map[int32]int32) error {
+	index, err := e.life.BumpLeaderEpochs(ctx, epochs)
 	if err != nil || index == 0 {
 		return err
 	}

@@ -172,7 +172,8 @@ func (p *Partition) asMirrorLeader(fn func() error) error {
 // batches that need it are appended (DESIGN.md decision 3); in a cluster
 // the controller raises the partition's first (Config.RaiseAssignedEpochs).
 func (p *Partition) RaiseLeaderEpoch(epoch int32) error {
-	if err := p.topic.m.raiseAssigned(p.topic, map[int32]int32{p.index: epoch}); err != nil {
+	if err := p.topic.m.raiseAssigned(map[string]*Topic{p.topic.name: p.topic},
+		map[string]map[int32]int32{p.topic.name: {p.index: epoch}}); err != nil {
 		return err
 	}
 	stored, err := p.topic.m.cfg.Store.PutLeaderEpoch(p.topic.id, p.index, epoch)

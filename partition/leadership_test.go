@@ -203,8 +203,10 @@ func TestRaiseAsksTheControllerAdoptDoesNot(t *testing.T) {
 	}
 	tp.Partitions()[0].SetAssignment(1, Assignment{Leader: 1, LeaderEpoch: 4, Replicas: []int32{1}, ISR: []int32{1}})
 	var asked []map[int32]int32
-	n.m.cfg.RaiseAssignedEpochs = func(_ [16]byte, epochs map[int32]int32) error {
-		asked = append(asked, epochs)
+	n.m.cfg.RaiseAssignedEpochs = func(byTopic map[[16]byte]map[int32]int32) error {
+		for _, epochs := range byTopic {
+			asked = append(asked, epochs)
+		}
 		return nil
 	}
 	if err := n.m.AdoptLeaderEpochs("raise", map[int32]int32{0: 4}); err != nil || len(asked) != 0 {

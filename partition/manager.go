@@ -52,7 +52,7 @@ type Config struct {
 	// asked only for partitions with an assignment, before their local
 	// floor is raised. Nil (a node alone): the local floor alone, the
 	// image showing the larger of it and the assignment's.
-	RaiseAssignedEpochs func(id [16]byte, epochs map[int32]int32) error
+	RaiseAssignedEpochs func(epochs map[[16]byte]map[int32]int32) error
 	// Place assigns replicas to new partitions from..to-1 of topic id as
 	// pl asks (the controller's placement, meta.PlaceReplicas, or a manual
 	// assignment), written with the topic's record; nil, or no
@@ -667,49 +667,76 @@ func (m *Manager) AdoptLeaderEpochs(name string, epochs map[int32]int32) error {
 }
 
 func (m *Manager) raiseLeaderEpochs(name string, epochs map[int32]int32, throughController bool) error {
-	t := m.Topic(name)
-	if t == nil {
-		return fmt.Errorf("partition: no topic %s", name)
-	}
-	for p := range epochs {
-		if t.Partition(p) == nil {
-			return fmt.Errorf("partition: topic %s has no partition %d", name, p)
+	return m.raiseTopicsEpochs(map[string]map[int32]int32{name: epochs}, throughController)
+}
+
+// RaiseLeaderEpochsOfTopics is RaiseLeaderEpochs for several topics (by
+// name) at once: one request to the controller for all of them, which
+// a failover of many topics needs (one metadata log entry and one
+// reconcile, not one per topic).
+func (m *Manager) RaiseLeaderEpochsOfTopics(epochs map[string]map[int32]int32) error {
+	return m.raiseTopicsEpochs(epochs, true)
+}
+
+func (m *Manager) raiseTopicsEpochs(epochs map[string]map[int32]int32, throughController bool) error {
+	topics := make(map[string]*Topic, len(epochs))
+	for name, es := range epochs {
+		t := m.Topic(name)
+		if t == nil {
+			return fmt.Errorf("partition: no topic %s", name)
 		}
+		for p := range es {
+			if t.Partition(p) == nil {
+				return fmt.Errorf("partition: topic %s has no partition %d", name, p)
+			}
+		}
+		topics[name] = t
 	}
 	if throughController {
-		if err := m.raiseAssigned(t, epochs); err != nil {
+		if err := m.raiseAssigned(topics, epochs); err != nil {
 			return err
 		}
 	}
-	stored, err := m.cfg.Store.PutLeaderEpochs(t.id, epochs)
-	if err != nil {
-		return err
-	}
-	for p, e := range stored {
-		pt := t.Partition(p)
-		pt.epochFloor.Store(e)
-		pt.epochMaybeMoved()
+	for name, t := range topics {
+		stored, err := m.cfg.Store.PutLeaderEpochs(t.id, epochs[name])
+		if err != nil {
+			return err
+		}
+		for p, e := range stored {
+			pt := t.Partition(p)
+			pt.epochFloor.Store(e)
+			pt.epochMaybeMoved()
+		}
 	}
 	return nil
 }
 
-// raiseAssigned has the controller raise the epochs of t's partitions that
-// have an assignment (Config.RaiseAssignedEpochs), when it is set.
-func (m *Manager) raiseAssigned(t *Topic, epochs map[int32]int32) error {
+// raiseAssigned raises, through the controller, the epochs of the
+// partitions of topics (by name) that have an assignment
+// (Config.RaiseAssignedEpochs), when it is set: one call for all.
+func (m *Manager) raiseAssigned(topics map[string]*Topic, epochs map[string]map[int32]int32) error {
 	if m.cfg.RaiseAssignedEpochs == nil {
 		return nil
 	}
-	assigned := map[int32]int32{}
-	for p, e := range epochs {
-		if _, ok := t.Partition(p).Assignment(); ok {
-			assigned[p] = e
+	assigned := map[[16]byte]map[int32]int32{}
+	var names []string
+	for name, t := range topics {
+		for p, e := range epochs[name] {
+			if _, ok := t.Partition(p).Assignment(); ok {
+				if assigned[t.id] == nil {
+					assigned[t.id] = map[int32]int32{}
+					names = append(names, name)
+				}
+				assigned[t.id][p] = e
+			}
 		}
 	}
 	if len(assigned) == 0 {
 		return nil
 	}
-	if err := m.cfg.RaiseAssignedEpochs(t.id, assigned); err != nil {
-		return fmt.Errorf("partition: raising the leader epochs of %s through the controller: %w", t.name, err)
+	if err := m.cfg.RaiseAssignedEpochs(assigned); err != nil {
+		slices.Sort(names)
+		return fmt.Errorf("partition: raising the leader epochs of %s through the controller: %w", strings.Join(names, ", "), err)
 	}
 	return nil
 }
