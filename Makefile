@@ -14,7 +14,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 1
 
-.PHONY: build test test-race bench fuzz lint clean demo
+.PHONY: build test test-race bench fuzz lint clean demo demo-cluster
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/kmirror
@@ -29,6 +29,12 @@ test: lint
 # Two nodes on loopback: mirror, fail over, fail back (kmirror demo).
 demo: build
 	./$(BIN) demo
+
+# A source node and a destination cluster of three: a node stopped
+# mid-mirroring, the copy checked byte for byte, a failover with it down
+# (kmirror demo --cluster).
+demo-cluster: build
+	./$(BIN) demo --cluster
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...
