@@ -118,11 +118,8 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 		return fmt.Errorf("starting node B: %w", err)
 	}
 	defer bn.close()
-	var steps [][2]string
-	step := func(what, result string) {
-		steps = append(steps, [2]string{what, result})
-		fmt.Fprintf(out, "%-52s %s  (%.1fs)\n", what, result, time.Since(start).Seconds())
-	}
+	rep := &demoReport{out: out, start: start, width: 52}
+	step := rep.step
 	fmt.Fprintf(out, "node A (source) %s, node B (mirror) %s\n\n", a.Addr(), bn.Addr())
 
 	// 1. Data on A: lz4 batches from an idempotent producer.
@@ -200,15 +197,32 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 	}
 	step("produce on A", "ok")
 
-	fmt.Fprintln(out)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	rep.summary()
+	return nil
+}
+
+// demoReport prints a demo's steps as they pass, then a summary table.
+type demoReport struct {
+	out   io.Writer
+	start time.Time
+	width int // of the step column as the steps pass
+	steps [][2]string
+}
+
+func (r *demoReport) step(what, result string) {
+	r.steps = append(r.steps, [2]string{what, result})
+	fmt.Fprintf(r.out, "%-*s %s  (%.1fs)\n", r.width, what, result, time.Since(r.start).Seconds())
+}
+
+func (r *demoReport) summary() {
+	fmt.Fprintln(r.out)
+	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tRESULT")
-	for _, s := range steps {
+	for _, s := range r.steps {
 		fmt.Fprintf(tw, "%s\t%s\n", s[0], s[1])
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "\ndemo done in %.1fs\n", time.Since(start).Seconds())
-	return nil
+	fmt.Fprintf(r.out, "\ndemo done in %.1fs\n", time.Since(r.start).Seconds())
 }
 
 // produceDemo writes n records, lz4-compressed, with an idempotent

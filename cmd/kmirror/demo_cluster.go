@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -116,11 +115,8 @@ func demoCluster(ctx context.Context, records int, out io.Writer, log *slog.Logg
 			}
 		}
 	}()
-	var steps [][2]string
-	step := func(what, result string) {
-		steps = append(steps, [2]string{what, result})
-		fmt.Fprintf(out, "%-58s %s  (%.1fs)\n", what, result, time.Since(start).Seconds())
-	}
+	rep := &demoReport{out: out, start: start, width: 58}
+	step := rep.step
 	fmt.Fprintf(out, "source node S %s; cluster C1 %s, C2 %s, C3 %s\n\n", src.Addr(), nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr())
 
 	// 1. The source: data, and a consumer group part way through it.
@@ -185,14 +181,7 @@ func demoCluster(ctx context.Context, records int, out io.Writer, log *slog.Logg
 	}
 	step("produce on the cluster (writable)", "ok")
 
-	fmt.Fprintln(out)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tRESULT")
-	for _, s := range steps {
-		fmt.Fprintf(tw, "%s\t%s\n", s[0], s[1])
-	}
-	tw.Flush()
-	fmt.Fprintf(out, "\ndemo done in %.1fs\n", time.Since(start).Seconds())
+	rep.summary()
 	return nil
 }
 
