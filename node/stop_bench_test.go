@@ -49,37 +49,43 @@ func BenchmarkClusterStop1000Partitions(b *testing.B) {
 	src, names := stopBenchSource(b)
 	for i := range b.N {
 		b.StopTimer()
-		cfgs := nodetest.ClusterConfigs(b, 3)
-		nodes := make([]*Node, len(cfgs))
-		errs := make([]error, len(cfgs))
-		var wg sync.WaitGroup
-		for j := range cfgs {
-			cfgs[j].DefaultReplicationFactor = 3
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				nodes[j], errs[j] = Start(cfgs[j], control.Config{RefreshInterval: -1})
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			b.Fatal(err)
-		}
-		var ctl *Node
-		testutil.CheckFor(b, 20*time.Second, func() error {
-			for _, n := range nodes {
-				if n.log.IsController() {
-					ctl = n
-					return nil
-				}
-			}
-			return errors.New("no controller")
-		})
+		nodes, ctl := startBenchCluster(b, 3)
 		stopBenchRound(b, ctl, fmt.Sprintf("dr%d", i), src.ListenAddrs()[0], names)
 		for _, n := range nodes {
 			n.Close()
 		}
 	}
+}
+
+// startBenchCluster starts n voters of one cluster at once, topics
+// replicated n times by default, and returns them and the controller.
+func startBenchCluster(b *testing.B, n int) (nodes []*Node, ctl *Node) {
+	cfgs := nodetest.ClusterConfigs(b, n)
+	nodes = make([]*Node, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for j := range cfgs {
+		cfgs[j].DefaultReplicationFactor = int32(n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[j], errs[j] = Start(cfgs[j], control.Config{RefreshInterval: -1})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	testutil.CheckFor(b, 20*time.Second, func() error {
+		for _, n := range nodes {
+			if n.log.IsController() {
+				ctl = n
+				return nil
+			}
+		}
+		return errors.New("no controller")
+	})
+	return nodes, ctl
 }
 
 // stopBenchSource is a kfake source with 100 topics of 10 partitions, one
