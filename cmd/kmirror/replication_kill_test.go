@@ -405,7 +405,13 @@ func (ps *rkWriters) stop() {
 // waitAcked waits until more than n records are acknowledged.
 func (ps *rkWriters) waitAcked(what string, n int) {
 	ps.t.Helper()
-	testutil.CheckFor(ps.t, clusterBound, func() error {
+	ps.waitAckedWithin(what, n, clusterBound)
+}
+
+// waitAckedWithin is waitAcked bounded by d.
+func (ps *rkWriters) waitAckedWithin(what string, n int, d time.Duration) {
+	ps.t.Helper()
+	testutil.CheckFor(ps.t, d, func() error {
 		if got, _ := ps.led.counts(); got <= n {
 			return fmt.Errorf("%s: %d records acknowledged, want more than %d", what, got, n)
 		}

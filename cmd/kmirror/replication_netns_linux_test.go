@@ -400,7 +400,13 @@ func TestNetnsPartitionIsolatesTheLeader(t *testing.T) {
 	t.Logf("majority side fenced node %d and elected node %d leader of %s-%d %v after the cut",
 		victim, next, rkTopic, p, time.Since(cutAt).Round(time.Millisecond))
 	afterElection, _ := ps.led.counts()
-	ps.waitAcked("on the majority side after the election", afterElection+100)
+	// Up to the producers' RetryTimeout (clusterBound) and then some: a
+	// producer whose metadata came from the isolated node (which still
+	// answers as the leader) retries its batches there until then, and
+	// an idempotent producer resets its epoch, holding every partition's
+	// sends, only once those batches failed (kgo's log: "producer id
+	// needs reloading"). Under make test's load that took past 30 s twice.
+	ps.waitAckedWithin("on the majority side after the election", afterElection+100, 2*clusterBound)
 	// The isolated node still answers the test, and (not knowing the
 	// new metadata) still believes it leads.
 	c.addrs[victim-1] = saved
