@@ -49,6 +49,20 @@ type partitionKey struct {
 	partition int32
 }
 
+// assignments reads every partition assignment, by partition.
+// REQUIRES: c.mu held.
+func (c *Controller) assignments() (map[partitionKey]state.PartitionAssignment, error) {
+	all, err := c.store.PartitionAssignments()
+	if err != nil {
+		return nil, err
+	}
+	parts := make(map[partitionKey]state.PartitionAssignment, len(all))
+	for _, p := range all {
+		parts[partitionKey{p.TopicID, p.Partition}] = p
+	}
+	return parts, nil
+}
+
 // AlterPartition is Kafka's AlterPartition from broker brokerID at
 // brokerEpoch: one result per change of reqs, in order. A broker epoch
 // that is not the sender's registration fails the whole request
@@ -80,13 +94,9 @@ func (c *Controller) AlterPartition(ctx context.Context, brokerID int32, brokerE
 	for _, b := range brokers {
 		regs[b.ID] = b
 	}
-	all, err := c.store.PartitionAssignments()
+	parts, err := c.assignments()
 	if err != nil {
 		return nil, err
-	}
-	parts := make(map[partitionKey]state.PartitionAssignment, len(all))
-	for _, p := range all {
-		parts[partitionKey{p.TopicID, p.Partition}] = p
 	}
 	results := make([]ISRChangeResult, len(reqs))
 	var changed []state.PartitionAssignment

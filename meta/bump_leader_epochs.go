@@ -44,13 +44,9 @@ func (c *Controller) BumpLeaderEpochs(ctx context.Context, bumps []EpochBump) ([
 	if err := c.ready(ctx); err != nil {
 		return nil, 0, err
 	}
-	all, err := c.store.PartitionAssignments()
+	parts, err := c.assignments()
 	if err != nil {
 		return nil, 0, err
-	}
-	parts := make(map[partitionKey]state.PartitionAssignment, len(all))
-	for _, p := range all {
-		parts[partitionKey{p.TopicID, p.Partition}] = p
 	}
 	results := make([]EpochBumpResult, len(bumps))
 	raised := map[partitionKey]bool{}

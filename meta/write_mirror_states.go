@@ -50,13 +50,9 @@ func (c *Controller) WriteMirrorStates(ctx context.Context, writer int32, writes
 	if err := c.ready(ctx); err != nil {
 		return nil, 0, err
 	}
-	all, err := c.store.PartitionAssignments()
+	parts, err := c.assignments()
 	if err != nil {
 		return nil, 0, err
-	}
-	parts := make(map[partitionKey]state.PartitionAssignment, len(all))
-	for _, p := range all {
-		parts[partitionKey{p.TopicID, p.Partition}] = p
 	}
 	results := make([]MirrorStateWriteResult, len(writes))
 	var put []state.MirrorPartitionState
