@@ -132,30 +132,28 @@ func (c *Plane) driveMirror(name string) {
 			}
 			continue
 		}
-		if ps.State == state.StateStopping {
+		switch ps.State {
+		case state.StateStopping:
 			// Failed over below, all at once: a few writes for all the
 			// partitions, not a few per partition.
 			stops[ps.Topic] = append(stops[ps.Topic], ps.Partition)
-			continue
-		}
-		switch ps.State {
 		case state.StatePausing, state.StatePaused, state.StateStopped:
 			if fetching {
 				// The controller paused or stopped it (its RPC) while
 				// the fetcher runs here.
 				c.stopFetcher(name, ps.Topic, ps.Partition)
-				fetching = false
 			}
-		}
-		if fetching {
-			continue
-		}
-		switch ps.State {
-		case state.StateLogAlignment, state.StateULERecovery, state.StateEpochFencing, state.StateMirroring,
-			state.StatePausing:
-			c.resume(m, ps)
+			if ps.State == state.StatePausing {
+				c.resume(m, ps) // settles in PAUSED
+			}
+		case state.StateLogAlignment, state.StateULERecovery, state.StateEpochFencing, state.StateMirroring:
+			if !fetching {
+				c.resume(m, ps)
+			}
 		case state.StateFailed:
-			if _, waiting := c.ctl(name).retries[partitionKey{name, ps.Topic, ps.Partition}]; !waiting && ps.RetryAttempt > 0 {
+			// A running fetcher is the retry's attempt.
+			_, waiting := c.ctl(name).retries[partitionKey{name, ps.Topic, ps.Partition}]
+			if !fetching && !waiting && ps.RetryAttempt > 0 {
 				c.scheduleRetry(ps, ps.RetryAttempt)
 			}
 		}
