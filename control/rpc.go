@@ -420,6 +420,13 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		}
 	}
 	reps, ids := c.finalSyncBegin(m, stopping)
+	// In a cluster the other leaders fail their partitions over while the
+	// final sync reads the source: the topic becomes writable only after
+	// both (awaitStops), which is all the final sync's order asks.
+	if err := c.persistRemoteStopping(m, stopping); err != nil {
+		c.log.Warn("recording STOPPING for the partitions led elsewhere before the final sync (retried after it)",
+			"mirror", m.Name, "err", err)
+	}
 	unlock()
 	c.finalSyncEnd(m, stopping, ids, reps)
 	defer c.lockMirror(r.MirrorName)()

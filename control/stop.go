@@ -30,20 +30,15 @@ import (
 // mirroring stopped, which only its log knows. failed is by topic; err
 // is a failure of the whole step. REQUIRES: m's lock held.
 func (c *Plane) stopPartitions(m state.Mirror, parts map[string][]int32) (failed map[string]error, err error) {
-	var toPersist, stopping []state.MirrorPartitionState
+	toPersist := c.remoteStopping(m, parts)
+	var stopping []state.MirrorPartitionState
 	led := map[string][]int32{}
 	var ledStates []state.MirrorPartitionState
 	for topic, ps := range parts {
 		for _, p := range ps {
 			st := c.partitionState(m.Name, topic, p)
 			switch {
-			case st.State == state.StateStopped:
-			case !c.leads(topic, p):
-				if st.State != state.StateStopping && c.b.IsController() {
-					st = withState(st, state.StateStopping, "")
-					st.LastMirrorEpoch, st.LastMirrorOffset = -1, -1
-					toPersist = append(toPersist, st)
-				}
+			case st.State == state.StateStopped, !c.leads(topic, p):
 			default:
 				led[topic] = append(led[topic], p)
 				ledStates = append(ledStates, st)
@@ -101,6 +96,46 @@ func (c *Plane) stopPartitions(m state.Mirror, parts map[string][]int32) (failed
 		stopped = append(stopped, withState(st, state.StateStopped, ""))
 	}
 	return failed, c.store.PutMirrorPartitionStates(stopped)
+}
+
+// remoteStopping returns, on the controller, the STOPPING states to
+// persist for the partitions of parts that other nodes lead and that are
+// neither STOPPING nor STOPPED yet; where mirroring stopped is left
+// unknown (-1), for the leader to fill in from its log. Elsewhere none.
+func (c *Plane) remoteStopping(m state.Mirror, parts map[string][]int32) []state.MirrorPartitionState {
+	if !c.b.IsController() {
+		return nil
+	}
+	var states []state.MirrorPartitionState
+	for topic, ps := range parts {
+		for _, p := range ps {
+			st := c.partitionState(m.Name, topic, p)
+			if st.State == state.StateStopped || st.State == state.StateStopping || c.leads(topic, p) {
+				continue
+			}
+			st = withState(st, state.StateStopping, "")
+			st.LastMirrorEpoch, st.LastMirrorOffset = -1, -1
+			states = append(states, st)
+		}
+	}
+	return states
+}
+
+// persistRemoteStopping persists STOPPING for every partition of topics
+// that another node leads (remoteStopping), in one write: their leaders
+// start failing them over at their next drive. REQUIRES: m's lock held.
+func (c *Plane) persistRemoteStopping(m state.Mirror, topics []string) error {
+	parts := map[string][]int32{}
+	for _, t := range topics {
+		info, ok := c.parts.Info(t)
+		if !ok {
+			continue
+		}
+		for p := int32(0); p < info.Partitions; p++ {
+			parts[t] = append(parts[t], p)
+		}
+	}
+	return c.store.PutMirrorPartitionStates(c.remoteStopping(m, parts))
 }
 
 // logStopFailures runs stopPartitions for parts outside an RPC (a restart,
