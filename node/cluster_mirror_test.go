@@ -110,6 +110,30 @@ func (c *testCluster) copiedUpTo(topic string, ends map[int32]int64) {
 	c.replicasIdentical(topic, int32(len(ends)))
 }
 
+// mirrorFrom creates mirror "dr" of src through node via, starts its
+// topic there, and waits until every partition is MIRRORING, fully
+// replicated (RF 3) and copied up to the source's end.
+func (c *testCluster) mirrorFrom(via int, src *kfake.Cluster, topic string, partitions int32) {
+	c.t.Helper()
+	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
+	create.MirrorName = "dr"
+	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{
+		{Name: "bootstrap.servers", Value: kmsg.StringPtr(src.ListenAddrs()[0])},
+		{Name: "mirror.fetch.wait.max.ms", Value: kmsg.StringPtr("100")}}
+	if r := c.mirrorRPC(via, create).(*mirrorapi.CreateClusterMirrorResponse); r.ErrorCode != 0 {
+		c.t.Fatalf("CreateClusterMirror: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
+	start.MirrorName = "dr"
+	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: topic}}
+	if r := c.mirrorRPC(via, start).(*mirrorapi.StartMirrorTopicsResponse); r.ErrorCode != 0 || r.Topics[0].ErrorCode != 0 {
+		c.t.Fatalf("StartMirrorTopics: %+v", r)
+	}
+	c.allInState(via, "dr", "MIRRORING", int(partitions))
+	c.waitFullISR(via, topic, partitions, 3)
+	c.copiedUpTo(topic, sourceEnds(c.t, src, topic, partitions))
+}
+
 // sourceEnds are the end offsets of topic's partitions at the source.
 func sourceEnds(t *testing.T, src *kfake.Cluster, topic string, partitions int32) map[int32]int64 {
 	t.Helper()
@@ -156,23 +180,7 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	ctl := c.controllerIndex()
 	via := (ctl + 1) % 3 // not the controller: the mirror RPCs are forwarded
-	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	create.MirrorName = "dr"
-	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{
-		{Name: "bootstrap.servers", Value: kmsg.StringPtr(src.ListenAddrs()[0])},
-		{Name: "mirror.fetch.wait.max.ms", Value: kmsg.StringPtr("100")}}
-	if r := c.mirrorRPC(via, create).(*mirrorapi.CreateClusterMirrorResponse); r.ErrorCode != 0 {
-		t.Fatalf("CreateClusterMirror: %d %v", r.ErrorCode, r.ErrorMessage)
-	}
-	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
-	start.MirrorName = "dr"
-	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: topic}}
-	if r := c.mirrorRPC(via, start).(*mirrorapi.StartMirrorTopicsResponse); r.ErrorCode != 0 || r.Topics[0].ErrorCode != 0 {
-		t.Fatalf("StartMirrorTopics: %+v", r)
-	}
-	c.allInState(via, "dr", "MIRRORING", partitions)
-	c.waitFullISR(via, topic, partitions, 3)
-	c.copiedUpTo(topic, sourceEnds(t, src, topic, partitions))
+	c.mirrorFrom(via, src, topic, partitions)
 	// Every fetcher runs on its partition's leader, and there only.
 	for i, n := range c.nodes {
 		for p := range int32(partitions) {

@@ -36,23 +36,7 @@ func TestClusterLeadersFailOverWhileTheFinalSyncRuns(t *testing.T) {
 	}
 	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	ctl := c.controllerIndex()
-	create := mirrorapi.NewPtrCreateClusterMirrorRequest()
-	create.MirrorName = "dr"
-	create.Configs = []mirrorapi.CreateClusterMirrorRequestConfig{
-		{Name: "bootstrap.servers", Value: kmsg.StringPtr(src.ListenAddrs()[0])},
-		{Name: "mirror.fetch.wait.max.ms", Value: kmsg.StringPtr("100")}}
-	if r := c.mirrorRPC(ctl, create).(*mirrorapi.CreateClusterMirrorResponse); r.ErrorCode != 0 {
-		t.Fatalf("CreateClusterMirror: %d %v", r.ErrorCode, r.ErrorMessage)
-	}
-	start := mirrorapi.NewPtrStartMirrorTopicsRequest()
-	start.MirrorName = "dr"
-	start.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: topic}}
-	if r := c.mirrorRPC(ctl, start).(*mirrorapi.StartMirrorTopicsResponse); r.ErrorCode != 0 || r.Topics[0].ErrorCode != 0 {
-		t.Fatalf("StartMirrorTopics: %+v", r)
-	}
-	c.allInState(ctl, "dr", "MIRRORING", partitions)
-	c.waitFullISR(ctl, topic, partitions, 3)
-	c.copiedUpTo(topic, sourceEnds(t, src, topic, partitions))
+	c.mirrorFrom(ctl, src, topic, partitions)
 	var remote []string
 	for p := range int32(partitions) {
 		if c.leaderOf(ctl, topic, p) != int32(ctl+1) {
