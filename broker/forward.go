@@ -99,6 +99,9 @@ func (b *Broker) isController() bool {
 // (control.Node).
 func (b *Broker) IsController() bool { return b.isController() }
 
+// NodeID is this node's node.id (control.Node).
+func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
+
 // InCluster reports whether this node is one of several (control.Node).
 func (b *Broker) InCluster() bool { return b.cfg.Cluster.Several() }
 

@@ -57,10 +57,14 @@ func (b *Broker) handleMirrorRPC(r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	resp, err := a.Handle(r.kreq)
-	if err == nil {
-		az.mirrorRPCFilter(r.kreq, resp)
+	if err != nil {
+		return nil, err
 	}
-	return resp, err
+	az.mirrorRPCFilter(r.kreq, resp)
+	if d, ok := r.kreq.(*mirrorapi.DescribeClusterMirrorsRequest); ok {
+		b.describeClusterWide(d, resp.(*mirrorapi.DescribeClusterMirrorsResponse))
+	}
+	return resp, nil
 }
 
 // requestForKey returns a fresh request of key: mirrorapi's for the mirror

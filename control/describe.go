@@ -31,6 +31,13 @@ import (
 //	                   oldest source record the copy lacks reached the
 //	                   source (fetch.Status.LagSince), -1 without a fetcher
 //	                   or before its first answer (issue 18 item 2)
+//	ReportedBy         this node, for the partitions it leads (a node
+//	                   alone leads all), whose fetchers run here; -1 for
+//	                   the others, whose rows hold what the metadata log
+//	                   does. In a cluster the broker replaces those rows
+//	                   with their leaders' (broker/mirror_describe.go);
+//	                   a request with LedPartitionsOnly, which is how it
+//	                   asks, gets the led rows alone.
 //
 // The prototype reported offsets for MIRRORING partitions only, -1
 // otherwise: a "wait until lag is 0" runbook never ended on a paused or
@@ -53,6 +60,9 @@ func (c *Plane) describe(r *mirrorapi.DescribeClusterMirrorsRequest) kmsg.Respon
 		byTopic := map[string][]state.MirrorPartitionState{}
 		var names []string
 		for _, ps := range states {
+			if r.LedPartitionsOnly && !c.leads(ps.Topic, ps.Partition) {
+				continue
+			}
 			if _, ok := byTopic[ps.Topic]; !ok {
 				names = append(names, ps.Topic)
 			}
@@ -108,6 +118,9 @@ func (c *Plane) describePartition(ps state.MirrorPartitionState, now time.Time) 
 		if !st.LagSince.IsZero() {
 			dp.LagMillis = max(now.Sub(st.LagSince).Milliseconds(), 0)
 		}
+	}
+	if c.leads(ps.Topic, ps.Partition) {
+		dp.ReportedBy = c.b.NodeID()
 	}
 	dp.DestinationOffset = c.destinationOffset(ps, logEnd)
 	if !read.IsZero() {

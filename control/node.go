@@ -15,6 +15,8 @@ import (
 // nothing of the plane either (it sees it as a broker.MirrorAdmin).
 type Node interface {
 	ClusterID() string
+	// NodeID is this node's node.id.
+	NodeID() int32
 	// IsController reports whether this node is the cluster's controller
 	// (always, on a node alone): the node that runs each mirror's
 	// mirror-level work (the metadata sync, the topics' release) and whose

@@ -122,7 +122,7 @@ type sourceConn struct {
 	cfg     sourceConnConfig
 
 	corr     int32
-	versions [kmsg.MaxKey + 1]versionRange
+	versions [maxAPIKey + 1]versionRange
 
 	// wbuf holds the request being written, rbuf the last response
 	// frame (minus its size). Both are reused; see roundTrip.
@@ -273,18 +273,21 @@ func (c *sourceConn) negotiate(ctx context.Context, v int16) error {
 	}
 }
 
+// maxAPIKey is the largest API key whose versions a connection keeps:
+// kmsg's keys and kmirror's mirror keys (mirrorapi, 94-107), which kmsg
+// does not know and the other nodes of a cluster serve.
+const maxAPIKey = 255
+
 func (c *sourceConn) setVersions(keys []kmsg.ApiVersionsResponseApiKey) {
 	for _, k := range keys {
 		if k.ApiKey < 0 || int(k.ApiKey) >= len(c.versions) || k.MinVersion < 0 || k.MaxVersion < k.MinVersion {
 			continue
 		}
-		req := kmsg.RequestForKey(k.ApiKey)
-		if req == nil {
-			continue
-		}
 		hi := k.MaxVersion
-		if km := req.MaxVersion(); km < hi {
-			hi = km
+		// A key kmsg does not know is capped by the caller's maxVer
+		// alone (version), who encodes it.
+		if req := kmsg.RequestForKey(k.ApiKey); req != nil && req.MaxVersion() < hi {
+			hi = req.MaxVersion()
 		}
 		if hi < k.MinVersion {
 			continue
@@ -294,8 +297,9 @@ func (c *sourceConn) setVersions(keys []kmsg.ApiVersionsResponseApiKey) {
 }
 
 // version returns the highest version of key that both the broker and
-// kmsg support, capped at maxVer, or -1 when the broker does not serve key
-// or the range does not overlap [minVer, maxVer].
+// kmsg support (for a key kmsg does not know, the broker alone), capped at
+// maxVer, or -1 when the broker does not serve key or the range does not
+// overlap [minVer, maxVer].
 func (c *sourceConn) version(key, minVer, maxVer int16) int16 {
 	if key < 0 || int(key) >= len(c.versions) {
 		return -1

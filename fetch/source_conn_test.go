@@ -555,3 +555,34 @@ func scServeApiVersions(t *testing.T, conn net.Conn) bool {
 	resp := scApiVersions(req.GetVersion(), 0, [3]int16{18, 0, 3}, [3]int16{3, 0, 12}, [3]int16{1, 4, 12})
 	return scWriteResponse(conn, corr, resp) == nil
 }
+
+// The other nodes of a kmirror cluster serve the mirror keys (mirrorapi),
+// which kmsg does not know: their advertised versions are kept, capped by
+// the caller alone; kmsg's keys stay capped at what kmsg encodes.
+func TestSourceConnKeepsKeysKmsgDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	c := newSourceConn(a, "pipe", sourceConnConfig{})
+	fetchMax := kmsg.NewPtrFetchRequest().MaxVersion()
+	c.setVersions([]kmsg.ApiVersionsResponseApiKey{
+		{ApiKey: 99, MinVersion: 0, MaxVersion: 2},
+		{ApiKey: int16(kmsg.Fetch), MinVersion: 4, MaxVersion: fetchMax + 3},
+		{ApiKey: maxAPIKey + 1, MinVersion: 0, MaxVersion: 1},
+	})
+	for _, tc := range []struct {
+		name          string
+		key, min, max int16
+		want          int16
+	}{
+		{"mirror key", 99, 0, 1, 1},
+		{"mirror key, the broker's max", 99, 0, 5, 2},
+		{"mirror key above the broker", 99, 3, 5, -1},
+		{"kmsg key capped at kmsg", int16(kmsg.Fetch), 0, fetchMax + 3, fetchMax},
+		{"key beyond the table", maxAPIKey + 1, 0, 1, -1},
+	} {
+		if got := c.version(tc.key, tc.min, tc.max); got != tc.want {
+			t.Errorf("%s: version(%d, %d, %d) = %d, want %d", tc.name, tc.key, tc.min, tc.max, got, tc.want)
+		}
+	}
+}

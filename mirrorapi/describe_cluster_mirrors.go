@@ -29,6 +29,12 @@ type DescribeClusterMirrorsRequest struct {
 	// LastMirrorEpochLookups (tag 1) are the partitions whose last mirror
 	// epoch is asked for. Omitted when empty.
 	LastMirrorEpochLookups []DescribeClusterMirrorsLookup
+
+	// LedPartitionsOnly (tag 2, a kmirror addition) asks the answering
+	// node for the partitions it leads only, as it sees them, without
+	// asking the other nodes: set by a node of a cluster that gathers the
+	// leaders' rows for its own answer. Omitted when false.
+	LedPartitionsOnly bool
 }
 
 // DescribeClusterMirrorsLookup asks for the last mirror epochs of some
@@ -92,6 +98,9 @@ func (v *DescribeClusterMirrorsRequest) AppendTo(dst []byte) []byte {
 	if len(v.LastMirrorEpochLookups) > 0 {
 		tags.add(1, appendArray(nil, v.LastMirrorEpochLookups))
 	}
+	if v.LedPartitionsOnly {
+		tags.add(2, kbin.AppendBool(nil, true))
+	}
 	return tags.appendTo(dst)
 }
 
@@ -110,6 +119,8 @@ func (v *DescribeClusterMirrorsRequest) ReadFrom(src []byte) error {
 			v.ClusterID = sub.nullableStr()
 		case 1:
 			v.LastMirrorEpochLookups = readArray[DescribeClusterMirrorsLookup](sub, minLookup)
+		case 2:
+			v.LedPartitionsOnly = sub.Bool()
 		default:
 			return false
 		}
@@ -217,6 +228,15 @@ type DescribeClusterMirrorsResponsePartition struct {
 	// no fetcher on this node (PAUSED, STOPPED), or nothing answered or
 	// copied yet; readers that predate the tag see -1 too.
 	LagMillis int64
+
+	// ReportedBy (tag 3, a kmirror addition) is the node whose view the
+	// row gives: the partition's leader, which runs its fetcher, so the
+	// offsets, Stalled and LagMillis are live. -1 (the default, omitted)
+	// when no leader answered (none elected, or a leader that could not
+	// be asked): the row then holds what the metadata log does, the
+	// source offset of the last checkpoint (see SourceOffsetAgeMillis),
+	// no lag in time and no Stalled flag.
+	ReportedBy int32
 }
 
 // Default sets AuthorizedOperations to math.MinInt32 ("not asked for").
@@ -232,9 +252,10 @@ func NewDescribeClusterMirrorsResponseMirror() DescribeClusterMirrorsResponseMir
 }
 
 // Default sets SourceOffset, DestinationOffset, Lag,
-// SourceOffsetAgeMillis and LagMillis to -1.
+// SourceOffsetAgeMillis, LagMillis and ReportedBy to -1.
 func (p *DescribeClusterMirrorsResponsePartition) Default() {
 	p.SourceOffset, p.DestinationOffset, p.Lag, p.SourceOffsetAgeMillis, p.LagMillis = -1, -1, -1, -1, -1
+	p.ReportedBy = -1
 }
 
 // NewDescribeClusterMirrorsResponsePartition returns a partition with
@@ -325,6 +346,9 @@ func (p *DescribeClusterMirrorsResponsePartition) appendTo(dst []byte) []byte {
 	if p.LagMillis != -1 {
 		tags.add(2, kbin.AppendInt64(nil, p.LagMillis))
 	}
+	if p.ReportedBy != -1 {
+		tags.add(3, kbin.AppendInt32(nil, p.ReportedBy))
+	}
 	return tags.appendTo(dst)
 }
 
@@ -336,7 +360,7 @@ func (p *DescribeClusterMirrorsResponsePartition) readFrom(r *reader) {
 	p.StateValue = r.str()
 	p.RetryAttempt = int32(r.Int16())
 	p.ErrorMessage = r.nullableStr()
-	p.SourceOffsetAgeMillis, p.Stalled, p.LagMillis = -1, false, -1 // absent tags: the defaults
+	p.SourceOffsetAgeMillis, p.Stalled, p.LagMillis, p.ReportedBy = -1, false, -1, -1 // absent tags: the defaults
 	r.tags(func(tag uint32, sub *reader) bool {
 		switch tag {
 		case 0:
@@ -345,6 +369,8 @@ func (p *DescribeClusterMirrorsResponsePartition) readFrom(r *reader) {
 			p.Stalled = sub.Bool()
 		case 2:
 			p.LagMillis = sub.Int64()
+		case 3:
+			p.ReportedBy = sub.Int32()
 		default:
 			return false
 		}

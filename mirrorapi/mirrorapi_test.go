@@ -97,6 +97,7 @@ func fullMessages() []message {
 			MirrorNames:                 []string{"east", "west"},
 			IncludeAuthorizedOperations: true,
 			ClusterID:                   sp("dest-cluster"),
+			LedPartitionsOnly:           true,
 			LastMirrorEpochLookups: []DescribeClusterMirrorsLookup{
 				{TopicID: uuidA, Partitions: []int32{0, 1, 2, math.MaxInt32}},
 				{TopicID: uuidB, Partitions: nil},
@@ -108,7 +109,7 @@ func fullMessages() []message {
 				{ErrorCode: 0, MirrorName: "east", AuthorizedOperations: 0x7f, LastGroupSyncMillis: 1_780_000_000_456, Topics: []DescribeClusterMirrorsResponseTopic{
 					{TopicName: "orders", TopicID: uuidA, Partitions: []DescribeClusterMirrorsResponsePartition{
 						{PartitionIndex: 0, SourceOffset: 100, DestinationOffset: 90, Lag: 10, StateValue: "MIRRORING", RetryAttempt: 0,
-							SourceOffsetAgeMillis: 400, LagMillis: 250},
+							SourceOffsetAgeMillis: 400, LagMillis: 250, ReportedBy: 3},
 						{PartitionIndex: 1, SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: "FAILED", RetryAttempt: -1, ErrorMessage: sp("boom"),
 							SourceOffsetAgeMillis: -1, LagMillis: -1},
 						{PartitionIndex: 2, SourceOffset: -1, DestinationOffset: -1, Lag: -1, StateValue: "FAILED", RetryAttempt: 32767, ErrorMessage: sp(long),
@@ -296,16 +297,17 @@ func TestGolden(t *testing.T) {
 	}, {
 		name: "describe request tags",
 		m: &DescribeClusterMirrorsRequest{MirrorNames: []string{"m"}, ClusterID: sp("c"),
-			LastMirrorEpochLookups: []DescribeClusterMirrorsLookup{{TopicID: uuidA, Partitions: []int32{7}}}},
-		hex: "02026d" + "00" + "02" + "00" + "02" + "0263" +
-			"01" + "17" + "02" + "0102030405060708090a0b0c0d0e0f10" + "02" + "00000007" + "00",
+			LastMirrorEpochLookups: []DescribeClusterMirrorsLookup{{TopicID: uuidA, Partitions: []int32{7}}}, LedPartitionsOnly: true},
+		hex: "02026d" + "00" + "03" + "00" + "02" + "0263" +
+			"01" + "17" + "02" + "0102030405060708090a0b0c0d0e0f10" + "02" + "00000007" + "00" +
+			"02" + "01" + "01",
 	}, {
 		name: "describe response",
 		m: &DescribeClusterMirrorsResponse{Mirrors: []DescribeClusterMirrorsResponseMirror{{
 			ErrorCode: ErrUnknownClusterMirror, ErrorMessage: sp("e"), MirrorName: "m", AuthorizedOperations: math.MinInt32,
 			Topics: []DescribeClusterMirrorsResponseTopic{{TopicName: "t", Partitions: []DescribeClusterMirrorsResponsePartition{{
 				PartitionIndex: 1, SourceOffset: 2, DestinationOffset: 3, Lag: 4, StateValue: "S", RetryAttempt: 5,
-				SourceOffsetAgeMillis: -1, LagMillis: -1,
+				SourceOffsetAgeMillis: -1, LagMillis: -1, ReportedBy: -1,
 			}}}},
 		}}},
 		hex: "00000000" + "0000" + "00" + "02" +
@@ -320,14 +322,15 @@ func TestGolden(t *testing.T) {
 			MirrorName: "m", AuthorizedOperations: math.MinInt32,
 			Topics: []DescribeClusterMirrorsResponseTopic{{TopicName: "t", TopicID: uuidA, Partitions: []DescribeClusterMirrorsResponsePartition{{
 				PartitionIndex: 1, SourceOffset: 2, DestinationOffset: 3, Lag: 0, StateValue: "S",
-				SourceOffsetAgeMillis: 95000, Stalled: true, LagMillis: 96000,
+				SourceOffsetAgeMillis: 95000, Stalled: true, LagMillis: 96000, ReportedBy: 2,
 			}}}},
 		}}},
 		hex: "00000000" + "0000" + "00" + "02" +
 			"0000" + "026d" + "80000000" + "02" + "0274" + "02" +
 			"00000001" + "0000000000000002" + "0000000000000003" + "0000000000000000" + "0253" + "0000" + "00" +
-			"03" + "00" + "08" + "0000000000017318" + "01" + "01" + "01" + // partition tags: age, stalled,
-			"02" + "08" + "0000000000017700" + // lag in time
+			"04" + "00" + "08" + "0000000000017318" + "01" + "01" + "01" + // partition tags: age, stalled,
+			"02" + "08" + "0000000000017700" + // lag in time,
+			"03" + "04" + "00000002" + // reported by
 			"01" + "00" + "10" + "0102030405060708090a0b0c0d0e0f10" + // topic tags: TopicID
 			"00" + // mirror tags
 			"00",
@@ -477,7 +480,7 @@ func clearTagged(m message) {
 	case *StopMirrorTopicsRequest:
 		v.Patterns = nil
 	case *DescribeClusterMirrorsRequest:
-		v.ClusterID, v.LastMirrorEpochLookups = nil, nil
+		v.ClusterID, v.LastMirrorEpochLookups, v.LedPartitionsOnly = nil, nil, false
 	case *DescribeClusterMirrorsResponse:
 		v.LookupResults = nil
 	case *BumpLeaderEpochsResponse:

@@ -71,6 +71,10 @@ type describeRow struct {
 	// were last synced (RFC 3339, UTC); null: never, or a node that does
 	// not report it.
 	GroupOffsetsSyncedAt *string `json:"groupOffsetsSyncedAt"`
+	// ReportedBy is the node id of the partition's leader, whose view
+	// the row is; -1 when no leader could be asked (the row is the
+	// metadata log's: the last checkpoint's source offset).
+	ReportedBy int32 `json:"reportedBy"`
 }
 
 // describeRows flattens a Describe answer into rows sorted by mirror,
@@ -97,7 +101,8 @@ func describeRows(r *mirrorapi.DescribeClusterMirrorsResponse, failed bool) []de
 				rows = append(rows, describeRow{Mirror: m.MirrorName, Topic: t.TopicName, Partition: p.PartitionIndex,
 					SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag, State: p.StateValue,
 					RetryAttempt: p.RetryAttempt, ErrorMessage: p.ErrorMessage, SourceOffsetAgeMs: p.SourceOffsetAgeMillis,
-					LagMs: p.LagMillis, Stalled: p.Stalled, TopicID: id, SourceHasNoTopicIDs: t.NoSourceTopicIDs, GroupOffsetsSyncedAt: synced})
+					LagMs: p.LagMillis, Stalled: p.Stalled, TopicID: id, SourceHasNoTopicIDs: t.NoSourceTopicIDs, GroupOffsetsSyncedAt: synced,
+					ReportedBy: p.ReportedBy})
 			}
 		}
 	}
@@ -159,15 +164,27 @@ func printDescribe(tw io.Writer, rows []describeRow, failed bool) {
 }
 
 // printDescribeNotes writes, apart from the table (to stderr), which
-// topics' sources have no topic ids.
+// topics' sources have no topic ids, and which partitions no leader
+// reported (a leader down or out of reach of the node asked): their
+// SOURCE-OFFSET is the last checkpoint's, their STALLED and LAG-SECONDS
+// unknown.
 func printDescribeNotes(w io.Writer, rows []describeRow) {
 	noted := map[[2]string]bool{}
+	var unreported []string
 	for _, r := range rows {
 		if k := [2]string{r.Mirror, r.Topic}; r.SourceHasNoTopicIDs && r.TopicID != nil && !noted[k] {
 			noted[k] = true
 			fmt.Fprintf(w, "note: mirror %s topic %s: the source has no topic ids (Kafka before 2.8); kmirror assigned topic id %s\n",
 				r.Mirror, r.Topic, *r.TopicID)
 		}
+		if r.ReportedBy < 0 {
+			unreported = append(unreported, fmt.Sprintf("%s/%s-%d", r.Mirror, r.Topic, r.Partition))
+		}
+	}
+	if len(unreported) > 0 {
+		fmt.Fprintf(w, "note: no leader reported %s (down, or out of reach of the node asked): "+
+			"their SOURCE-OFFSET is the last checkpoint's (see SOURCE-OFFSET-AGE), STALLED and LAG-SECONDS are unknown\n",
+			strings.Join(unreported, ", "))
 	}
 }
 

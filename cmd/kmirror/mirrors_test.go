@@ -204,7 +204,7 @@ func describeJSON(t *testing.T, out string) []map[string]any {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("--describe --json: %v\n%s", err, out)
 	}
-	want := []string{"destinationOffset", "errorMessage", "groupOffsetsSyncedAt", "lag", "lagMs", "mirror", "partition", "retryAttempt",
+	want := []string{"destinationOffset", "errorMessage", "groupOffsetsSyncedAt", "lag", "lagMs", "mirror", "partition", "reportedBy", "retryAttempt",
 		"sourceHasNoTopicIds", "sourceOffset", "sourceOffsetAgeMs", "stalled", "state", "topic", "topicId"}
 	for _, r := range rows {
 		keys := slices.Sorted(maps.Keys(r))
@@ -528,8 +528,11 @@ func describeAnswer() *mirrorapi.DescribeClusterMirrorsResponse {
 		p := mirrorapi.NewDescribeClusterMirrorsResponsePartition()
 		p.PartitionIndex, p.SourceOffset, p.DestinationOffset, p.Lag = i, src, dst, lag
 		p.SourceOffsetAgeMillis, p.StateValue, p.Stalled, p.LagMillis = age, state, stalled, lagMs
+		p.ReportedBy = 1
 		return p
 	}
+	unreported := part(2, -1, 40, -1, -1, "PAUSED", false, -1)
+	unreported.ReportedBy = -1
 	failed := part(1, 90, 90, 0, 133_000, "FAILED", false, 140_000)
 	failed.RetryAttempt, failed.ErrorMessage = 2, &long
 	nr := part(0, 5, 5, 0, 400, "FAILED", false, -1)
@@ -539,7 +542,7 @@ func describeAnswer() *mirrorapi.DescribeClusterMirrorsResponse {
 		{MirrorName: "dr", Topics: []mirrorapi.DescribeClusterMirrorsResponseTopic{
 			{TopicName: "orders", TopicID: [16]byte{0xfb, 0xef, 0xbe, 0xff, 0xff, 0xff, 0xfb, 0xef, 0xbe, 0xff, 0xff, 0xff, 0xfb, 0xef, 0xbe, 0xff},
 				Partitions: []mirrorapi.DescribeClusterMirrorsResponsePartition{
-					part(2, -1, 40, -1, -1, "PAUSED", false, -1), failed, part(0, 120, 100, 20, 400, "MIRRORING", false, 2_310)}},
+					unreported, failed, part(0, 120, 100, 20, 400, "MIRRORING", false, 2_310)}},
 			{TopicName: "billing", Partitions: []mirrorapi.DescribeClusterMirrorsResponsePartition{
 				part(0, 7, 7, 0, 95_400, "MIRRORING", true, 95_401)}},
 		}},
@@ -599,6 +602,12 @@ func TestMirrorsDescribeNoSourceTopicIDs(t *testing.T) {
 		resp.Mirrors[0].MirrorName, topic, topicid.String(id))
 	if strings.Count(out.String(), "topic ids") != 1 || !strings.Contains(out.String(), note+"\n") {
 		t.Fatalf("want exactly the note %q in\n%s", note, out.String())
+	}
+	// The partition no leader reported is named once, in a note of its
+	// own.
+	if want := "note: no leader reported dr/orders-2 (down"; strings.Count(out.String(), "no leader reported") != 1 ||
+		!strings.Contains(out.String(), want) {
+		t.Fatalf("want the note %q... in\n%s", want, out.String())
 	}
 }
 
@@ -671,14 +680,14 @@ func TestMirrorsDescribeJSON(t *testing.T) {
 		for _, r := range rows {
 			got = append(got, fmt.Sprint(r["mirror"], " ", r["topic"], " ", r["partition"], " ", r["state"], " ",
 				r["sourceOffset"], " ", r["destinationOffset"], " ", r["lag"], " ", r["retryAttempt"], " ",
-				r["sourceOffsetAgeMs"], " ", r["lagMs"], " ", r["stalled"], " ", r["topicId"], " ", r["errorMessage"] != nil))
+				r["sourceOffsetAgeMs"], " ", r["lagMs"], " ", r["stalled"], " ", r["topicId"], " ", r["errorMessage"] != nil, " ", r["reportedBy"]))
 		}
 		want := []string{
-			"dr billing 0 MIRRORING 7 7 0 0 95400 95401 true <nil> false",
-			"dr orders 0 MIRRORING 120 100 20 0 400 2310 false ----____----____----_w false",
-			"dr orders 1 FAILED 90 90 0 2 133000 140000 false ----____----____----_w true",
-			"dr orders 2 PAUSED -1 40 -1 0 -1 -1 false ----____----____----_w false",
-			"west audit 0 FAILED 5 5 0 -1 400 -1 false <nil> true",
+			"dr billing 0 MIRRORING 7 7 0 0 95400 95401 true <nil> false 1",
+			"dr orders 0 MIRRORING 120 100 20 0 400 2310 false ----____----____----_w false 1",
+			"dr orders 1 FAILED 90 90 0 2 133000 140000 false ----____----____----_w true 1",
+			"dr orders 2 PAUSED -1 40 -1 0 -1 -1 false ----____----____----_w false -1",
+			"west audit 0 FAILED 5 5 0 -1 400 -1 false <nil> true 1",
 		}
 		if failed {
 			want = []string{want[2], want[4]}
