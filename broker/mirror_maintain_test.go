@@ -69,7 +69,7 @@ func TestMaintainLeavesMirrorTopicsAlone(t *testing.T) {
 					l.LogStartOffset(), len(got), len(before))
 			}
 
-			if err := b.SetTopicMirror(topic, ""); err != nil {
+			if err := b.SetTopicsMirror([]string{topic}, ""); err != nil {
 				t.Fatal(err)
 			}
 			b.maintainOnce(time.Now())

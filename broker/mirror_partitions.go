@@ -43,10 +43,10 @@ func (b *Broker) CreateMirrorTopic(name string, id [16]byte, partitions int32, m
 	return err
 }
 
-// SetTopicMirror hands a topic to a cluster mirror (read-only from then
-// on) or, with mirror "", releases it (writable: failover).
-func (b *Broker) SetTopicMirror(name, mirror string) error {
-	return b.partitions.SetMirror(name, mirror)
+// SetTopicsMirror hands topics to a cluster mirror (read-only from then
+// on) or, with mirror "", releases them (writable: failover).
+func (b *Broker) SetTopicsMirror(names []string, mirror string) error {
+	return b.partitions.SetMirrorOf(names, mirror)
 }
 
 // Store is the node's state store, shared with the mirror control plane,

@@ -318,7 +318,7 @@ func TestProduceRejects(t *testing.T) {
 	b := newTestBroker(t)
 	plain := mustTopic(t, b, "rejects", 2)
 	mirrored := mustTopic(t, b, "rejects-mirrored", 1)
-	if err := b.SetTopicMirror(mirrored.Name(), "m"); err != nil {
+	if err := b.SetTopicsMirror([]string{mirrored.Name()}, "m"); err != nil {
 		t.Fatal(err)
 	}
 	unknown := partition.NewTopic("no-such-topic", [16]byte{1, 2, 3})

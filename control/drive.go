@@ -161,13 +161,13 @@ func (c *Plane) driveMirror(name string) {
 	if len(stops) > 0 {
 		c.logStopFailures(m, "failing over mirror partitions led here (retried)", stops)
 	}
-	if c.b.IsController() {
-		for topic, desired := range m.Topics {
-			if desired == state.StateStopped {
-				c.releaseIfStopped(m, topic)
-			}
+	var stopped []string
+	for topic, desired := range m.Topics {
+		if desired == state.StateStopped {
+			stopped = append(stopped, topic)
 		}
 	}
+	c.releaseStopped(m, stopped)
 }
 
 // leads reports whether this node leads partition p of topic (a node

@@ -33,8 +33,9 @@ type Node interface {
 	CreateMirrorTopic(name string, id [16]byte, partitions int32, mirror string) error
 	// GrowMirrorTopic adds partitions to a mirror topic.
 	GrowMirrorTopic(name string, partitions int32) error
-	// SetTopicMirror hands a topic to a mirror, or with "" releases it.
-	SetTopicMirror(name, mirror string) error
+	// SetTopicsMirror hands topics to a mirror, or with "" releases
+	// them, in one write.
+	SetTopicsMirror(names []string, mirror string) error
 	// MergeTopicConfigs sets configs on a topic, keeping the others; the
 	// ones refused are returned by name.
 	MergeTopicConfigs(name string, set map[string]string) (rejected map[string]error, err error)

@@ -380,7 +380,7 @@ func (c *Plane) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequest
 	case startCreate:
 		err = c.b.CreateMirrorTopic(t.TopicName, t.TopicID, t.NumPartitions, m.Name)
 	case startAlign:
-		err = c.b.SetTopicMirror(t.TopicName, m.Name)
+		err = c.b.SetTopicsMirror([]string{t.TopicName}, m.Name)
 	}
 	if err != nil {
 		return kerr.UnknownServerError.Code, err.Error(), sc, info
@@ -468,6 +468,7 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		}
 	}
 	failed, err := c.stopPartitions(m, toStop)
+	var done []string
 	for name := range toStop {
 		switch {
 		case err != nil:
@@ -475,9 +476,10 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		case failed[name] != nil:
 			outcomes[name] = outcome{kerr.UnknownServerError.Code, failed[name].Error()}
 		default:
-			c.releaseIfStopped(m, name)
+			done = append(done, name)
 		}
 	}
+	c.releaseStopped(m, done)
 	for _, name := range names {
 		code, msg := outcomes[name].code, outcomes[name].msg
 		res.add(name, code, "%s", msg)
@@ -516,7 +518,7 @@ func (c *Plane) stopTopic(m *state.Mirror, name string) (int16, string) {
 	if err = errors.Join(err, failed[name]); err != nil {
 		return kerr.UnknownServerError.Code, err.Error()
 	}
-	c.releaseIfStopped(*m, name)
+	c.releaseStopped(*m, []string{name})
 	return 0, ""
 }
 

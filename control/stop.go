@@ -216,43 +216,50 @@ var stopWait = 25 * time.Second
 
 // awaitStops waits, in a cluster, until every partition of each topic a
 // Stop answered for without error is STOPPED (the partitions other nodes
-// lead are failed over by those leaders, drive.go), then makes the topic
-// writable; a topic still STOPPING after stopWait is answered
-// REQUEST_TIMED_OUT, naming the partitions, and its leaders go on: the
-// controller's drive releases it once they are done. On a node alone
-// every partition is STOPPED already. REQUIRES: the mirror's stopMu held,
-// its lock not.
+// lead are failed over by those leaders, drive.go), then makes those
+// topics writable, all in one write; a topic still STOPPING after
+// stopWait is answered REQUEST_TIMED_OUT, naming the partitions, and its
+// leaders go on: the controller's drive releases it once they are done.
+// On a node alone every partition is STOPPED already. REQUIRES: the
+// mirror's stopMu held, its lock not.
 func (c *Plane) awaitStops(mirror string, resp *mirrorapi.StopMirrorTopicsResponse) {
 	deadline := time.Now().Add(stopWait)
-	for i := range resp.Topics {
+	waiting := map[int][]int32{} // index in resp.Topics: partitions not STOPPED
+	for i, rt := range resp.Topics {
+		if rt.ErrorCode == 0 {
+			waiting[i] = nil
+		}
+	}
+	var done []string
+	for len(waiting) > 0 {
+		for i := range waiting {
+			if left := c.notStopped(mirror, resp.Topics[i].Name); len(left) > 0 {
+				waiting[i] = left
+				continue
+			}
+			done = append(done, resp.Topics[i].Name)
+			delete(waiting, i)
+		}
+		if len(waiting) == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for i, left := range waiting {
 		rt := &resp.Topics[i]
-		if rt.ErrorCode != 0 {
-			continue
-		}
-		var left []int32
-		for {
-			left = c.notStopped(mirror, rt.Name)
-			if len(left) == 0 || time.Now().After(deadline) {
-				break
-			}
-			select {
-			case <-c.ctx.Done():
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-		if len(left) > 0 {
-			rt.ErrorCode = kerr.RequestTimedOut.Code
-			rt.ErrorMessage = strp(fmt.Sprintf("partitions %v of %s are still STOPPING after %v: their leaders go on "+
-				"failing them over, and the topic becomes writable when they are done (--describe shows their states)",
-				left, rt.Name, stopWait))
-			continue
-		}
-		unlock := c.lockMirror(mirror)
-		if m, err := c.store.GetMirror(mirror); err == nil {
-			c.releaseIfStopped(m, rt.Name)
-		}
-		unlock()
+		rt.ErrorCode = kerr.RequestTimedOut.Code
+		rt.ErrorMessage = strp(fmt.Sprintf("partitions %v of %s are still STOPPING after %v: their leaders go on "+
+			"failing them over, and the topic becomes writable when they are done (--describe shows their states)",
+			left, rt.Name, stopWait))
+	}
+	unlock := c.lockMirror(mirror)
+	defer unlock()
+	if m, err := c.store.GetMirror(mirror); err == nil {
+		c.releaseStopped(m, done)
 	}
 }
 

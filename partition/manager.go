@@ -545,30 +545,61 @@ func (m *Manager) ReapplyConfigs() error {
 
 // SetMirror hands a topic to a cluster mirror (read-only from then on)
 // or, with mirror "", releases it (writable: failover).
-func (m *Manager) SetMirror(name, mirror string) error {
-	t := m.Topic(name)
-	if t == nil {
-		return fmt.Errorf("partition: no topic %s", name)
+func (m *Manager) SetMirror(name, mirror string) error { return m.SetMirrorOf([]string{name}, mirror) }
+
+// SetMirrorOf is SetMirror for many topics with one write of the store
+// per topicsPerWrite (a failover releases all its topics at once). A
+// topic that belongs to mirror already is left as it is; on an error the
+// topics of the writes before it have changed, and no other.
+func (m *Manager) SetMirrorOf(names []string, mirror string) error {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	topics := make([]*Topic, 0, len(names))
+	for _, name := range names {
+		t := m.Topic(name)
+		if t == nil {
+			return fmt.Errorf("partition: no topic %s", name)
+		}
+		topics = append(topics, t)
 	}
-	// Waits for a maintenance pass over the topic to finish (see
-	// Topic.maintainMu), outside mu so handlers are not held up.
-	t.maintainMu.Lock()
-	defer t.maintainMu.Unlock()
+	// Waits for a maintenance pass over each topic to finish (see
+	// Topic.maintainMu), outside mu so handlers are not held up; in name
+	// order, the only order any path takes more than one.
+	for _, t := range topics {
+		t.maintainMu.Lock()
+		defer t.maintainMu.Unlock()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.topics[name] != t {
-		return fmt.Errorf("partition: topic %s was deleted", name)
+	var changed []*Topic
+	var sts []state.Topic
+	for _, t := range topics {
+		if m.topics[t.name] != t {
+			return fmt.Errorf("partition: topic %s was deleted", t.name)
+		}
+		if t.Mirror() == mirror {
+			continue
+		}
+		changed = append(changed, t)
+		sts = append(sts, state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.Partitions())), Configs: t.configs,
+			Mirror: mirror})
 	}
-	if t.Mirror() == mirror {
-		return nil
+	for len(sts) > 0 {
+		n := min(len(sts), topicsPerWrite)
+		if err := m.cfg.Store.PutTopics(sts[:n]); err != nil {
+			return fmt.Errorf("partition: handing topics to mirror %q: %w", mirror, err)
+		}
+		for _, t := range changed[:n] {
+			t.setMirror(mirror)
+		}
+		sts, changed = sts[n:], changed[n:]
 	}
-	st := state.Topic{Name: t.name, ID: t.id, Partitions: int32(len(t.Partitions())), Configs: t.configs, Mirror: mirror}
-	if err := m.cfg.Store.PutTopic(st); err != nil {
-		return fmt.Errorf("partition: handing topic %s to mirror %q: %w", name, mirror, err)
-	}
-	t.setMirror(mirror)
 	return nil
 }
+
+// topicsPerWrite bounds the topics of one state.Store.PutTopics.
+const topicsPerWrite = 500
 
 // Maintain runs one maintenance pass: retention, compaction, time-based
 // flush and producer expiry on every partition (Partition.maintain), and
