@@ -10,6 +10,7 @@ import (
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/mirrorapi"
+	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -109,9 +110,26 @@ func (c *Plane) stopPartitions(m state.Mirror, parts map[string][]int32) (failed
 // many goroutines and files at once.
 const failOverConcurrency = 32
 
+// markersCommitWait bounds how long failOverAll waits for the in-sync
+// replicas to hold a partition's markers. WHY 10 s: below stopWait, so a
+// Stop answers in time; a follower that died is out of the ISR within
+// the broker session timeout, after which the wait ends; a partition
+// whose wait ran out stays STOPPING, and the drive waits again (its
+// markers are not appended twice: failOver).
+var markersCommitWait = 10 * time.Second
+
 // failOverAll runs failOver for each of states, failOverConcurrency at
-// a time, and returns each one's error at its index.
+// a time, then waits until the in-sync replicas hold each one's markers
+// (on a node alone at once): a partition becomes STOPPED, and its topic
+// writable, only with markers a new leader would have too. It returns
+// each one's error at its index.
 func (c *Plane) failOverAll(m state.Mirror, states []state.MirrorPartitionState) []error {
+	type appended struct {
+		local partition.Follower
+		end   int64
+		lead  partition.Leadership
+	}
+	done := make([]appended, len(states))
 	errs := make([]error, len(states))
 	sem := make(chan struct{}, failOverConcurrency)
 	var wg sync.WaitGroup
@@ -120,10 +138,24 @@ func (c *Plane) failOverAll(m state.Mirror, states []state.MirrorPartitionState)
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = c.failOver(m, st)
+			done[i].local, done[i].end, done[i].lead, errs[i] = c.failOver(m, st)
 		}()
 	}
 	wg.Wait()
+	deadline := time.Now().Add(markersCommitWait)
+	for i, a := range done {
+		if errs[i] != nil {
+			continue
+		}
+		switch a.local.AwaitCommitted(a.end, a.lead, time.Until(deadline), c.ctx.Done()) {
+		case partition.CommitTimedOut:
+			errs[i] = fmt.Errorf("the in-sync replicas did not hold the failover markers (up to offset %d) within %v; "+
+				"the partition stays STOPPING and its leader waits again", a.end, markersCommitWait)
+		case partition.CommitLostLeadership:
+			errs[i] = errors.New("this node stopped leading the partition before its in-sync replicas held the failover " +
+				"markers; the new leader fails it over")
+		}
+	}
 	return errs
 }
 
@@ -182,29 +214,59 @@ func (c *Plane) logStopFailures(m state.Mirror, what string, parts map[string][]
 
 // failOver appends a STOPPING partition's markers, its epoch raised: an
 // ABORT for each open transaction, then MIRROR_PID_RESET, which marks
-// where the mirrored producer ids end.
-func (c *Plane) failOver(m state.Mirror, st state.MirrorPartitionState) error {
+// where the mirrored producer ids end. It returns the partition, the log
+// end after its markers and the leadership they were appended in. Run
+// again (a retry, the markers appended but not committed yet), it
+// appends no second MIRROR_PID_RESET in the same epoch: the log ends with
+// it already (nothing else appends to a STOPPING partition: no fetcher,
+// and the topic takes no writes).
+func (c *Plane) failOver(m state.Mirror, st state.MirrorPartitionState) (partition.Follower, int64, partition.Leadership, error) {
 	local, err := c.parts.MirrorPartition(st.Topic, st.Partition)
 	if err != nil {
-		return err
+		return nil, 0, partition.Leadership{}, err
 	}
 	now := time.Now().UnixMilli()
 	for _, txn := range local.OngoingTxns() {
-		if err := local.AppendControl(func(base int64, epoch int32) []byte {
+		if _, _, err := local.AppendControl(func(base int64, epoch int32) []byte {
 			return batch.AppendTxnMarker(nil, batch.TxnMarker{BaseOffset: base, PartitionLeaderEpoch: epoch,
 				Timestamp: now, ProducerID: txn.ProducerID, ProducerEpoch: txn.ProducerEpoch,
 				CoordinatorEpoch: max(0, txn.CoordinatorEpoch)})
 		}); err != nil {
-			return fmt.Errorf("aborting the open transaction of producer %d: %w", txn.ProducerID, err)
+			return nil, 0, partition.Leadership{}, fmt.Errorf("aborting the open transaction of producer %d: %w", txn.ProducerID, err)
 		}
 	}
-	if err := local.AppendControl(func(base int64, epoch int32) []byte {
+	if end, lead, ok := endsWithPIDReset(local); ok {
+		return local, end, lead, nil
+	}
+	end, lead, err := local.AppendControl(func(base int64, epoch int32) []byte {
 		return batch.AppendMirrorPIDReset(nil, batch.PIDReset{BaseOffset: base, PartitionLeaderEpoch: epoch,
 			Timestamp: now, SourceClusterID: m.SourceClusterID})
-	}); err != nil {
-		return fmt.Errorf("appending MIRROR_PID_RESET: %w", err)
+	})
+	if err != nil {
+		return nil, 0, partition.Leadership{}, fmt.Errorf("appending MIRROR_PID_RESET: %w", err)
 	}
-	return nil
+	return local, end, lead, nil
+}
+
+// endsWithPIDReset reports whether local's last batch is a
+// MIRROR_PID_RESET of its current leader epoch that this node leads in,
+// and if so the log end and that leadership.
+func endsWithPIDReset(local partition.Follower) (int64, partition.Leadership, bool) {
+	end := local.LogEndOffset()
+	lead, leads := local.Leadership()
+	if end <= local.LogStartOffset() || !leads {
+		return 0, lead, false
+	}
+	data, _, err := local.Read(end-1, 1, end, nil)
+	if err != nil {
+		return 0, lead, false
+	}
+	b, err := batch.Parse(data)
+	if err != nil || !b.IsControl() || b.PartitionLeaderEpoch() != local.LeaderEpoch() {
+		return 0, lead, false
+	}
+	typ, err := b.ControlType()
+	return end, lead, err == nil && typ == batch.ControlMirrorPIDReset
 }
 
 // stopWait bounds how long a Stop waits for the partitions other nodes

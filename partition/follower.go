@@ -3,6 +3,7 @@ package partition
 import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/storage"
+	"time"
 )
 
 // View is a partition as the mirror control plane reads it without writing:
@@ -50,8 +51,16 @@ type Follower interface {
 	// summary (batch.Iterator.Collect): no header is walked again.
 	AppendChunk(c *batch.Chunk) (storage.AppendResult, error)
 	// AppendControl appends a control batch built for the log end and
-	// the leader epoch (failover's ABORT markers and MIRROR_PID_RESET).
-	AppendControl(build func(base int64, epoch int32) []byte) error
+	// the leader epoch (failover's ABORT markers and MIRROR_PID_RESET)
+	// and returns the log end after it and the leadership it was
+	// appended in, for AwaitCommitted.
+	AppendControl(build func(base int64, epoch int32) []byte) (end int64, lead Leadership, err error)
+	// Leadership is the partition's current leadership, ok false when
+	// another node leads it.
+	Leadership() (lead Leadership, ok bool)
+	// AwaitCommitted waits until the high watermark covers end, appended
+	// in lead (Partition.AwaitCommitted).
+	AwaitCommitted(end int64, lead Leadership, timeout time.Duration, stop <-chan struct{}) Commit
 	// TruncateTo cuts the log back to offset (a divergence).
 	TruncateTo(offset int64) error
 	// RestartAt empties the log and restarts it at offset.
@@ -97,7 +106,7 @@ func (p *Partition) Read(offset int64, maxBytes int, upTo int64, dst []byte) ([]
 }
 
 func (p *Partition) AppendMirror(batches []byte) (res storage.AppendResult, err error) {
-	err = p.asMirrorLeader(func() error {
+	_, err = p.asMirrorLeader(func() error {
 		res, err = p.log.AppendMirror(batches)
 		return err
 	})
@@ -109,7 +118,7 @@ func (p *Partition) AppendMirror(batches []byte) (res storage.AppendResult, err 
 }
 
 func (p *Partition) AppendChunk(c *batch.Chunk) (res storage.AppendResult, err error) {
-	err = p.asMirrorLeader(func() error {
+	_, err = p.asMirrorLeader(func() error {
 		res, err = p.log.AppendChunk(c)
 		return err
 	})
@@ -122,50 +131,56 @@ func (p *Partition) AppendChunk(c *batch.Chunk) (res storage.AppendResult, err e
 
 // AppendControl appends a control batch (a transaction marker, a
 // MIRROR_PID_RESET) built by the caller to the partition, at its log end,
-// with its leader epoch, and wakes its consumers.
-func (p *Partition) AppendControl(build func(base int64, epoch int32) []byte) error {
-	err := p.asMirrorLeader(func() error {
+// with its leader epoch, and wakes its consumers and followers.
+func (p *Partition) AppendControl(build func(base int64, epoch int32) []byte) (end int64, lead Leadership, err error) {
+	lead, err = p.asMirrorLeader(func() error {
 		raw := build(p.log.LogEndOffset(), p.LeaderEpoch())
-		_, err := p.log.AppendControl(raw, p.LeaderEpoch())
+		res, err := p.log.AppendControl(raw, p.LeaderEpoch())
+		end = res.NextOffset
 		return err
 	})
 	if err != nil {
-		return err
+		return 0, lead, err
 	}
 	p.Appended()
-	return nil
+	return end, lead, nil
 }
 
 func (p *Partition) TruncateTo(offset int64) error {
-	return p.asMirrorLeader(func() error { return p.log.TruncateTo(offset) })
+	_, err := p.asMirrorLeader(func() error { return p.log.TruncateTo(offset) })
+	return err
 }
 
 func (p *Partition) RestartAt(offset int64) error {
-	return p.asMirrorLeader(func() error { return p.log.TruncateFullyAndStartAt(offset) })
+	_, err := p.asMirrorLeader(func() error { return p.log.TruncateFullyAndStartAt(offset) })
+	return err
 }
 
 func (p *Partition) AdvanceLogStart(offset int64) error {
-	return p.asMirrorLeader(func() error { return p.log.SetLogStartOffset(offset) })
+	_, err := p.asMirrorLeader(func() error { return p.log.SetLogStartOffset(offset) })
+	return err
 }
 
 func (p *Partition) OngoingTxns() []storage.OngoingTxn { return p.log.Producers().OngoingTxns() }
 
 // asMirrorLeader runs fn, a mirror fetcher's or failover's write, while
 // this node leads p (always, on a node alone) and p cannot change its
-// role; ErrNotLeader without running it otherwise. In a cluster a mirror
+// role, and returns the leadership it ran in; ErrNotLeader without
+// running it otherwise. In a cluster a mirror
 // partition is written by its leader only (DESIGN.md "Mirroring"): a
 // fetcher whose node lost the leadership must not append after the new
 // leader resumed from its own log end, or the two logs diverge at the
 // same offsets. Unlike AppendAsLeader there is no epoch floor: mirrored
 // batches carry the source's epochs, not this node's.
-func (p *Partition) asMirrorLeader(fn func() error) error {
+func (p *Partition) asMirrorLeader(fn func() error) (Leadership, error) {
 	rs := &p.replicas
 	rs.transition.RLock()
 	defer rs.transition.RUnlock()
-	if _, ok := p.leadership(); !ok {
-		return ErrNotLeader
+	lead, ok := p.Leadership()
+	if !ok {
+		return lead, ErrNotLeader
 	}
-	return fn()
+	return lead, fn()
 }
 
 // RaiseLeaderEpoch persists a higher local leader epoch before the

@@ -48,7 +48,7 @@ func (p *Partition) AppendAsLeader(write func(epoch int32) error) (Leadership, e
 	rs := &p.replicas
 	rs.transition.RLock()
 	defer rs.transition.RUnlock()
-	lead, ok := p.leadership()
+	lead, ok := p.Leadership()
 	epoch := p.LeaderEpoch()
 	if !ok || lead.assigned && epoch < lead.epoch {
 		return lead, ErrNotLeader
@@ -67,8 +67,8 @@ func (p *Partition) AppendProduce(raw []byte) (storage.AppendResult, Leadership,
 	return res, lead, err
 }
 
-// leadership is p's current leadership, ok false when another node leads.
-func (p *Partition) leadership() (Leadership, bool) {
+// Leadership is p's current leadership, ok false when another node leads.
+func (p *Partition) Leadership() (Leadership, bool) {
 	rs := &p.replicas
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -83,7 +83,7 @@ func (p *Partition) leadership() (Leadership, bool) {
 // for p names); -1 and true for a partition without an assignment (a
 // node alone leads all of its own).
 func (p *Partition) Leads() (leaderEpoch int32, ok bool) {
-	lead, ok := p.leadership()
+	lead, ok := p.Leadership()
 	if !lead.assigned {
 		return -1, true
 	}
@@ -92,7 +92,7 @@ func (p *Partition) Leads() (leaderEpoch int32, ok bool) {
 
 // leads reports whether p is still led here in lead.
 func (p *Partition) leads(lead Leadership) bool {
-	now, ok := p.leadership()
+	now, ok := p.Leadership()
 	return ok && now == lead
 }
 

@@ -236,8 +236,11 @@ func TestMirrorWritesNeedTheLeadership(t *testing.T) {
 	p.SetAssignment(1, Assignment{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
 	end := p.LogEndOffset()
 	for name, write := range map[string]func() error{
-		"AppendMirror":    func() error { _, err := p.AppendMirror(pidReset(end, 1)); return err },
-		"AppendControl":   func() error { return p.AppendControl(func(base int64, e int32) []byte { return pidReset(base, e) }) },
+		"AppendMirror": func() error { _, err := p.AppendMirror(pidReset(end, 1)); return err },
+		"AppendControl": func() error {
+			_, _, err := p.AppendControl(func(base int64, e int32) []byte { return pidReset(base, e) })
+			return err
+		},
 		"TruncateTo":      func() error { return p.TruncateTo(0) },
 		"RestartAt":       func() error { return p.RestartAt(100) },
 		"AdvanceLogStart": func() error { return p.AdvanceLogStart(end) },

@@ -23,7 +23,7 @@ func newPartition(t *testing.T, topic string) *Partition {
 // append (Appended follows).
 func appendOne(t *testing.T, p *Partition) {
 	t.Helper()
-	if err := p.AppendControl(func(base int64, epoch int32) []byte { return pidReset(base, epoch) }); err != nil {
+	if _, _, err := p.AppendControl(func(base int64, epoch int32) []byte { return pidReset(base, epoch) }); err != nil {
 		t.Fatal(err)
 	}
 }
