@@ -602,9 +602,11 @@ func listOffsetRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic stri
 func TestAutoCreateDisabled(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, func(c *broker.Config) { c.AutoCreateTopics = false })
-	ctx := testCtx(t, 30*time.Second)
+	// Each case bounds its own requests: parallel cases may wait for a
+	// slot (go test -parallel) longer than one bound for all would last.
 	metadata := func(version int16) func(t *testing.T, topic string) {
 		return func(t *testing.T, topic string) {
+			ctx := testCtx(t, 30*time.Second)
 			req := kmsg.NewPtrMetadataRequest()
 			req.SetVersion(version)
 			rt := kmsg.NewMetadataRequestTopic()
@@ -622,6 +624,7 @@ func TestAutoCreateDisabled(t *testing.T) {
 		run  func(t *testing.T, topic string)
 	}{
 		{"kgo producer", func(t *testing.T, topic string) {
+			ctx := testCtx(t, 30*time.Second)
 			p := newClient(t, n.addr(), kgo.AllowAutoTopicCreation(),
 				kgo.UnknownTopicRetries(1), kgo.MetadataMinAge(10*time.Millisecond),
 				kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
@@ -635,6 +638,7 @@ func TestAutoCreateDisabled(t *testing.T) {
 		{"metadata v9", metadata(9)},
 		{"metadata v12", metadata(12)},
 		{"produce v9", func(t *testing.T, topic string) {
+			ctx := testCtx(t, 30*time.Second)
 			req := kmsg.NewPtrProduceRequest()
 			req.SetVersion(9)
 			req.Acks, req.TimeoutMillis = -1, 5000
@@ -659,7 +663,7 @@ func TestAutoCreateDisabled(t *testing.T) {
 		}
 	})
 	// After every case: no topic exists at all.
-	tds, err := newAdmin(t, n.addr()).ListTopics(ctx)
+	tds, err := newAdmin(t, n.addr()).ListTopics(testCtx(t, 30*time.Second))
 	if err != nil {
 		t.Fatalf("ListTopics: %v", err)
 	}

@@ -582,6 +582,7 @@ func TestGroupProtocolEdges(t *testing.T) {
 	// consumer's heartbeat thread runs between JoinGroup and SyncGroup.
 	t.Run("heartbeat while CompletingRebalance", func(t *testing.T) {
 		t.Parallel()
+		ctx := testCtx(t, 30*time.Second) // its own: it may wait for a parallel slot
 		const group = "grp-edges-completing"
 		leader := newRawMember(t, n.addr(), group, topic)
 		leader.join(t, ctx)
@@ -620,6 +621,7 @@ func TestGroupProtocolEdges(t *testing.T) {
 	// GROUP_ID_NOT_FOUND; earlier versions as Dead with no error.
 	t.Run("DescribeGroups of an unknown group", func(t *testing.T) {
 		t.Parallel()
+		ctx := testCtx(t, 30*time.Second) // its own: it may wait for a parallel slot
 		for _, c := range []struct {
 			version int16
 			want    error

@@ -192,7 +192,6 @@ func TestKcatCodecs(t *testing.T) {
 	t.Parallel()
 	kcatPath(t)
 	n := startNode(t)
-	ctx := testCtx(t, 45*time.Second)
 	adm := newAdmin(t, n.addr())
 	const count = 500
 	for _, c := range codecs {
@@ -200,6 +199,7 @@ func TestKcatCodecs(t *testing.T) {
 			t.Parallel()
 			t.Run("kcat produces", func(t *testing.T) {
 				t.Parallel()
+				ctx := testCtx(t, 45*time.Second) // its own: it may wait for a parallel slot
 				topic := "kcat-produced-" + c.name
 				createTopic(t, ctx, adm, topic, 1, nil)
 				lines := kcatLines(count, c.name)
@@ -222,6 +222,7 @@ func TestKcatCodecs(t *testing.T) {
 			})
 			t.Run("kgo produces", func(t *testing.T) {
 				t.Parallel()
+				ctx := testCtx(t, 45*time.Second) // its own: it may wait for a parallel slot
 				topic := "kgo-produced-" + c.name
 				createTopic(t, ctx, adm, topic, 1, nil)
 				lines := kcatLines(count, c.name)
