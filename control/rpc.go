@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,9 +43,10 @@ func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 		defer c.lockMirror(r.MirrorName)()
 		return c.start(r, looked), nil
 	case *mirrorapi.StopMirrorTopicsRequest:
+		deadline := time.Now().Add(stopWait) // for the whole Stop: its final sync and markers count too
 		defer c.lockStops(r.MirrorName)()
 		resp := c.stop(r).(*mirrorapi.StopMirrorTopicsResponse) // takes the mirror's lock, and drops it for the final sync
-		c.awaitStops(r.MirrorName, resp)
+		c.awaitStops(r.MirrorName, resp, deadline)
 		return resp, nil
 	case *mirrorapi.PauseMirrorTopicsRequest:
 		defer c.lockMirror(r.MirrorName)()

@@ -269,8 +269,11 @@ func endsWithPIDReset(local partition.Follower) (int64, partition.Leadership, bo
 	return end, lead, err == nil && typ == batch.ControlMirrorPIDReset
 }
 
-// stopWait bounds how long a Stop waits for the partitions other nodes
-// lead to be failed over (below an admin client's 30 s request timeout).
+// stopWait bounds how long a Stop runs before it answers (below an admin
+// client's 30 s request timeout), its final sync (up to 10 s) and its
+// own partitions' markers (up to markersCommitWait) included: the rest
+// is how long it waits for the partitions other nodes lead to be failed
+// over.
 // A leader that died meanwhile is replaced once the controller fences it
 // (broker.session.timeout.ms), and the new leader fails its partitions
 // over.
@@ -279,13 +282,13 @@ var stopWait = 25 * time.Second
 // awaitStops waits, in a cluster, until every partition of each topic a
 // Stop answered for without error is STOPPED (the partitions other nodes
 // lead are failed over by those leaders, drive.go), then makes those
-// topics writable, all in one write; a topic still STOPPING after
-// stopWait is answered REQUEST_TIMED_OUT, naming the partitions, and its
-// leaders go on: the controller's drive releases it once they are done.
+// topics writable, all in one write; a topic still STOPPING at deadline
+// (stopWait after the Stop came) is answered REQUEST_TIMED_OUT, naming
+// the partitions, and its leaders go on: the controller's drive releases
+// it once they are done.
 // On a node alone every partition is STOPPED already. REQUIRES: the
 // mirror's stopMu held, its lock not.
-func (c *Plane) awaitStops(mirror string, resp *mirrorapi.StopMirrorTopicsResponse) {
-	deadline := time.Now().Add(stopWait)
+func (c *Plane) awaitStops(mirror string, resp *mirrorapi.StopMirrorTopicsResponse, deadline time.Time) {
 	waiting := map[int][]int32{} // index in resp.Topics: partitions not STOPPED
 	for i, rt := range resp.Topics {
 		if rt.ErrorCode == 0 {

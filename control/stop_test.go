@@ -70,3 +70,33 @@ func TestStopWaitsForTheISRToHoldTheMarkers(t *testing.T) {
 		t.Fatalf("topic still belongs to mirror %q once STOPPED", info.Mirror)
 	}
 }
+
+// A Stop answers within stopWait of its arrival, whatever its final sync
+// and its own markers took: awaitStops waits for the partitions other
+// nodes lead only until that deadline, then names those still STOPPING.
+func TestAwaitStopsEndsAtTheStopsDeadline(t *testing.T) {
+	t.Parallel()
+	f := newSyncFixture(t, "t")
+	f.n.startTopics(t, f.ctx, "t")
+	// Marked as being stopped, so that no drive fails it over meanwhile:
+	// it stands for a partition another node leads.
+	unlock := f.n.ctl.lockMirror("m")
+	f.n.ctl.ctl("m").stopping["t"] = true
+	unlock()
+	st := f.state(t, "t", 0)
+	st.State = state.StateStopping
+	if err := f.n.b.Store().PutMirrorPartitionStates([]state.MirrorPartitionState{st}); err != nil {
+		t.Fatal(err)
+	}
+	resp := mirrorapi.NewPtrStopMirrorTopicsRequest().ResponseKind().(*mirrorapi.StopMirrorTopicsResponse)
+	resp.Topics = []mirrorapi.MirrorTopicsResponseTopic{{Name: "t"}}
+	began := time.Now()
+	f.n.ctl.awaitStops("m", resp, began.Add(-time.Second)) // the Stop's final sync used up its time
+	if waited := time.Since(began); waited > 2*time.Second {
+		t.Fatalf("awaitStops waited %v past the Stop's deadline", waited)
+	}
+	if rt := resp.Topics[0]; rt.ErrorCode != kerr.RequestTimedOut.Code || rt.ErrorMessage == nil ||
+		!strings.Contains(*rt.ErrorMessage, "partitions [0] of t are still STOPPING") {
+		t.Fatalf("answer %+v, want REQUEST_TIMED_OUT naming partition 0", rt)
+	}
+}
