@@ -28,6 +28,10 @@
 // segment files are the truth; the recovery point says up to where they were
 // fsynced. After an unclean shutdown every batch from the recovery point on
 // is re-validated (structure and CRC32C) and a torn or corrupt tail is cut.
+// The leader-epoch checkpoint follows the same rule: an append at a new
+// epoch replaces it without an fsync, a flush fsyncs it before moving the
+// recovery point, and recovery re-assigns the epochs of the batches after
+// that point, so a crash never leaves an epoch the batches hold unknown.
 //
 // One file lives beside the partition directories, in the log directory,
 // written by the log's owner rather than by a Log:

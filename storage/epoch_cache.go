@@ -48,10 +48,19 @@ type EpochEntry struct {
 // while the appender, truncation and retention write.
 //
 // A change is computed on a copy, written with an atomic replace, and only
-// then published, so memory never shows a state the disk does not hold. wmu
+// then published, so memory never shows a state the file does not hold. wmu
 // serializes mutators over that whole sequence (two writers can never persist
 // out of order); mu guards only the entries slice header and is write-locked
 // just for the swap, so readers never wait for an fsync. Lock order: wmu, mu.
+//
+// Assign, the appender's mutator, replaces the file without fsyncing it
+// (Kafka's LeaderEpochFileCache does the same since KAFKA-15046): a
+// partition's first append at a new epoch, one per partition at every
+// leader change or failover, would otherwise wait for two fsyncs. Sync
+// makes it durable; the log calls it before it advances its recovery
+// point, and recovery re-assigns the epochs of every batch after that
+// point, so what a crash loses of an unsynced Assign is rebuilt from the
+// batches. The other mutators (truncation, recovery) fsync at once.
 //
 // Invariant: epochs and start offsets are both strictly ascending.
 type EpochCache struct {
@@ -62,6 +71,9 @@ type EpochCache struct {
 	// entries is copy-on-write: a published slice is never modified, so a
 	// reader may keep using it after dropping mu. Written under wmu and mu.
 	entries []EpochEntry
+	// unsynced: the file holds entries but may not be on disk (an Assign
+	// since the last fsynced write). Under wmu.
+	unsynced bool
 }
 
 // OpenEpochCache loads dir/leader-epoch-checkpoint. A missing file gives an
@@ -89,9 +101,9 @@ func OpenEpochCache(fsys vfs.FS, dir string) (*EpochCache, error) {
 // negative values are ignored, and nothing changes when the latest entry has
 // this epoch and starts at or before startOffset. Otherwise the tail entries
 // that conflict (epoch >= epoch or start offset >= startOffset) are removed,
-// the entry is appended and the checkpoint written. On error nothing changed.
-// The appender calls it per batch: the no-change case takes only the read
-// lock and does not allocate.
+// the entry is appended and the checkpoint file replaced, without an fsync
+// (Sync). On error nothing changed. The appender calls it per batch: the
+// no-change case takes only the read lock and does not allocate.
 func (c *EpochCache) Assign(epoch int32, startOffset int64) (changed bool, err error) {
 	if epoch < 0 || startOffset < 0 {
 		return false, nil
@@ -108,10 +120,22 @@ func (c *EpochCache) Assign(epoch int32, startOffset int64) (changed bool, err e
 	if !epochNeedsUpdate(c.entries, e) { // another mutator ran in between
 		return false, nil
 	}
-	if err := c.commit(epochAssignTo(slices.Clone(c.entries), e)); err != nil {
+	if err := c.write(epochAssignTo(slices.Clone(c.entries), e), false); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// Sync makes the entries durable: it rewrites the checkpoint with fsyncs if
+// an Assign replaced it since the last durable write. The log calls it
+// before advancing its recovery point past the batches of that Assign.
+func (c *EpochCache) Sync() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if !c.unsynced {
+		return nil
+	}
+	return c.commit(c.entries)
 }
 
 // Latest returns the entry of the newest epoch.
@@ -229,15 +253,27 @@ func (c *EpochCache) load() []EpochEntry {
 	return c.entries
 }
 
-// commit writes next to disk, then publishes it. REQUIRES: c.wmu held; next
+// commit writes next durably, then publishes it. REQUIRES: c.wmu held; next
 // is owned by the cache from now on. If only the final directory fsync fails
 // the rename may be visible: a reopen may show next while memory keeps the
 // old entries. Both are valid caches, and a failed fsync means a failing disk.
-func (c *EpochCache) commit(next []EpochEntry) error {
+func (c *EpochCache) commit(next []EpochEntry) error { return c.write(next, true) }
+
+// write replaces the checkpoint file with next, fsynced or not, then
+// publishes next. REQUIRES: c.wmu held; next is owned by the cache from now
+// on.
+func (c *EpochCache) write(next []EpochEntry, durable bool) error {
 	data := appendEpochCheckpoint(make([]byte, 0, 8+16*len(next)), next)
-	if err := vfs.WriteFileAtomic(c.fsys, c.dir, c.path, data); err != nil {
+	var err error
+	if durable {
+		err = vfs.WriteFileAtomic(c.fsys, c.dir, c.path, data)
+	} else {
+		err = vfs.ReplaceFile(c.fsys, c.path, data)
+	}
+	if err != nil {
 		return fmt.Errorf("writing leader-epoch checkpoint %s: %w", c.path, err)
 	}
+	c.unsynced = !durable
 	c.mu.Lock()
 	c.entries = next
 	c.mu.Unlock()

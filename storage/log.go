@@ -275,6 +275,11 @@ func (l *Log) flushLocked() error {
 			}
 		}
 	}
+	// Recovery re-assigns epochs only after the recovery point: the
+	// epochs of the batches below it must be on disk first.
+	if err := l.epochs.Sync(); err != nil {
+		return l.fail(err)
+	}
 	l.recoveryPoint = leo
 	l.unflushedRecords = 0
 	if err := l.writeMeta(); err != nil {

@@ -243,7 +243,12 @@ func (l *Log) recoverEpochs(leo, logStart, replayFrom int64) error {
 			}
 		}
 	}
-	return c.TruncateFromStart(logStart)
+	if err := c.TruncateFromStart(logStart); err != nil {
+		return err
+	}
+	// The replay's Assigns are not fsynced, and the recovery point
+	// already stands at the log end.
+	return c.Sync()
 }
 
 // emptyEpochCache removes a damaged checkpoint and opens an empty cache.

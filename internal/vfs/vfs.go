@@ -69,6 +69,22 @@ func (osFS) SyncDir(dir string) error {
 // renames it into place and fsyncs the directory: after a crash the file
 // holds either its old or its new content, never a mix.
 func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
+	if err := replaceFile(fsys, name, data, true); err != nil {
+		return err
+	}
+	return fsys.SyncDir(dir)
+}
+
+// ReplaceFile is WriteFileAtomic without the fsyncs: readers and a process
+// that restarts after a crash of this one see the old or the new content,
+// never a mix, but after a machine crash the file may hold either, or be
+// empty or torn. Only for files whose format detects a torn write and whose
+// content can be rebuilt (the caller fsyncs it later with WriteFileAtomic).
+func ReplaceFile(fsys FS, name string, data []byte) error {
+	return replaceFile(fsys, name, data, false)
+}
+
+func replaceFile(fsys FS, name string, data []byte, durable bool) error {
 	tmp := name + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -79,10 +95,12 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 		fsys.Remove(tmp)
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		fsys.Remove(tmp)
-		return err
+	if durable {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			fsys.Remove(tmp)
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		fsys.Remove(tmp)
@@ -92,7 +110,7 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 		fsys.Remove(tmp)
 		return err
 	}
-	return fsys.SyncDir(dir)
+	return nil
 }
 
 // ReadFile reads a whole file.

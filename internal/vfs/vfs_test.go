@@ -35,6 +35,33 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 }
 
+// ReplaceFile replaces as WriteFileAtomic does, without an fsync.
+func TestReplaceFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	ffs := NewFaultFS(Default)
+	ffs.Fail(OpSync, ErrInjected)
+	for _, content := range []string{"one", "two"} {
+		if err := ReplaceFile(ffs, name, []byte(content)); err != nil {
+			t.Fatalf("ReplaceFile with fsync failing: %v", err)
+		}
+		if b, err := ReadFile(Default, name); err != nil || string(b) != content {
+			t.Fatalf("read %q %v, want %q", b, err, content)
+		}
+	}
+	ffs.Fail(OpRename, ErrInjected)
+	if err := ReplaceFile(ffs, name, []byte("three")); !errors.Is(err, ErrInjected) {
+		t.Fatalf("failing rename: %v", err)
+	}
+	if b, _ := ReadFile(Default, name); string(b) != "two" {
+		t.Fatalf("content after failed replace %q", b)
+	}
+	if _, err := os.Stat(name + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temporary file left: %v", err)
+	}
+}
+
 func TestFaultFS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
