@@ -172,6 +172,7 @@ func (b *Broker) metadataTopic(im **meta.Image, t *partition.Topic) kmsg.Metadat
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name()
 	mt.Topic, mt.TopicID = &name, t.ID()
+	mt.IsInternal = name == meta.GroupTopic // as Kafka marks it
 	it := (*im).Topic(t.Name())
 	if it == nil || it.ID != t.ID() {
 		*im = b.image()

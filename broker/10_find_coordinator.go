@@ -17,9 +17,11 @@ const (
 //
 // Behavior:
 // The coordinator of a key is the metadata image's (meta.Image.Coordinator),
-// on its listener named like the one the request came in on; one node
-// coordinates everything, so every group and transactional id maps to this
-// node. A coordinator the image does not know is COORDINATOR_NOT_AVAILABLE. The keys must be
+// on its listener named like the one the request came in on: for a group,
+// the leader of its partition of __consumer_offsets, which the first
+// group FindCoordinator creates (COORDINATOR_NOT_AVAILABLE while it cannot
+// be; group_log.go); for a transactional id, the node it hashes to. A
+// coordinator the image does not know is COORDINATOR_NOT_AVAILABLE. The keys must be
 // non-empty; share-group keys (type 2) and unknown types are INVALID_REQUEST.
 // librdkafka also uses FindCoordinator v0 being advertised to decide that
 // the broker supports lz4, so this answer matters even to producers.
@@ -43,6 +45,12 @@ func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 		code, msg = b.coordinatorCheck(&az, req.CoordinatorType, key)
 		if code != 0 {
 			return code, msg, -1, "", -1
+		}
+		if req.CoordinatorType == coordinatorGroup && !b.offsetsTopicReady() {
+			return kerr.CoordinatorNotAvailable.Code, nil, -1, "", -1
+		}
+		if im.Topic(meta.GroupTopic) == nil && req.CoordinatorType == coordinatorGroup {
+			im = b.image() // created just now
 		}
 		c, ok := im.Coordinator(meta.CoordinatorKind(req.CoordinatorType), key)
 		l, lok := meta.Listener{}, false

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/partition"
 )
@@ -177,7 +178,11 @@ func (c *authzCtx) metadataOperations(req *kmsg.MetadataRequest, resp *kmsg.Meta
 // answers first.
 func (c *authzCtx) createTopicDenied(rt *kmsg.CreateTopicsRequestTopic, duplicate, createAll bool) (topicCreation, bool) {
 	tc := topicCreation{name: rt.Topic}
-	if !c.on() || createAll || duplicate || rt.Topic == clusterMetadataTopic || c.topic(aclOperationCreate, rt.Topic) {
+	// A node asks the controller for __consumer_offsets as itself (its
+	// inter-broker principal, which holds CLUSTER_ACTION as the
+	// Envelope requires): the topic is the cluster's, as in Kafka.
+	internal := rt.Topic == meta.GroupTopic && c.clusterQuietly(aclOperationClusterAction)
+	if !c.on() || createAll || duplicate || internal || rt.Topic == clusterMetadataTopic || c.topic(aclOperationCreate, rt.Topic) {
 		return tc, false
 	}
 	tc.fail(kerr.TopicAuthorizationFailed, "Authorization failed.")

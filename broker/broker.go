@@ -103,6 +103,7 @@ type Broker struct {
 	sessions *fetchSessions
 	pids     producerIDs
 	groups   *group.Coordinator
+	groupLog *groupLog // the groups' store on __consumer_offsets
 
 	mirrorMu    sync.RWMutex
 	mirrorAdmin MirrorAdmin
@@ -170,9 +171,12 @@ func New(cfg Config) (*Broker, error) {
 	if err == nil {
 		err = checkLogDirs(cfg.LogDirs, cfg.StateDir, store.ClusterID(), cfg.NodeID, len(stored) == 0)
 	}
-	var logSpace map[string]storage.SpaceGuard
+	var logSpace, groupSpace map[string]storage.SpaceGuard
 	if err == nil {
-		logSpace, err = logDirGuards(cfg.LogDirs, store)
+		logSpace, err = logDirGuards(cfg.LogDirs, store, logDirMargin)
+	}
+	if err == nil {
+		groupSpace, err = logDirGuards(cfg.LogDirs, store, 0)
 	}
 	if err != nil {
 		closeStore()
@@ -199,6 +203,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.partitions, err = partition.Open(partition.Config{Store: store, LogDirs: cfg.LogDirs, SpaceGuards: logSpace,
+		CoordinatorTopics: []string{meta.GroupTopic}, CoordinatorSpaceGuards: groupSpace,
 		FS: cfg.Log.FS, LogConfig: b.partitionConfig, Place: b.placeReplicas, Removed: b.topicRemoved, TopicsChanged: b.publishImageLocked, EpochMoved: b.epochMoved, RaiseAssignedEpochs: b.raiseAssignedEpochs(),
 		Logger: cfg.Logger})
 	if err != nil {
@@ -211,7 +216,8 @@ func New(cfg Config) (*Broker, error) {
 	if delay == 0 {
 		delay = group.NoInitialRebalanceDelay
 	}
-	b.groups, err = group.New(store, group.Config{
+	b.groupLog = newGroupLog(b, store)
+	b.groups, err = group.New(b.groupLog, group.Config{
 		InitialRebalanceDelay: delay,
 		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
 		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
@@ -254,9 +260,11 @@ func New(cfg Config) (*Broker, error) {
 			b.applyAssignments(parts)
 		}
 	}
-	b.bg.Add(2)
+	b.bg.Add(3)
 	go b.maintain()
 	go b.checkpointLoop()
+	go b.groupLog.run()
+	b.groupLog.nudge()
 	if b.replicas != nil {
 		b.isrWake = make(chan struct{}, 1)
 		b.bg.Add(1)

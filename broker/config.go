@@ -53,6 +53,12 @@ type Config struct {
 	// the replica count of auto-created topics and of CreateTopics with
 	// replication factor -1.
 	DefaultReplicationFactor int32
+	// OffsetsTopicPartitions is offsets.topic.num.partitions (50) and
+	// OffsetsTopicReplicationFactor offsets.topic.replication.factor (3,
+	// capped by the usable brokers when the topic is created): the shape
+	// of __consumer_offsets, which holds the groups' state.
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
 	// MinInsyncReplicas is min.insync.replicas (default 1): the broker
 	// default of the topic config of that name, the ISR size below which
 	// a leader refuses acks=all writes (Broker.MinInsyncReplicas).
@@ -336,12 +342,14 @@ const (
 // DefaultConfig is what `kmirror serve` runs with no file and no flags.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:                   DefaultNodeID,
-		Listeners:                []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
-		LogDirs:                  []string{DefaultLogDir},
-		NumPartitions:            DefaultNumPartitions,
-		DefaultReplicationFactor: DefaultReplicationFactor,
-		MinInsyncReplicas:        DefaultMinInsyncReplicas,
+		NodeID:                        DefaultNodeID,
+		Listeners:                     []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
+		LogDirs:                       []string{DefaultLogDir},
+		NumPartitions:                 DefaultNumPartitions,
+		DefaultReplicationFactor:      DefaultReplicationFactor,
+		MinInsyncReplicas:             DefaultMinInsyncReplicas,
+		OffsetsTopicPartitions:        DefaultOffsetsTopicPartitions,
+		OffsetsTopicReplicationFactor: DefaultOffsetsTopicReplicationFactor,
 		Replication: ReplicationConfig{LagTimeMax: DefaultReplicaLagTimeMax, NumFetchers: DefaultNumReplicaFetchers,
 			FetchMaxBytes: DefaultReplicaFetchMaxBytes, FetchWaitMax: DefaultReplicaFetchWaitMax,
 			FetchMinBytes: DefaultReplicaFetchMinBytes, FetchResponseMaxBytes: DefaultReplicaFetchResponseMaxBytes},
@@ -590,6 +598,18 @@ func (c *Config) Validate() error {
 		return bad("default.replication.factor", "must be >= 1, got %d", c.DefaultReplicationFactor)
 	case c.DefaultReplicationFactor == 0:
 		c.DefaultReplicationFactor = DefaultReplicationFactor
+	}
+	switch {
+	case c.OffsetsTopicPartitions < 0:
+		return bad("offsets.topic.num.partitions", "must be >= 1, got %d", c.OffsetsTopicPartitions)
+	case c.OffsetsTopicPartitions == 0:
+		c.OffsetsTopicPartitions = DefaultOffsetsTopicPartitions
+	}
+	switch {
+	case c.OffsetsTopicReplicationFactor < 0:
+		return bad("offsets.topic.replication.factor", "must be >= 1, got %d", c.OffsetsTopicReplicationFactor)
+	case c.OffsetsTopicReplicationFactor == 0:
+		c.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
 	}
 	switch {
 	case c.MinInsyncReplicas < 0:

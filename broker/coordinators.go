@@ -19,6 +19,11 @@ import (
 // coordinatorError is the error code of a request on key: 0 when this
 // node coordinates it.
 func (b *Broker) coordinatorError(kind meta.CoordinatorKind, key string) int16 {
+	if kind == meta.CoordinatorGroup && !b.offsetsTopicReady() {
+		// Until __consumer_offsets is here no node coordinates a group:
+		// a commit kept in one node's store alone would not survive it.
+		return kerr.CoordinatorNotAvailable.Code
+	}
 	im := b.image()
 	c, ok := im.Coordinator(kind, key)
 	switch {
@@ -26,6 +31,8 @@ func (b *Broker) coordinatorError(kind meta.CoordinatorKind, key string) int16 {
 		return kerr.CoordinatorNotAvailable.Code
 	case c.ID != im.Self():
 		return kerr.NotCoordinator.Code
+	case kind == meta.CoordinatorGroup:
+		return b.groupLog.loadCode(key)
 	}
 	return 0
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 // does (generation -1, no member), which the coordinator refuses for an
 // active group, so a group that becomes active meanwhile wins.
 //
-// In a cluster a group's state lives on its coordinator (FindCoordinator's
-// answer; issue 23 moves it into __consumer_offsets), and the sync runs on
+// A group's state lives on its coordinator (FindCoordinator's answer: the
+// leader of its partition of __consumer_offsets), and the sync runs on
 // the controller: a group another node coordinates is asked and committed
 // there, over the inter-broker listener, as Kafka's destination admin
 // client would. That node authorizes the requests as the inter-broker
@@ -89,7 +90,67 @@ func (b *Broker) CommitGroupOffsets(group string, offs []state.GroupOffset) erro
 // node coordinates the group (always, alone), else over a connection to
 // the coordinator's inter-broker listener, at the highest version both
 // support up to req's.
+//
+// The coordinator is the leader of the group's partition of
+// __consumer_offsets, which is created first if it does not exist; while
+// it is being created or loaded, or its leadership moves, the request is
+// tried again for up to groupRPCTimeout, so that one sync (a failover's
+// final one above all) does not skip the group.
 func (b *Broker) atGroupCoordinator(group string, req kmsg.Request, local func() kmsg.Response) (kmsg.Response, error) {
+	deadline := time.Now().Add(groupRPCTimeout)
+	for {
+		var resp kmsg.Response
+		var err error
+		switch {
+		case !b.offsetsTopicReady():
+			err = errors.New("__consumer_offsets is being created")
+		case b.coordinatorError(meta.CoordinatorGroup, group) == kerr.CoordinatorLoadInProgress.Code:
+			err = errors.New("the group's partition of __consumer_offsets is loading")
+		default:
+			resp, err = b.atGroupCoordinatorOnce(group, req, local)
+			if err == nil && coordinatorMoving(resp) {
+				err = errors.New("the group's coordinator is moving")
+			}
+		}
+		if err == nil || time.Now().After(deadline) {
+			return resp, err
+		}
+		select {
+		case <-b.closing:
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// coordinatorMoving reports whether resp, a DescribeGroups or OffsetCommit
+// answer, says the coordinator is not there yet.
+func coordinatorMoving(resp kmsg.Response) bool {
+	moving := func(code int16) bool {
+		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code ||
+			code == kerr.CoordinatorNotAvailable.Code
+	}
+	switch r := resp.(type) {
+	case *kmsg.DescribeGroupsResponse:
+		for _, g := range r.Groups {
+			if moving(g.ErrorCode) {
+				return true
+			}
+		}
+	case *kmsg.OffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if moving(p.ErrorCode) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// atGroupCoordinatorOnce is one try of atGroupCoordinator.
+func (b *Broker) atGroupCoordinatorOnce(group string, req kmsg.Request, local func() kmsg.Response) (kmsg.Response, error) {
 	im := b.image()
 	if im == nil || !b.cfg.Cluster.Several() {
 		return local(), nil

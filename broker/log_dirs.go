@@ -165,21 +165,27 @@ const logDirMargin = 16 << 20
 // must refuse partition appends, which fail cleanly with
 // KAFKA_STORAGE_ERROR, before it reaches the store, whose memory-mapped
 // writes would kill the process (package diskspace).
+//
+// margin is how much more it keeps free: logDirMargin for partitions,
+// none for __consumer_offsets, whose commits go on within that margin as
+// the store's own writes do.
 type stateReserveGuard struct {
-	mon   *diskspace.Monitor
-	store *state.Store
+	mon    *diskspace.Monitor
+	store  *state.Store
+	margin int64
 }
 
 func (g stateReserveGuard) Reserve(n int64) error {
-	if err := g.mon.Reserve(n, g.store.Reserve()+logDirMargin); err != nil {
+	if err := g.mon.Reserve(n, g.store.Reserve()+g.margin); err != nil {
 		return fmt.Errorf("%w (for the state store in %s, which shares the filesystem)", err, g.mon.Path())
 	}
 	return nil
 }
 
 // logDirGuards returns the space guard of each log dir (by its cleaned
-// path) that shares the state store's filesystem.
-func logDirGuards(dirs []string, store *state.Store) (map[string]storage.SpaceGuard, error) {
+// path) that shares the state store's filesystem, keeping margin above
+// the store's reserve.
+func logDirGuards(dirs []string, store *state.Store, margin int64) (map[string]storage.SpaceGuard, error) {
 	mon := store.SpaceMonitor()
 	if mon == nil {
 		return nil, nil
@@ -191,7 +197,7 @@ func logDirGuards(dirs []string, store *state.Store) (map[string]storage.SpaceGu
 			return nil, fmt.Errorf("log.dirs: %w", err)
 		}
 		if same {
-			guards[filepath.Clean(d)] = stateReserveGuard{mon: mon, store: store}
+			guards[filepath.Clean(d)] = stateReserveGuard{mon: mon, store: store, margin: margin}
 		}
 	}
 	return guards, nil

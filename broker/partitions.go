@@ -36,7 +36,17 @@ func (b *Broker) topicRemoved(name string) {
 		b.log.Warn("deleting the offsets of a deleted topic", "topic", name, "err", err)
 	}
 	if b.groups != nil {
-		b.groups.TopicDeleted(name)
+		forgot := b.groups.TopicDeleted(name)
+		if len(forgot) > 0 {
+			// Tombstones in __consumer_offsets, or a load would bring
+			// the offsets back; not under the registry's lock, which
+			// holds this hook.
+			b.bg.Add(1)
+			go func() {
+				defer b.bg.Done()
+				b.groupLog.tombstoneTopic(name, forgot)
+			}()
+		}
 	}
 	b.log.Info("topic deleted", "topic", name)
 }

@@ -106,6 +106,7 @@ func (b *Broker) applyAssignments(parts []state.PartitionAssignment) {
 			Replica: p, Leader: a.Leader, LeaderEpoch: a.LeaderEpoch})
 	}
 	b.replicas.Follow(follow)
+	b.groupLog.nudge() // the assignments name the leaders the loader follows
 }
 
 // leaderLive reports whether the image names a leader for the partition

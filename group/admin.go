@@ -116,7 +116,7 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 	}
 	if err := c.store.DeleteGroup(name); err != nil {
 		c.log.Warn("deleting a group failed", "group", name, "err", err)
-		return kerr.CoordinatorNotAvailable.Code
+		return storeErrorCode(err)
 	}
 	g.state = stateDead
 	g.shutdownLocked()

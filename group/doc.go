@@ -1,8 +1,12 @@
 // Package group is kmirror's consumer group coordinator: the classic group
 // protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) with rebalances,
 // session and rebalance timeouts, static membership and protocol selection,
-// and committed offsets (OffsetCommit, OffsetFetch, OffsetDelete) kept in
-// state/ so they survive restarts. After a failover, applications move their
+// and committed offsets (OffsetCommit, OffsetFetch, OffsetDelete), written
+// through its Store before they are answered. On a node that Store is
+// __consumer_offsets (broker/group_log.go, Kafka's records of records.go,
+// copied into state/); the coordinator serves the groups of the
+// partitions the broker loaded into it (Load, Unload: partitions.go), and
+// knows nothing of logs or replicas itself. After a failover, applications move their
 // consumers to kmirror with the same group id and resume from the offsets the
 // mirror's sync loop committed; before it, read-only consumers may use the
 // mirror with groups of their own.

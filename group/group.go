@@ -589,8 +589,13 @@ func (g *Group) persistMeta() {
 	}
 }
 
-// shutdownLocked stops the group's timers and answers waiting requests.
-func (g *Group) shutdownLocked() {
+// shutdownLocked stops the group's timers and answers waiting requests
+// COORDINATOR_NOT_AVAILABLE.
+func (g *Group) shutdownLocked() { g.shutdownWith(kerr.CoordinatorNotAvailable) }
+
+// shutdownWith stops the group's timers and answers waiting requests with
+// code. REQUIRES: g.mu held.
+func (g *Group) shutdownWith(code *kerr.Error) {
 	stopTimer(&g.rebalanceTimer)
 	stopTimer(&g.syncTimer)
 	for _, t := range g.pending {
@@ -601,10 +606,10 @@ func (g *Group) shutdownLocked() {
 			m.expiry.Stop()
 		}
 		if m.join != nil {
-			g.answerJoinError(m, kerr.CoordinatorNotAvailable)
+			g.answerJoinError(m, code)
 		}
 		if m.sync != nil {
-			g.answerSyncError(m, kerr.CoordinatorNotAvailable)
+			g.answerSyncError(m, code)
 		}
 	}
 }

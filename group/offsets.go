@@ -1,6 +1,7 @@
 package group
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -62,7 +63,7 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 	if len(offs) > 0 {
 		if err := c.store.CommitOffsets(g.name, offs); err != nil {
 			c.log.Warn("storing committed offsets failed", "group", g.name, "err", err)
-			return fillCommitResponse(resp, req, kerr.CoordinatorNotAvailable.Code)
+			return fillCommitResponse(resp, req, storeErrorCode(err))
 		}
 		for _, o := range offs {
 			g.offsets[topicPartition{o.Topic, o.Partition}] = o
@@ -80,6 +81,18 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// storeErrorCode is the error code of a failed Store write: the Kafka
+// error it carries (a write to __consumer_offsets that lost the
+// partition's leadership is NOT_COORDINATOR), else COORDINATOR_NOT_AVAILABLE,
+// which clients retry.
+func storeErrorCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
 }
 
 // commitCheck validates who commits. REQUIRES: g.mu held.
@@ -256,7 +269,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 				c.log.Warn("deleting offsets failed", "group", g.name, "err", err)
 				for i := range st.Partitions {
 					if st.Partitions[i].ErrorCode == 0 {
-						st.Partitions[i].ErrorCode = kerr.CoordinatorNotAvailable.Code
+						st.Partitions[i].ErrorCode = storeErrorCode(err)
 					}
 				}
 			} else {
@@ -294,16 +307,20 @@ func (g *Group) subscribedTopics() map[string]bool {
 	return out
 }
 
-// TopicDeleted forgets a deleted topic's offsets in every group's cache;
-// the broker removes them from the store.
-func (c *Coordinator) TopicDeleted(topic string) {
+// TopicDeleted forgets a deleted topic's offsets in every group's cache
+// and returns the partitions it forgot, by group; the broker removes them
+// from the store.
+func (c *Coordinator) TopicDeleted(topic string) map[string][]int32 {
+	forgot := map[string][]int32{}
 	for _, g := range c.sortedGroups() {
 		g.mu.Lock()
 		for tp := range g.offsets {
 			if tp.topic == topic {
 				delete(g.offsets, tp)
+				forgot[g.name] = append(forgot[g.name], tp.partition)
 			}
 		}
 		g.mu.Unlock()
 	}
+	return forgot
 }

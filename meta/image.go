@@ -179,6 +179,10 @@ func (im *Image) Coordinator(kind CoordinatorKind, key string) (b *Broker, ok bo
 	return b, b != nil
 }
 
+// CoordinatorPartition is the partition of a coordinator topic with n
+// partitions that coordinates key (Kafka's partitionFor).
+func CoordinatorPartition(key string, n int) int { return partitionFor(key, n) }
+
 // partitionFor is Kafka's Utils.abs(key.hashCode()) % n, with Java's
 // String.hashCode over the key's UTF-16 code units.
 func partitionFor(key string, n int) int {

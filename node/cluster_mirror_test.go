@@ -180,6 +180,11 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	ctl := c.controllerIndex()
 	via := (ctl + 1) % 3 // not the controller: the mirror RPCs are forwarded
+	// A cluster that has served groups: __consumer_offsets exists, its
+	// partitions led by all three nodes.
+	if _, err := c.client(via).FetchOffsets(t.Context(), "g-a"); err != nil {
+		t.Fatalf("creating __consumer_offsets: %v", err)
+	}
 	c.mirrorFrom(via, src, topic, partitions)
 	// Every fetcher runs on its partition's leader, and there only.
 	for i, n := range c.nodes {
@@ -214,7 +219,7 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 	// Consumer groups committed at the source: their offsets are synced
 	// by the failover's final sync into each group's coordinator, which
 	// for most of them is not the controller that runs the sync.
-	groups := []string{"g-a", "g-b", "g-c", "g-d", "g-e", "g-f"}
+	groups := []string{"g-a", "g-b", "g-c", "g-d", "g-e", "g-f", "g-g", "g-h", "g-i", "g-j", "g-k", "g-l"}
 	sadm := kadm.NewClient(nodetest.Client(t, src.ListenAddrs()))
 	for gi, g := range groups {
 		var offs kadm.Offsets
@@ -252,13 +257,13 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 			}
 		}
 	}
-	// Groups whose coordinator is the node that is down are not synced:
-	// group state is each coordinator's own until issue 23 puts it in
-	// __consumer_offsets. The others must hold the source's offsets, and
-	// at least one of them is coordinated away from the controller.
+	// Every group holds the source's offsets, coordinated by the live
+	// leader of its partition of __consumer_offsets, and at least one of
+	// them away from the controller.
 	ctlID := int32(c.controllerIndex() + 1)
 	remote := 0
 	acl := nodetest.Client(t, []string{c.nodes[alive].Addr()})
+	coordinators := map[string]int32{}
 	testutil.CheckFor(t, 20*time.Second, func() error {
 		remote = 0
 		for gi, g := range groups {
@@ -271,14 +276,15 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 			fcr := r.(*kmsg.FindCoordinatorResponse).Coordinators[0]
 			coordinator := fcr.NodeID
 			switch {
-			case fcr.ErrorCode == kerr.CoordinatorNotAvailable.Code, fcr.ErrorCode == 0 && coordinator == int32(gone+1):
-				continue // the node that is down coordinates it (unregistered, or fenced)
 			case fcr.ErrorCode != 0:
 				return fmt.Errorf("FindCoordinator of %s: %v", g, kerr.ErrorForCode(fcr.ErrorCode))
+			case coordinator == int32(gone+1):
+				return fmt.Errorf("FindCoordinator of %s names node %d, which is down", g, coordinator)
 			}
 			if coordinator != ctlID {
 				remote++
 			}
+			coordinators[g] = coordinator
 			fetched, err := kadm.NewClient(acl).FetchOffsets(t.Context(), g)
 			if err != nil {
 				return fmt.Errorf("group %s: %w", g, err)
@@ -293,7 +299,8 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 		return nil
 	})
 	if remote == 0 {
-		t.Fatalf("no group is coordinated by a running node other than the controller %d: the sync's routing is not tested", ctlID)
+		t.Fatalf("no group is coordinated by a running node other than the controller %d (%v): the sync's routing is not tested",
+			ctlID, coordinators)
 	}
 	c.restart(gone)
 	c.replicasIdentical(topic, partitions)

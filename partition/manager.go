@@ -27,8 +27,15 @@ type Config struct {
 	// fewest partitions.
 	LogDirs []string
 	// SpaceGuards is the space guard of a log dir, by cleaned path, for
-	// the log dirs that have one.
+	// the log dirs that have one; a topic in CoordinatorTopics gets the
+	// one in CoordinatorSpaceGuards instead, when there is one.
 	SpaceGuards map[string]storage.SpaceGuard
+	// CoordinatorTopics are the topics that hold coordinators' state
+	// (__consumer_offsets), and CoordinatorSpaceGuards their guards by
+	// log dir: that state is written on for a margin after producers and
+	// mirrors are refused, as when it lived in the state store.
+	CoordinatorTopics      []string
+	CoordinatorSpaceGuards map[string]storage.SpaceGuard
 	// FS is the filesystem of the high watermark checkpoints; nil means
 	// the operating system's.
 	FS vfs.FS
@@ -265,7 +272,11 @@ func (m *Manager) addPartitions(t *Topic, n int32) error {
 			}
 			return fmt.Errorf("opening %s-%d: %w", t.name, i, err)
 		}
-		if g := m.cfg.SpaceGuards[filepath.Dir(dir)]; g != nil {
+		guards := m.cfg.SpaceGuards
+		if slices.Contains(m.cfg.CoordinatorTopics, t.name) && m.cfg.CoordinatorSpaceGuards != nil {
+			guards = m.cfg.CoordinatorSpaceGuards
+		}
+		if g := guards[filepath.Dir(dir)]; g != nil {
 			l.SetSpaceGuard(g)
 		}
 		p := &Partition{topic: t, index: i, log: l}

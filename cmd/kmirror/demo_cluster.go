@@ -144,15 +144,10 @@ func demoCluster(ctx context.Context, records int, out io.Writer, log *slog.Logg
 	}
 	step("mirror dr: each partition's fetcher on its leader", fmt.Sprintf("leaders %v", demoLeaders(nodes)))
 
-	// 3. A node goes down mid-mirroring; the others mirror on. Not the
-	// group's coordinator: a group's state lives on its coordinator only
-	// until __consumer_offsets (issue 23), so its offsets would wait for
-	// that node.
-	co := kadm.NewClient(nodes[0].cl).FindGroupCoordinators(ctx, demoGroup)[demoGroup]
-	if co.Err != nil {
-		return fmt.Errorf("the coordinator of %s: %w", demoGroup, co.Err)
-	}
-	gone := mostLeading(nodes, co.NodeID)
+	// 3. A node goes down mid-mirroring; the others mirror on (and the
+	// group offsets the failover syncs go to __consumer_offsets, whose
+	// partitions the live nodes lead).
+	gone := mostLeading(nodes)
 	name := nodes[gone].name
 	nodes[gone].close()
 	nodes[gone] = nil
@@ -338,9 +333,8 @@ func demoLeaders(nodes []*demoNode) map[int32]string {
 	return out
 }
 
-// mostLeading is the index of the node leading the most partitions, of
-// those other than node id but.
-func mostLeading(nodes []*demoNode, but int32) int {
+// mostLeading is the index of the node leading the most partitions.
+func mostLeading(nodes []*demoNode) int {
 	led := make([]int, len(nodes))
 	for p := int32(0); p < 3; p++ {
 		for i, n := range nodes {
@@ -351,7 +345,7 @@ func mostLeading(nodes []*demoNode, but int32) int {
 	}
 	best := -1
 	for i := range led {
-		if int32(i+1) != but && (best < 0 || led[i] > led[best]) {
+		if best < 0 || led[i] > led[best] {
 			best = i
 		}
 	}

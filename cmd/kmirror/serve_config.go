@@ -91,6 +91,20 @@ var serverSettings = []setting{
 			c.Cluster.HeartbeatInterval = time.Duration(n) * time.Millisecond
 			return err
 		}},
+	{Def: brokerDef("offsets.topic.num.partitions", "partitions of __consumer_offsets, which holds the groups' state, when it is created, an integer >= 1 (default "+strconv.Itoa(broker.DefaultOffsetsTopicPartitions)+")"),
+		apply: func(c *broker.Config, v string) (err error) {
+			c.OffsetsTopicPartitions, err = settings.Int32(v, 1)
+			return err
+		}},
+	{Def: brokerDef("offsets.topic.replication.factor", "replicas of __consumer_offsets when it is created, fewer while fewer brokers are usable, an integer >= 1 (default "+strconv.Itoa(broker.DefaultOffsetsTopicReplicationFactor)+")"),
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			if err == nil && n > 32767 {
+				err = fmt.Errorf("must be at most 32767, got %d", n)
+			}
+			c.OffsetsTopicReplicationFactor = int16(n)
+			return err
+		}},
 	{Def: brokerDef("default.replication.factor", "replicas of auto-created topics and of CreateTopics with replication factor -1, an integer >= 1 (default "+strconv.Itoa(broker.DefaultReplicationFactor)+")"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.DefaultReplicationFactor, err = settings.Int32(v, 1)

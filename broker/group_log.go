@@ -1,0 +1,567 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/group"
+	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/netio"
+	"github.com/kmirror/kmirror/partition"
+	"github.com/kmirror/kmirror/state"
+)
+
+// Group state lives in __consumer_offsets, as in Kafka (DESIGN.md "The
+// cluster", Coordinators): the coordinator of a group is the leader of the
+// partition its name hashes to; every change of the group (a commit, an
+// offset or group deleted, a new generation) is appended there as Kafka's
+// records (group/records.go) and waits until the partition's in-sync
+// replicas hold it before it is answered, then is written to the node's
+// Badger store too. A node that becomes a partition's leader reads the
+// partition and serves its groups from what it read (requests meanwhile
+// answer COORDINATOR_LOAD_IN_PROGRESS); one that stops leading it drops
+// them, and their members find the new leader (NOT_COORDINATOR).
+//
+// The topic is created when the first FindCoordinator for a group asks for
+// it, as Kafka does: offsets.topic.num.partitions partitions (50),
+// offsets.topic.replication.factor replicas (3, fewer when fewer brokers
+// are usable), compacted. Until it exists a node keeps its groups in
+// Badger alone, as before; the first load of each partition moves the
+// Badger groups the log does not hold into it, so a node upgraded in place
+// loses none.
+//
+// Write order: a commit goes to the log first, then to Badger; a deletion
+// to Badger first, then to the log. Either way a crash in between leaves
+// Badger with nothing the log lacks but the groups that predate the topic,
+// which is how a load tells those apart.
+
+// Kafka's defaults for the offsets topic and its writes.
+const (
+	DefaultOffsetsTopicPartitions              = 50
+	DefaultOffsetsTopicReplicationFactor       = 3
+	offsetsTopicSegmentBytes                   = "104857600" // offsets.topic.segment.bytes
+	offsetsCommitTimeout                       = 5 * time.Second
+	offsetsLoadReadBytes                       = 1 << 20
+	offsetsMigrationBatchRecords               = 500
+	offsetsTopicCreateRetry                    = time.Second
+	offsetsTopicCreateVersion            int16 = 7
+)
+
+// groupLog is the coordinator's group.Store on __consumer_offsets, and the
+// loader that follows the partitions' leadership.
+type groupLog struct {
+	b     *Broker
+	store *state.Store
+
+	// followMu makes one load or unload pass at a time: the loader's,
+	// or that of the FindCoordinator that created the topic here.
+	followMu sync.Mutex
+	mu       sync.Mutex
+	// loaded holds the partitions whose groups the coordinator serves,
+	// with the leadership they were loaded in: a write in another
+	// leadership is NOT_COORDINATOR.
+	loaded map[int32]partition.Leadership
+	// createMu makes one creation of the topic at a time; createFailed
+	// is when the last one failed.
+	createMu     sync.Mutex
+	createFailed time.Time
+
+	wake chan struct{}
+}
+
+func newGroupLog(b *Broker, store *state.Store) *groupLog {
+	return &groupLog{b: b, store: store, loaded: map[int32]partition.Leadership{}, wake: make(chan struct{}, 1)}
+}
+
+// nudge asks the loader to compare the loaded partitions with those led
+// here.
+func (gl *groupLog) nudge() {
+	select {
+	case gl.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the loader: it loads and unloads partitions as leadership moves,
+// until the broker closes.
+func (gl *groupLog) run() {
+	defer gl.b.bg.Done()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-gl.b.closing:
+			return
+		case <-gl.wake:
+		case <-retry.C:
+		}
+		if failed := gl.follow(); failed {
+			retry.Reset(time.Second)
+		}
+	}
+}
+
+// follow loads the partitions led here that are not loaded (or were loaded
+// in another leadership) and unloads the others; it reports whether a load
+// failed (the loader then tries again).
+func (gl *groupLog) follow() (failed bool) {
+	gl.followMu.Lock()
+	defer gl.followMu.Unlock()
+	t := gl.b.partitions.Topic(meta.GroupTopic)
+	n := 0
+	if t != nil {
+		n = len(t.Partitions())
+	}
+	im := gl.b.image()
+	for i := range int32(n) {
+		p := t.Partition(i)
+		lead, ok := p.Leadership()
+		// A partition opened before its assignment reached it counts as
+		// led by the partition; the image says who leads it.
+		ip := im.Partition(meta.GroupTopic, i)
+		ok = ok && ip != nil && ip.Leader == im.Self()
+		if epoch, _ := p.Leads(); epoch < 0 && len(im.Brokers()) > 1 {
+			// Not assigned here yet: an append now would count as
+			// committed before any follower holds it. The assignment's
+			// arrival nudges the loader again.
+			ok = false
+		}
+		gl.mu.Lock()
+		was, loaded := gl.loaded[i]
+		gl.mu.Unlock()
+		switch {
+		case ok && loaded && was == lead:
+		case ok && loaded && was == (partition.Leadership{}):
+			// Loaded before its assignment reached it, on a node alone
+			// (the only way an unassigned partition is loaded): the
+			// same leadership, nothing to read again.
+			gl.mu.Lock()
+			gl.loaded[i] = lead
+			gl.mu.Unlock()
+		case ok:
+			if err := gl.load(p, n, lead); err != nil {
+				failed = true
+				gl.b.log.Error("loading the groups of a __consumer_offsets partition; its groups answer "+
+					"COORDINATOR_LOAD_IN_PROGRESS until a load succeeds", "partition", i, "err", err)
+			}
+		case loaded:
+			gl.unload(i, n)
+		}
+	}
+	gl.mu.Lock()
+	var gone []int32
+	for i := range gl.loaded {
+		if int(i) >= n {
+			gone = append(gone, i)
+		}
+	}
+	gl.mu.Unlock()
+	for _, i := range gone { // the topic was deleted
+		gl.unload(i, max(n, int(i)+1))
+	}
+	return failed
+}
+
+func belongsTo(idx int32, n int) func(string) bool {
+	return func(g string) bool { return meta.CoordinatorPartition(g, n) == int(idx) }
+}
+
+// load reads partition p's log and hands its groups to the coordinator.
+func (gl *groupLog) load(p *partition.Partition, n int, lead partition.Leadership) error {
+	idx := p.Index()
+	gl.mu.Lock()
+	delete(gl.loaded, idx) // requests answer LOAD_IN_PROGRESS from here
+	gl.mu.Unlock()
+	st := group.NewGroupsState()
+	end, err := gl.replay(p, st)
+	if err != nil {
+		return err
+	}
+	belongs := belongsTo(idx, n)
+	if err := gl.migrate(p, lead, belongs, end, st); err != nil {
+		return err
+	}
+	if err := gl.materialize(belongs, st); err != nil {
+		return err
+	}
+	gl.b.groups.Load(belongs, st)
+	gl.mu.Lock()
+	gl.loaded[idx] = lead
+	gl.mu.Unlock()
+	if end > 0 {
+		gl.b.log.Info("loaded the groups of a __consumer_offsets partition", "partition", idx, "groups", len(st.Metas),
+			"log_end", end)
+	}
+	return nil
+}
+
+// replay applies every record of p's log to st and returns the log end it
+// read to.
+func (gl *groupLog) replay(p *partition.Partition, st *group.GroupsState) (int64, error) {
+	off, end := p.LogStartOffset(), p.LogEndOffset()
+	var buf []byte
+	for off < end {
+		data, _, err := p.Read(off, offsetsLoadReadBytes, end, buf[:0])
+		if err != nil {
+			return 0, fmt.Errorf("reading offset %d: %w", off, err)
+		}
+		buf = data
+		it := batch.NewIterator(data)
+		start := off
+		for bt, ok := it.Next(); ok; bt, ok = it.Next() {
+			if bt.NextOffset() <= off {
+				continue
+			}
+			if err := st.ApplyBatch(bt); err != nil {
+				return 0, err
+			}
+			off = bt.NextOffset()
+		}
+		if err := it.Err(); err != nil {
+			return 0, fmt.Errorf("reading offset %d: %w", off, err)
+		}
+		if off == start {
+			return 0, fmt.Errorf("no batch after offset %d below the log end %d", off, end)
+		}
+	}
+	return end, nil
+}
+
+// migrate appends the Badger groups of the partition the log does not
+// hold (those that predate the topic) and adds them to st.
+func (gl *groupLog) migrate(p *partition.Partition, lead partition.Leadership, belongs func(string) bool, end int64, st *group.GroupsState) error {
+	metas, err := gl.store.Groups()
+	if err != nil {
+		return err
+	}
+	var recs []group.OffsetsRecord
+	moved := 0
+	for _, m := range metas {
+		if !belongs(m.Group) {
+			continue
+		}
+		if _, ok := st.Metas[m.Group]; ok {
+			continue
+		}
+		if len(st.Offsets[m.Group]) > 0 {
+			continue
+		}
+		offs, err := gl.store.GroupOffsets(m.Group)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, group.GroupRecord(m))
+		for _, o := range offs {
+			recs = append(recs, group.OffsetRecord(m.Group, o))
+		}
+		moved++
+	}
+	for len(recs) > 0 {
+		k := min(len(recs), offsetsMigrationBatchRecords)
+		if err := gl.append(p, lead, recs[:k]); err != nil {
+			return fmt.Errorf("moving the node's groups into __consumer_offsets: %w", err)
+		}
+		for _, r := range recs[:k] {
+			if err := st.Apply(r.Key, r.Value); err != nil {
+				return err
+			}
+		}
+		recs = recs[k:]
+	}
+	if moved > 0 {
+		gl.b.log.Info("moved groups kept by this node alone into __consumer_offsets", "partition", p.Index(),
+			"groups", moved, "from_offset", end)
+	}
+	return nil
+}
+
+// materialize makes the Badger store hold exactly st's groups of the
+// partition.
+func (gl *groupLog) materialize(belongs func(string) bool, st *group.GroupsState) error {
+	metas, err := gl.store.Groups()
+	if err != nil {
+		return err
+	}
+	for _, m := range metas {
+		if belongs(m.Group) {
+			if err := gl.store.DeleteGroup(m.Group); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range st.Metas {
+		if err := gl.store.PutGroupMeta(m); err != nil {
+			return err
+		}
+	}
+	for name, offs := range st.Offsets {
+		if len(offs) == 0 {
+			continue
+		}
+		if _, ok := st.Metas[name]; !ok {
+			if err := gl.store.PutGroupMeta(state.GroupMeta{Group: name}); err != nil {
+				return err
+			}
+		}
+		list := make([]state.GroupOffset, 0, len(offs))
+		for _, o := range offs {
+			list = append(list, o)
+		}
+		if err := gl.store.CommitOffsets(name, list); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unload drops the partition's groups from the coordinator and from
+// Badger (they stay in the log).
+func (gl *groupLog) unload(idx int32, n int) {
+	gl.mu.Lock()
+	delete(gl.loaded, idx)
+	gl.mu.Unlock()
+	belongs := belongsTo(idx, n)
+	gl.b.groups.Unload(belongs)
+	metas, err := gl.store.Groups()
+	for _, m := range metas {
+		if err == nil && belongs(m.Group) {
+			err = gl.store.DeleteGroup(m.Group)
+		}
+	}
+	if err != nil {
+		gl.b.log.Warn("dropping the groups of a __consumer_offsets partition led elsewhere from the store", "partition", idx, "err", err)
+	}
+	gl.b.log.Debug("unloaded the groups of a __consumer_offsets partition led elsewhere now", "partition", idx)
+}
+
+// partitionOf returns group's partition and the leadership it was loaded
+// in; nil when the topic does not exist (the groups live in Badger alone).
+// A partition not loaded here is NOT_COORDINATOR.
+func (gl *groupLog) partitionOf(name string) (*partition.Partition, partition.Leadership, error) {
+	t := gl.b.partitions.Topic(meta.GroupTopic)
+	if t == nil || len(t.Partitions()) == 0 {
+		return nil, partition.Leadership{}, nil
+	}
+	idx := int32(meta.CoordinatorPartition(name, len(t.Partitions())))
+	gl.mu.Lock()
+	lead, ok := gl.loaded[idx]
+	gl.mu.Unlock()
+	if !ok {
+		return nil, lead, kerr.NotCoordinator
+	}
+	return t.Partition(idx), lead, nil
+}
+
+// loadCode is the error code of a request for group on a node that leads
+// its partition: COORDINATOR_LOAD_IN_PROGRESS until the partition is
+// loaded.
+func (gl *groupLog) loadCode(name string) int16 {
+	if _, _, err := gl.partitionOf(name); err != nil {
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	return 0
+}
+
+// append writes recs to p as its leader in lead and waits until the
+// in-sync replicas hold them (acks=all), with the errors Kafka's group
+// coordinator answers for a failed write.
+func (gl *groupLog) append(p *partition.Partition, lead partition.Leadership, recs []group.OffsetsRecord) error {
+	if minISR := gl.b.MinInsyncReplicas(meta.GroupTopic); p.ISRSize() < minISR {
+		return kerr.CoordinatorNotAvailable
+	}
+	raw := group.AppendOffsetsBatch(nil, recs, time.Now().UnixMilli())
+	res, now, err := p.AppendProduce(raw)
+	switch {
+	case errors.Is(err, partition.ErrNotLeader) || err == nil && now != lead:
+		return kerr.NotCoordinator
+	case errors.Is(err, batch.ErrTooLarge):
+		return kerr.InvalidCommitOffsetSize
+	case err != nil:
+		gl.b.log.Warn("appending to __consumer_offsets failed", "partition", p.Index(), "err", err)
+		return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+	}
+	p.Appended()
+	switch p.AwaitCommitted(res.LastOffset+1, lead, offsetsCommitTimeout, gl.b.closing) {
+	case partition.CommitTimedOut:
+		return kerr.CoordinatorNotAvailable
+	case partition.CommitLostLeadership:
+		return kerr.NotCoordinator
+	}
+	return nil
+}
+
+// The group.Store methods: to the log first for a write, then Badger (a
+// deletion the other way round, see the top of the file).
+
+func (gl *groupLog) CommitOffsets(name string, offs []state.GroupOffset) error {
+	p, lead, err := gl.partitionOf(name)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		recs := make([]group.OffsetsRecord, len(offs))
+		for i, o := range offs {
+			recs[i] = group.OffsetRecord(name, o)
+		}
+		if err := gl.append(p, lead, recs); err != nil {
+			return err
+		}
+	}
+	return gl.store.CommitOffsets(name, offs)
+}
+
+func (gl *groupLog) PutGroupMeta(m state.GroupMeta) error {
+	p, lead, err := gl.partitionOf(m.Group)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		if err := gl.append(p, lead, []group.OffsetsRecord{group.GroupRecord(m)}); err != nil {
+			return err
+		}
+	}
+	return gl.store.PutGroupMeta(m)
+}
+
+func (gl *groupLog) DeleteOffsets(name, topic string, partitions []int32) error {
+	p, lead, err := gl.partitionOf(name)
+	if err != nil {
+		return err
+	}
+	if err := gl.store.DeleteOffsets(name, topic, partitions); err != nil {
+		return err
+	}
+	if p == nil {
+		return nil
+	}
+	recs := make([]group.OffsetsRecord, len(partitions))
+	for i, pt := range partitions {
+		recs[i] = group.OffsetTombstone(name, topic, pt)
+	}
+	return gl.append(p, lead, recs)
+}
+
+func (gl *groupLog) DeleteGroup(name string) error {
+	p, lead, err := gl.partitionOf(name)
+	if err != nil {
+		return err
+	}
+	offs, err := gl.store.GroupOffsets(name)
+	if err != nil {
+		return err
+	}
+	if err := gl.store.DeleteGroup(name); err != nil {
+		return err
+	}
+	if p == nil {
+		return nil
+	}
+	recs := make([]group.OffsetsRecord, 0, len(offs)+1)
+	for _, o := range offs {
+		recs = append(recs, group.OffsetTombstone(name, o.Topic, o.Partition))
+	}
+	recs = append(recs, group.GroupTombstone(name))
+	return gl.append(p, lead, recs)
+}
+
+// tombstoneTopic deletes a deleted topic's offsets of the groups loaded
+// here from their partitions (Kafka's coordinator does the same).
+func (gl *groupLog) tombstoneTopic(topic string, forgot map[string][]int32) {
+	for g, parts := range forgot {
+		if err := gl.DeleteOffsets(g, topic, parts); err != nil {
+			gl.b.log.Warn("deleting the offsets of a deleted topic from __consumer_offsets", "group", g, "topic", topic, "err", err)
+		}
+	}
+}
+
+func (gl *groupLog) GroupOffsets(name string) ([]state.GroupOffset, error) {
+	return gl.store.GroupOffsets(name)
+}
+
+func (gl *groupLog) Groups() ([]state.GroupMeta, error) { return gl.store.Groups() }
+
+// offsetsTopicReady reports whether __consumer_offsets exists here, and
+// when it does not, has it created: on this node when it is the
+// controller (or alone), else by the controller, forwarded as this node
+// (the topic is the cluster's, whoever's request brought it about, as
+// Kafka's AutoTopicCreationManager creates internal topics as the broker).
+// One creation at a time; after a failed one the others answer false for
+// offsetsTopicCreateRetry without trying.
+func (b *Broker) offsetsTopicReady() bool {
+	exists := func() bool {
+		return b.image().Topic(meta.GroupTopic) != nil || b.partitions.Topic(meta.GroupTopic) != nil
+	}
+	if exists() {
+		return true
+	}
+	gl := b.groupLog
+	gl.createMu.Lock()
+	defer gl.createMu.Unlock()
+	if exists() {
+		return true
+	}
+	if time.Since(gl.createFailed) < offsetsTopicCreateRetry {
+		return false
+	}
+	if err := b.createOffsetsTopic(); err != nil {
+		gl.createFailed = time.Now()
+		b.log.Warn("creating __consumer_offsets failed; groups answer COORDINATOR_NOT_AVAILABLE until it exists", "err", err)
+		return false
+	}
+	// Load the new, empty partitions led here now rather than answer the
+	// client's next request COORDINATOR_LOAD_IN_PROGRESS.
+	gl.follow()
+	return exists()
+}
+
+// createOffsetsTopic creates __consumer_offsets with Kafka's shape.
+func (b *Broker) createOffsetsTopic() error {
+	rf := int(b.cfg.OffsetsTopicReplicationFactor)
+	if usable, err := b.usableBrokers(); err == nil && usable < rf {
+		rf = max(usable, 1)
+	}
+	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": offsetsTopicSegmentBytes,
+		"compression.type": "producer"}
+	if !b.forwards(createTopicsKey) {
+		_, err := b.partitions.Create(meta.GroupTopic, b.cfg.OffsetsTopicPartitions, configs, [16]byte{}, "",
+			partition.Placement{RF: rf})
+		if errors.Is(err, partition.ErrTopicExists) {
+			err = nil
+		}
+		return err
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = autoCreateVersion, int32(forwardTimeout.Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = meta.GroupTopic, b.cfg.OffsetsTopicPartitions, int16(rf)
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, &v
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	// As this node: the principal its controller connection has (the
+	// CONTROLLER listener is PLAINTEXT), which holds CLUSTER_ACTION.
+	self := &request{kreq: req, fwd: &forwardedIdentity{principal: anonymousPrincipal, host: "127.0.0.1"},
+		hdr: &netio.Header{Key: createTopicsKey, Version: autoCreateVersion, ClientID: []byte("kmirror-node-" +
+			strconv.Itoa(int(b.cfg.NodeID))), Flexible: true}}
+	resp, err := b.forward(self, req.AppendTo(nil))
+	if err != nil {
+		return err
+	}
+	ct := resp.(*kmsg.CreateTopicsResponse)
+	if len(ct.Topics) != 1 {
+		return fmt.Errorf("the controller answered %d topics", len(ct.Topics))
+	}
+	if code := ct.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+		return fmt.Errorf("the controller refused it (replication factor %d): %w", rf, kerr.ErrorForCode(code))
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+package group
+
+import (
+	"testing"
+
+	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/state"
+)
+
+// FuzzOffsetsRecords feeds __consumer_offsets records and batches that
+// may be anything: a replay errors or applies, and never panics; what it
+// applies from a batch kmirror wrote is what was written.
+func FuzzOffsetsRecords(f *testing.F) {
+	f.Add(OffsetRecord("g", state.GroupOffset{Topic: "t", Offset: 3}).Key, OffsetRecord("g", state.GroupOffset{Topic: "t"}).Value)
+	f.Add(GroupRecord(state.GroupMeta{Group: "g", Generation: 2}).Key, GroupRecord(state.GroupMeta{Group: "g"}).Value)
+	f.Add([]byte{0, 0}, []byte(nil))
+	f.Add([]byte{0, 2, 0, 1, 'g'}, []byte{0, 3, 0})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		st := NewGroupsState()
+		_ = st.Apply(key, value)
+		raw := AppendOffsetsBatch(nil, []OffsetsRecord{{Key: key, Value: value}}, 1)
+		b, err := batch.Parse(raw)
+		if err != nil {
+			t.Fatalf("a batch AppendOffsetsBatch wrote does not parse: %v", err)
+		}
+		if err := b.Verify(); err != nil {
+			t.Fatalf("CRC of a written batch: %v", err)
+		}
+		st2 := NewGroupsState()
+		err1 := NewGroupsState().Apply(key, value)
+		err2 := st2.ApplyBatch(b)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("record alone: %v, in a batch: %v", err1, err2)
+		}
+		// Any bytes as a whole batch.
+		if b, err := batch.Parse(append(key, value...)); err == nil {
+			_ = NewGroupsState().ApplyBatch(b)
+		}
+	})
+}

@@ -1,0 +1,153 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/meta"
+)
+
+// A group's committed offsets survive the loss of its coordinator: they
+// are replicated in __consumer_offsets, and the partition's new leader
+// loads them and coordinates the group; a commit there is what the old
+// coordinator serves once it leads again.
+func TestClusterGroupOffsetsSurviveTheCoordinator(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, logsOnFailure(t))
+	ctx := t.Context()
+	adm := c.client(0)
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "data"); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(adm *kadm.Client, at int64) error {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "data", Partition: 0, At: at, LeaderEpoch: -1})
+		resp, err := adm.CommitOffsets(ctx, "g", offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		return err
+	}
+	testutil.CheckFor(t, 20*time.Second, func() error { return commit(adm, 42) })
+	// One client per node address: a new one per try would run the
+	// nodes out of file descriptors.
+	clients := map[string]*kgo.Client{}
+	seed := func(i int) *kgo.Broker {
+		addr := c.nodes[i].Addr()
+		if clients[addr] == nil {
+			clients[addr] = nodetest.Client(t, []string{addr})
+		}
+		return clients[addr].SeedBrokers()[0]
+	}
+	coordinator := func(i int) (int32, error) {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.Version, fc.CoordinatorKeys = 4, []string{"g"}
+		kr, err := seed(i).Request(ctx, fc)
+		if err != nil {
+			return -1, err
+		}
+		r := kr.(*kmsg.FindCoordinatorResponse)
+		if code := r.Coordinators[0].ErrorCode; code != 0 {
+			return -1, kerr.ErrorForCode(code)
+		}
+		return r.Coordinators[0].NodeID, nil
+	}
+	first, err := coordinator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := int32(meta.CoordinatorPartition("g", 50))
+	if a, _ := c.partitionOn(0, meta.GroupTopic, part).Assignment(); len(a.Replicas) != 3 || a.Leader != first {
+		t.Fatalf("the group's partition of __consumer_offsets: %+v, want 3 replicas led by %d", a, first)
+	}
+	gone := int(first - 1)
+	c.stop(gone)
+	alive := (gone + 1) % 3
+	// After the stop, requests go straight to the coordinator node i
+	// names: a client's own lookups may pick the stopped node.
+	atCoordinator := func(i int, req kmsg.Request) (kmsg.Response, error) {
+		id, err := coordinator(i)
+		if err != nil {
+			return nil, err
+		}
+		if id < 1 || int(id) > len(c.nodes) || c.nodes[id-1] == nil {
+			return nil, fmt.Errorf("FindCoordinator at node %d names node %d, which is down", i+1, id)
+		}
+		return seed(int(id-1)).Request(ctx, req)
+	}
+	fetched := func(i int) (int64, error) {
+		// kgo sends the highest version both sides serve: the
+		// batched (v8+) shape.
+		req := kmsg.NewPtrOffsetFetchRequest()
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = "g"
+		ft := kmsg.NewOffsetFetchRequestGroupTopic()
+		ft.Topic, ft.Partitions = "data", []int32{0}
+		rg.Topics = append(rg.Topics, ft)
+		req.Groups = append(req.Groups, rg)
+		r, err := atCoordinator(i, req)
+		if err != nil {
+			return -1, err
+		}
+		resp := r.(*kmsg.OffsetFetchResponse)
+		if len(resp.Groups) != 1 {
+			return -1, fmt.Errorf("OffsetFetch answered %d groups", len(resp.Groups))
+		}
+		g := resp.Groups[0]
+		if g.ErrorCode != 0 {
+			return -1, kerr.ErrorForCode(g.ErrorCode)
+		}
+		if len(g.Topics) != 1 || len(g.Topics[0].Partitions) != 1 {
+			return -1, fmt.Errorf("OffsetFetch answered %+v", g.Topics)
+		}
+		rp := g.Topics[0].Partitions[0]
+		return rp.Offset, kerr.ErrorForCode(rp.ErrorCode)
+	}
+	commitAt := func(i int, at int64) error {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.Generation = 8, "g", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "data"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = 0, at, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r, err := atCoordinator(i, req)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode)
+	}
+	testutil.CheckFor(t, 30*time.Second, func() error {
+		now, err := coordinator(alive)
+		if err != nil {
+			return err
+		}
+		if now == first {
+			return fmt.Errorf("FindCoordinator still names node %d, which is down", first)
+		}
+		at, err := fetched(alive)
+		if err == nil && at != 42 {
+			t.Fatalf("the new coordinator %d serves offset %d, want 42", now, at)
+		}
+		return err
+	})
+	testutil.CheckFor(t, 20*time.Second, func() error { return commitAt(alive, 43) })
+
+	c.restart(gone)
+	testutil.CheckFor(t, 30*time.Second, func() error {
+		at, err := fetched(gone)
+		if err == nil && at != 43 {
+			return fmt.Errorf("offset %d after the old coordinator came back, want 43", at)
+		}
+		return err
+	})
+}
