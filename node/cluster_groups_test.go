@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/meta"
@@ -150,4 +152,73 @@ func TestClusterGroupOffsetsSurviveTheCoordinator(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// A consumer group keeps consuming across the loss of its coordinator: the
+// members find the partition's new leader, rejoin, and resume from the
+// offsets they committed, so no record committed as consumed is read
+// again and none is skipped.
+func TestClusterConsumersResumeAfterTheCoordinatorDies(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.GroupInitialRebalanceDelay = 0 })
+	ctx := t.Context()
+	if _, err := c.client(0).CreateTopic(ctx, 3, 3, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for _, n := range c.nodes {
+		addrs = append(addrs, n.Addr())
+	}
+	prod := nodetest.Client(t, addrs, kgo.DefaultProduceTopic("events"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const n = 600
+	for i := range n {
+		prod.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	consume := func(cl *kgo.Client, until int) {
+		t.Helper()
+		for len(seen) < until {
+			pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			fs := cl.PollRecords(pctx, 50)
+			cancel()
+			if err := fs.Err0(); err != nil {
+				t.Fatalf("poll after %d records: %v", len(seen), err)
+			}
+			fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+		}
+	}
+	opts := []kgo.Opt{kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("events"), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)}
+	first := nodetest.Client(t, addrs, opts...)
+	consume(first, n/2)
+	first.Close() // everything it read is committed
+
+	co := kadm.NewClient(nodetest.Client(t, addrs)).FindGroupCoordinators(ctx, "readers")["readers"]
+	if co.Err != nil {
+		t.Fatal(co.Err)
+	}
+	c.stop(int(co.NodeID - 1))
+	var live []string
+	for _, nd := range c.nodes {
+		if nd != nil {
+			live = append(live, nd.Addr())
+		}
+	}
+	second := nodetest.Client(t, live, opts...)
+	consume(second, n)
+	for v, k := range seen {
+		if k != 1 {
+			t.Errorf("record %s consumed %d times: its commit was lost with the coordinator", v, k)
+		}
+	}
 }
