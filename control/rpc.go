@@ -247,6 +247,14 @@ func (c *Plane) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLookup)
 	}
 	m.Include = mergePatterns(m.Include, r.IncludePatterns)
 	for _, t := range topics {
+		if internalTopic(t.TopicName) {
+			// Discovery never matches them; a name asked for is refused:
+			// a mirror topic of that name would take this cluster's own
+			// group or transaction state.
+			res.add(t.TopicName, kerr.InvalidTopicException.Code,
+				"topic %s is internal: each cluster keeps its own, it is never mirrored", t.TopicName)
+			continue
+		}
 		if named[t.TopicName] && rules.excluded(t.TopicName) {
 			res.add(t.TopicName, kerr.InvalidRequest.Code, "topic %s is excluded from cluster mirror %s", t.TopicName, m.Name)
 			continue

@@ -145,7 +145,7 @@ func (c *Plane) sourceTopics(m state.Mirror, include, exclude []string,
 	}
 	var matched []string
 	for name, d := range details {
-		if seen[name] || d.Err != nil || strings.HasPrefix(name, "__") || !pattern.MatchAny(inc, name) || pattern.MatchAny(exc, name) {
+		if seen[name] || d.Err != nil || internalTopic(name) || !pattern.MatchAny(inc, name) || pattern.MatchAny(exc, name) {
 			continue
 		}
 		matched = append(matched, name)
@@ -244,3 +244,8 @@ func (c *Plane) loopCheck(src sourceMirrors, topic string) error {
 	}
 	return nil
 }
+
+// internalTopic reports whether name is an internal topic (Kafka's
+// __consumer_offsets, __transaction_state, __cluster_metadata, a mirror's
+// __mirror_state...): each cluster's own, never mirrored.
+func internalTopic(name string) bool { return strings.HasPrefix(name, "__") }

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/kfaketest"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
+	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -367,5 +369,31 @@ func TestStartFindsAJustCreatedTopic(t *testing.T) {
 	}
 	if info, ok := f.n.b.Partitions().Info("late"); !ok || info.Mirror != "m" || info.Partitions != 2 {
 		t.Fatalf("the late topic after Start: %+v %v", info, ok)
+	}
+}
+
+// An internal topic asked for by name is refused: a mirror topic named
+// __consumer_offsets would hold this cluster's group state.
+func TestStartRefusesInternalTopics(t *testing.T) {
+	t.Parallel()
+	f := newSyncFixture(t)
+	req := mirrorapi.NewPtrStartMirrorTopicsRequest()
+	req.MirrorName = "m"
+	req.Topics = []mirrorapi.StartMirrorTopicsRequestTopic{{TopicName: "__consumer_offsets"}, {TopicName: "__transaction_state"}}
+	r, err := f.n.cl.Request(f.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := r.(*mirrorapi.StartMirrorTopicsResponse)
+	if len(resp.Topics) != 2 {
+		t.Fatalf("answered %+v", resp)
+	}
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != kerr.InvalidTopicException.Code || rt.ErrorMessage == nil || !strings.Contains(*rt.ErrorMessage, "internal") {
+			t.Errorf("%s: %d %v, want INVALID_TOPIC_EXCEPTION naming it internal", rt.Name, rt.ErrorCode, rt.ErrorMessage)
+		}
+	}
+	if info, ok := f.n.b.Partitions().Info("__transaction_state"); ok && info.Mirror != "" {
+		t.Fatalf("a mirror topic __transaction_state was created: %+v", info)
 	}
 }

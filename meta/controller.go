@@ -302,6 +302,11 @@ func (c *Controller) FenceExpired(ctx context.Context) error {
 		if _, err := c.apply(ctx, ops); err != nil {
 			return fmt.Errorf("fencing broker %d: %w", b.ID, err)
 		}
+		// Kafka's controller logs it too: the broker's leaderships
+		// moved and it left every ISR.
+		c.log.cfg.Logger.Warn("broker session expired: fenced", "broker", b.ID, "broker_epoch", b.Epoch,
+			"last_heartbeat_ago", now.Sub(last).Round(time.Millisecond).String(),
+			"broker.session.timeout.ms", c.cfg.SessionTimeout.Milliseconds())
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 package meta
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -156,8 +158,14 @@ func TestControllerFencing(t *testing.T) {
 		}
 	}
 	clock.advance(5 * time.Second) // broker 2: 10 s without a heartbeat
+	var logged bytes.Buffer
+	c.log.cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	if err := c.FenceExpired(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if out := logged.String(); !strings.Contains(out, "broker session expired: fenced") || !strings.Contains(out, "broker=2 ") ||
+		strings.Contains(out, "broker=1 ") || strings.Contains(out, "broker=3 ") {
+		t.Fatalf("the fencing of broker 2 alone is not logged: %q", out)
 	}
 	parts, _ = c.store.PartitionAssignments()
 	for _, p := range parts {
