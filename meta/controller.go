@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -53,6 +54,12 @@ type Controller struct {
 
 	mu          sync.Mutex
 	lastContact map[int32]time.Time
+	// arriving holds, per broker, when its heartbeat waiting for mu
+	// arrived: a controller busy for longer than a session (one long
+	// apply) must not fence the brokers whose heartbeats queued behind
+	// it. Under arrivingMu, never with mu wanted while held.
+	arrivingMu sync.Mutex
+	arriving   map[int32]time.Time
 	// reported is the metadata log index each broker said, in its last
 	// heartbeat, it had applied (Progress).
 	reported map[int32]uint64
@@ -77,6 +84,7 @@ func NewController(log *MetadataLog, store *state.Store, cfg ControllerConfig) *
 		cfg.Now = time.Now
 	}
 	return &Controller{log: log, store: store, cfg: cfg, lastContact: map[int32]time.Time{}, registeredAt: map[int32]uint64{},
+		arriving: map[int32]time.Time{},
 		reported: map[int32]uint64{}}
 }
 
@@ -193,6 +201,7 @@ type HeartbeatResult struct {
 // and the broker leaves the ISRs; ShutdownReady says it leads nothing
 // more and may exit.
 func (c *Controller) Heartbeat(ctx context.Context, id int32, epoch int64, applied uint64, wantShutdown bool) (HeartbeatResult, error) {
+	defer c.arrive(id)()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.ready(ctx); err != nil {
@@ -272,11 +281,34 @@ func (c *Controller) brokerChange(b state.BrokerRegistration, partitions func(id
 	return append(ops, more...), nil
 }
 
+// arrive records that broker id's heartbeat arrived now, until the
+// returned func: while it waits for mu, the broker's session counts from
+// its arrival.
+func (c *Controller) arrive(id int32) (done func()) {
+	at := c.cfg.Now()
+	c.arrivingMu.Lock()
+	c.arriving[id] = at
+	c.arrivingMu.Unlock()
+	return func() {
+		c.arrivingMu.Lock()
+		if c.arriving[id] == at {
+			delete(c.arriving, id)
+		}
+		c.arrivingMu.Unlock()
+	}
+}
+
 // FenceExpired fences every unfenced broker not heard from for longer
-// than the session timeout, one entry per broker.
+// than the session timeout, one entry per broker. A heartbeat that
+// arrived and waits for the controller counts as heard from.
 func (c *Controller) FenceExpired(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.fenceExpiredLocked(ctx)
+}
+
+// fenceExpiredLocked is FenceExpired. REQUIRES: c.mu held.
+func (c *Controller) fenceExpiredLocked(ctx context.Context) error {
 	if err := c.ready(ctx); err != nil {
 		return err
 	}
@@ -285,11 +317,17 @@ func (c *Controller) FenceExpired(ctx context.Context) error {
 		return err
 	}
 	now := c.cfg.Now()
+	c.arrivingMu.Lock()
+	arriving := maps.Clone(c.arriving)
+	c.arrivingMu.Unlock()
 	for _, b := range brokers {
 		last, seen := c.lastContact[b.ID]
 		if !seen {
 			c.lastContact[b.ID] = now // a new controller: a full session from now
 			continue
+		}
+		if at, ok := arriving[b.ID]; ok && at.After(last) {
+			last = at
 		}
 		if b.Fenced || now.Sub(last) <= c.cfg.SessionTimeout {
 			continue

@@ -319,3 +319,48 @@ func TestOtherClustersNodeStopsApplying(t *testing.T) {
 		return nil
 	})
 }
+
+// A controller busy for longer than a session (one long apply, holding
+// its lock) does not fence a broker whose heartbeat arrived in time and
+// waits behind it; one that sent none is fenced.
+func TestControllerDoesNotFenceAHeartbeatWaitingForIt(t *testing.T) {
+	t.Parallel()
+	nodes := startQuorum(t, 1, nil)
+	ctx := t.Context()
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	c := controllerOf(t, nodes, clock)
+	epochs := registerAll(t, ctx, c, 2)
+
+	clock.advance(8 * time.Second)
+	c.mu.Lock() // the controller is busy
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Heartbeat(ctx, 1, epochs[1], c.log.fsm.applied(), false)
+		done <- err
+	}()
+	testutil.CheckFor(t, 5*time.Second, func() error {
+		c.arrivingMu.Lock()
+		defer c.arrivingMu.Unlock()
+		if _, ok := c.arriving[1]; !ok {
+			return errors.New("broker 1's heartbeat has not arrived")
+		}
+		return nil
+	})
+	clock.advance(2 * time.Second) // 10 s since the last heartbeats were served
+	err := c.fenceExpiredLocked(ctx)
+	// Before the waiting heartbeat is served: it would unfence broker 1
+	// again, but its leaderships would have moved and it left the ISRs.
+	brokers, _ := c.store.Brokers()
+	c.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range brokers {
+		if want := b.ID == 2; b.Fenced != want {
+			t.Errorf("broker %d fenced %v, want %v (broker 1's heartbeat waited for the busy controller)", b.ID, b.Fenced, want)
+		}
+	}
+}

@@ -180,11 +180,7 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	ctl := c.controllerIndex()
 	via := (ctl + 1) % 3 // not the controller: the mirror RPCs are forwarded
-	// A cluster that has served groups: __consumer_offsets exists, its
-	// partitions led by all three nodes.
-	if _, err := c.client(via).FetchOffsets(t.Context(), "g-a"); err != nil {
-		t.Fatalf("creating __consumer_offsets: %v", err)
-	}
+
 	c.mirrorFrom(via, src, topic, partitions)
 	// Every fetcher runs on its partition's leader, and there only.
 	for i, n := range c.nodes {
@@ -258,8 +254,11 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 		}
 	}
 	// Every group holds the source's offsets, coordinated by the live
-	// leader of its partition of __consumer_offsets, and at least one of
-	// them away from the controller.
+	// leader of its partition of __consumer_offsets (which the final sync
+	// created, with the node down), and at least one of them away from the
+	// controller: the other live node kept its leaderships through the
+	// failover (its heartbeats once queued behind its forwarded requests
+	// on one connection, and it was fenced).
 	ctlID := int32(c.controllerIndex() + 1)
 	remote := 0
 	acl := nodetest.Client(t, []string{c.nodes[alive].Addr()})

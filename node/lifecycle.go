@@ -730,12 +730,11 @@ func (noController) alterPartition(context.Context, int32, int64, meta.ISRChange
 
 // newNodeLifecycle is the lifecycle Start builds: the node's controller
 // role c is called directly while this node is the controller (always,
-// for a node alone), cfg.ControllerChannel otherwise (node/ builds none
-// yet: without it, a node of several that is not the controller retries
-// until it becomes one). broker.heartbeat.interval.ms and
+// for a node alone), ch otherwise (without it, a node of several that is
+// not the controller retries until it becomes one). broker.heartbeat.interval.ms and
 // broker.session.timeout.ms are cfg.Cluster's; broker.rack comes from
 // cfg's Kafka settings.
-func newNodeLifecycle(cfg broker.Config, store *state.Store, log *meta.MetadataLog, c *meta.Controller) *Lifecycle {
+func newNodeLifecycle(cfg broker.Config, store *state.Store, log *meta.MetadataLog, c *meta.Controller, ch *meta.ControllerChannel) *Lifecycle {
 	var rack *string
 	if r, ok := cfg.KafkaSettings["broker.rack"]; ok && r != "" {
 		rack = &r
@@ -743,8 +742,8 @@ func newNodeLifecycle(cfg broker.Config, store *state.Store, log *meta.MetadataL
 	lc := LifecycleConfig{NodeID: cfg.NodeID, ClusterID: store.ClusterID, Rack: rack,
 		HeartbeatInterval: cfg.Cluster.HeartbeatInterval, ShutdownTimeout: cfg.Cluster.SessionTimeout,
 		Applied: log.Applied, Controller: c, IsController: log.IsController, Store: store, Logger: cfg.Logger}
-	if cfg.ControllerChannel != nil {
-		lc.Channel = cfg.ControllerChannel
+	if ch != nil {
+		lc.Channel = ch
 	}
 	return NewLifecycle(lc)
 }

@@ -55,8 +55,13 @@ type Node struct {
 	ctlLn      *meta.ControllerListener
 	rec        *reconciler
 	recStarted bool
-	// channel sends requests to the controller (a node of several).
-	channel *meta.ControllerChannel
+	// channel sends forwarded requests to the controller (a node of
+	// several), lifeChannel the lifecycle's (registration, heartbeats,
+	// ISR changes, epoch raises) on connections of their own: the
+	// controller serves a connection's requests one at a time, and a
+	// heartbeat queued behind a slow forwarded request expired the
+	// node's session (it was fenced, its leaderships moved, while alive).
+	channel, lifeChannel *meta.ControllerChannel
 	// closeOnce makes Close run once; later calls return its result.
 	closeOnce sync.Once
 	closeErr  error
@@ -137,9 +142,10 @@ func StartContext(ctx context.Context, cfg broker.Config, mirrors control.Config
 	}
 	if cfg.Cluster.Several() {
 		n.channel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
+		n.lifeChannel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
 		cfg.ControllerChannel = n.channel
 	}
-	n.life = newNodeLifecycle(cfg, n.store, n.log, n.controller)
+	n.life = newNodeLifecycle(cfg, n.store, n.log, n.controller, n.lifeChannel)
 	cfg.Controller, cfg.ProducerIDs, cfg.ISR = n.controller, n.life, n.life
 	if cfg.Cluster.Several() {
 		cfg.Epochs = epochBumper{life: n.life, q: n.quorum(cfg.NodeID)}
@@ -211,6 +217,7 @@ func (n *Node) close() error {
 	}
 	if n.channel != nil {
 		n.channel.Close()
+		n.lifeChannel.Close()
 	}
 	if n.ctlLn != nil {
 		errs = append(errs, n.ctlLn.Close())
