@@ -1,0 +1,41 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// franz-go's own integration tests, run against kmirror as against a
+// Kafka broker (KGO_SEEDS): the module at the version go.mod requires is
+// copied out of the module cache (read-only there) and tested.
+//
+// TestConsumeRegex found kmirror lacking __consumer_offsets ("topic
+// __consumer_offsets is not in metadata", issue 23): it asks for a group
+// coordinator and waits for the topic, marked internal, in Metadata.
+func TestFranzGoKgoAgainstKmirror(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, noRebalanceDelay)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/twmb/franz-go").Output()
+	if err != nil {
+		t.Fatalf("finding the franz-go module: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "franz-go")
+	if err := os.CopyFS(dir, os.DirFS(strings.TrimSpace(string(out)))); err != nil {
+		t.Fatalf("copying the franz-go module: %v", err)
+	}
+	for _, test := range []string{"TestConsumeRegex"} {
+		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^"+test+"$", "./pkg/kgo")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "KGO_SEEDS="+n.addr(), "KGO_TEST_RF=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("franz-go's %s against kmirror: %v\n%s", test, err, out)
+		}
+	}
+}
