@@ -57,7 +57,7 @@ func AppendTxnMarker(dst []byte, m TxnMarker) []byte {
 	var value [6]byte
 	binary.BigEndian.PutUint16(value[0:], controlKeyVersion)
 	binary.BigEndian.PutUint32(value[2:], uint32(m.CoordinatorEpoch))
-	return appendControlBatch(dst, controlHeader{
+	return appendControlBatch(dst, header{
 		baseOffset: m.BaseOffset, leaderEpoch: m.PartitionLeaderEpoch,
 		timestamp: m.Timestamp, producerID: m.ProducerID, producerEpoch: m.ProducerEpoch,
 		attributes: attrControl | attrTransactional,
@@ -81,14 +81,15 @@ func AppendMirrorPIDReset(dst []byte, r PIDReset) []byte {
 	value = binary.BigEndian.AppendUint16(value, pidResetVersion)
 	value = binary.BigEndian.AppendUint16(value, uint16(len(r.SourceClusterID)))
 	value = append(value, r.SourceClusterID...)
-	return appendControlBatch(dst, controlHeader{
+	return appendControlBatch(dst, header{
 		baseOffset: r.BaseOffset, leaderEpoch: r.PartitionLeaderEpoch,
 		timestamp: r.Timestamp, producerID: noProducerID, producerEpoch: noProducerID,
 		attributes: attrControl,
 	}, ControlMirrorPIDReset, value)
 }
 
-type controlHeader struct {
+// header is what a batch written here says of itself beyond its records.
+type header struct {
 	baseOffset    int64
 	leaderEpoch   int32
 	timestamp     int64
@@ -97,7 +98,30 @@ type controlHeader struct {
 	attributes    int16
 }
 
-func appendControlBatch(dst []byte, h controlHeader, typ int16, value []byte) []byte {
+// Record is one record of a batch AppendRecords writes: a nil Key or
+// Value is null (a nil Value is a tombstone).
+type Record struct {
+	Key, Value []byte
+}
+
+// AppendRecords appends an uncompressed data batch holding recs (at least
+// one), with no producer, every record at timestamp, at base offset 0 and
+// leader epoch 0: the leader's append stamps both. It is for what a node
+// writes itself, the group coordinator's __consumer_offsets records.
+func AppendRecords(dst []byte, timestamp int64, recs []Record) []byte {
+	return appendBatch(dst, header{timestamp: timestamp, producerID: noProducerID, producerEpoch: noProducerID}, recs)
+}
+
+func appendControlBatch(dst []byte, h header, typ int16, value []byte) []byte {
+	var key [4]byte
+	binary.BigEndian.PutUint16(key[0:], controlKeyVersion)
+	binary.BigEndian.PutUint16(key[2:], uint16(typ))
+	return appendBatch(dst, h, []Record{{Key: key[:], Value: value}})
+}
+
+// appendBatch appends a magic 2 batch of recs, uncompressed, every record
+// at h's timestamp (deltas 0) and offset delta its index.
+func appendBatch(dst []byte, h header, recs []Record) []byte {
 	start := len(dst)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(h.baseOffset))
 	dst = binary.BigEndian.AppendUint32(dst, 0) // length, filled below
@@ -105,32 +129,45 @@ func appendControlBatch(dst []byte, h controlHeader, typ int16, value []byte) []
 	dst = append(dst, supportedMagic)
 	dst = binary.BigEndian.AppendUint32(dst, 0) // crc, filled below
 	dst = binary.BigEndian.AppendUint16(dst, uint16(h.attributes))
-	dst = binary.BigEndian.AppendUint32(dst, 0) // last offset delta
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(recs)-1)) // last offset delta
 	dst = binary.BigEndian.AppendUint64(dst, uint64(h.timestamp))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(h.timestamp))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(h.producerID))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(h.producerEpoch))
 	dst = binary.BigEndian.AppendUint32(dst, 0xFFFFFFFF) // base sequence -1
-	dst = binary.BigEndian.AppendUint32(dst, 1)          // one record
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(recs)))
 
-	var key [4]byte
-	binary.BigEndian.PutUint16(key[0:], controlKeyVersion)
-	binary.BigEndian.PutUint16(key[2:], uint16(typ))
-	bodyLen := 1 + 1 + 1 + varintLen(len(key)) + len(key) + varintLen(len(value)) + len(value) + 1
-	dst = binary.AppendVarint(dst, int64(bodyLen))
-	dst = append(dst, 0) // record attributes
-	dst = append(dst, 0) // timestamp delta
-	dst = append(dst, 0) // offset delta
-	dst = binary.AppendVarint(dst, int64(len(key)))
-	dst = append(dst, key[:]...)
-	dst = binary.AppendVarint(dst, int64(len(value)))
-	dst = append(dst, value...)
-	dst = append(dst, 0) // no headers
+	for i, r := range recs {
+		bodyLen := 1 + 1 + varintLen(i) + nullableLen(r.Key) + nullableLen(r.Value) + 1
+		dst = binary.AppendVarint(dst, int64(bodyLen))
+		dst = append(dst, 0) // record attributes
+		dst = append(dst, 0) // timestamp delta
+		dst = binary.AppendVarint(dst, int64(i))
+		dst = appendNullable(dst, r.Key)
+		dst = appendNullable(dst, r.Value)
+		dst = append(dst, 0) // no headers
+	}
 
 	b := Batch(dst[start:])
 	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-LogOverhead))
 	binary.BigEndian.PutUint32(b[offCRC:], Checksum(b[crcStart:]))
 	return dst
+}
+
+// nullableLen is the encoded size of a record's key or value: its varint
+// length (-1 for nil) and its bytes.
+func nullableLen(b []byte) int {
+	if b == nil {
+		return varintLen(-1)
+	}
+	return varintLen(len(b)) + len(b)
+}
+
+func appendNullable(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	return append(binary.AppendVarint(dst, int64(len(b))), b...)
 }
 
 func varintLen(n int) int {

@@ -241,7 +241,7 @@ func (gl *groupLog) migrate(p *partition.Partition, lead partition.Leadership, b
 	if err != nil {
 		return err
 	}
-	var recs []group.OffsetsRecord
+	var recs []batch.Record
 	moved := 0
 	for _, m := range metas {
 		if !belongs(m.Group) {
@@ -372,11 +372,11 @@ func (gl *groupLog) loadCode(name string) int16 {
 // append writes recs to p as its leader in lead and waits until the
 // in-sync replicas hold them (acks=all), with the errors Kafka's group
 // coordinator answers for a failed write.
-func (gl *groupLog) append(p *partition.Partition, lead partition.Leadership, recs []group.OffsetsRecord) error {
+func (gl *groupLog) append(p *partition.Partition, lead partition.Leadership, recs []batch.Record) error {
 	if minISR := gl.b.MinInsyncReplicas(meta.GroupTopic); p.ISRSize() < minISR {
 		return kerr.CoordinatorNotAvailable
 	}
-	raw := group.AppendOffsetsBatch(nil, recs, time.Now().UnixMilli())
+	raw := batch.AppendRecords(nil, time.Now().UnixMilli(), recs)
 	res, now, err := p.AppendProduce(raw)
 	switch {
 	case errors.Is(err, partition.ErrNotLeader) || err == nil && now != lead:
@@ -406,7 +406,7 @@ func (gl *groupLog) CommitOffsets(name string, offs []state.GroupOffset) error {
 		return err
 	}
 	if p != nil {
-		recs := make([]group.OffsetsRecord, len(offs))
+		recs := make([]batch.Record, len(offs))
 		for i, o := range offs {
 			recs[i] = group.OffsetRecord(name, o)
 		}
@@ -423,7 +423,7 @@ func (gl *groupLog) PutGroupMeta(m state.GroupMeta) error {
 		return err
 	}
 	if p != nil {
-		if err := gl.append(p, lead, []group.OffsetsRecord{group.GroupRecord(m)}); err != nil {
+		if err := gl.append(p, lead, []batch.Record{group.GroupRecord(m)}); err != nil {
 			return err
 		}
 	}
@@ -441,7 +441,7 @@ func (gl *groupLog) DeleteOffsets(name, topic string, partitions []int32) error 
 	if p == nil {
 		return nil
 	}
-	recs := make([]group.OffsetsRecord, len(partitions))
+	recs := make([]batch.Record, len(partitions))
 	for i, pt := range partitions {
 		recs[i] = group.OffsetTombstone(name, topic, pt)
 	}
@@ -463,7 +463,7 @@ func (gl *groupLog) DeleteGroup(name string) error {
 	if p == nil {
 		return nil
 	}
-	recs := make([]group.OffsetsRecord, 0, len(offs)+1)
+	recs := make([]batch.Record, 0, len(offs)+1)
 	for _, o := range offs {
 		recs = append(recs, group.OffsetTombstone(name, o.Topic, o.Partition))
 	}

@@ -31,36 +31,31 @@ const (
 	groupValueVersion   = 3
 )
 
-// OffsetsRecord is one record of a group's state in __consumer_offsets.
-type OffsetsRecord struct {
-	Key, Value []byte // Value nil: a tombstone
-}
-
 // OffsetRecord is the record of a committed offset of group.
-func OffsetRecord(group string, o state.GroupOffset) OffsetsRecord {
-	return OffsetsRecord{Key: offsetKey(group, o.Topic, o.Partition), Value: offsetValue(o)}
+func OffsetRecord(group string, o state.GroupOffset) batch.Record {
+	return batch.Record{Key: offsetKey(group, o.Topic, o.Partition), Value: offsetValue(o)}
 }
 
 // OffsetTombstone is the record that deletes a committed offset.
-func OffsetTombstone(group, topic string, partition int32) OffsetsRecord {
-	return OffsetsRecord{Key: offsetKey(group, topic, partition)}
+func OffsetTombstone(group, topic string, partition int32) batch.Record {
+	return batch.Record{Key: offsetKey(group, topic, partition)}
 }
 
 // GroupRecord is the record of a group's protocol type and generation.
-func GroupRecord(m state.GroupMeta) OffsetsRecord {
+func GroupRecord(m state.GroupMeta) batch.Record {
 	k := kmsg.NewGroupMetadataKey()
 	k.Version, k.Group = groupKeyVersion, m.Group
 	v := kmsg.NewGroupMetadataValue()
 	v.Version, v.ProtocolType, v.Generation = groupValueVersion, m.ProtocolType, m.Generation
-	return OffsetsRecord{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
+	return batch.Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 }
 
 // GroupTombstone is the record that deletes a group (its offsets are
 // deleted by their own tombstones).
-func GroupTombstone(group string) OffsetsRecord {
+func GroupTombstone(group string) batch.Record {
 	k := kmsg.NewGroupMetadataKey()
 	k.Version, k.Group = groupKeyVersion, group
-	return OffsetsRecord{Key: k.AppendTo(nil)}
+	return batch.Record{Key: k.AppendTo(nil)}
 }
 
 func offsetKey(group, topic string, partition int32) []byte {
@@ -74,44 +69,6 @@ func offsetValue(o state.GroupOffset) []byte {
 	v.Version, v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = offsetValueVersion, o.Offset, o.LeaderEpoch,
 		o.Metadata, o.CommitTimestamp
 	return v.AppendTo(nil)
-}
-
-// AppendOffsetsBatch appends recs as one uncompressed RecordBatch (magic
-// 2, no producer), base offset 0 and leader epoch 0: the leader's append
-// stamps both.
-func AppendOffsetsBatch(dst []byte, recs []OffsetsRecord, timestamp int64) []byte {
-	start := len(dst)
-	dst = append(dst, make([]byte, batch.HeaderSize)...)
-	var body []byte
-	for i, r := range recs {
-		body = body[:0]
-		body = append(body, 0)                     // attributes
-		body = binary.AppendVarint(body, 0)        // timestamp delta
-		body = binary.AppendVarint(body, int64(i)) // offset delta
-		body = binary.AppendVarint(body, int64(len(r.Key)))
-		body = append(body, r.Key...)
-		if r.Value == nil {
-			body = binary.AppendVarint(body, -1)
-		} else {
-			body = binary.AppendVarint(body, int64(len(r.Value)))
-			body = append(body, r.Value...)
-		}
-		body = binary.AppendVarint(body, 0) // headers
-		dst = binary.AppendVarint(dst, int64(len(body)))
-		dst = append(dst, body...)
-	}
-	h := dst[start : start+batch.HeaderSize]
-	binary.BigEndian.PutUint32(h[8:], uint32(len(dst)-start-batch.LogOverhead))
-	h[16] = 2                                               // magic
-	binary.BigEndian.PutUint32(h[23:], uint32(len(recs)-1)) // last offset delta
-	binary.BigEndian.PutUint64(h[27:], uint64(timestamp))
-	binary.BigEndian.PutUint64(h[35:], uint64(timestamp))
-	binary.BigEndian.PutUint64(h[43:], ^uint64(0)) // producer id -1
-	binary.BigEndian.PutUint16(h[51:], 0xFFFF)     // producer epoch -1
-	binary.BigEndian.PutUint32(h[53:], ^uint32(0)) // base sequence -1
-	binary.BigEndian.PutUint32(h[57:], uint32(len(recs)))
-	binary.BigEndian.PutUint32(h[17:], batch.Checksum(dst[start+21:]))
-	return dst
 }
 
 // GroupsState is the state a partition's records leave: each group's

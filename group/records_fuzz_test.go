@@ -18,10 +18,10 @@ func FuzzOffsetsRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		st := NewGroupsState()
 		_ = st.Apply(key, value)
-		raw := AppendOffsetsBatch(nil, []OffsetsRecord{{Key: key, Value: value}}, 1)
+		raw := batch.AppendRecords(nil, 1, []batch.Record{{Key: key, Value: value}})
 		b, err := batch.Parse(raw)
 		if err != nil {
-			t.Fatalf("a batch AppendOffsetsBatch wrote does not parse: %v", err)
+			t.Fatalf("a batch batch.AppendRecords wrote does not parse: %v", err)
 		}
 		if err := b.Verify(); err != nil {
 			t.Fatalf("CRC of a written batch: %v", err)

@@ -36,14 +36,14 @@ func TestOffsetsBatchReplays(t *testing.T) {
 	o2 := state.GroupOffset{Topic: "a", Partition: 1, Offset: 20, LeaderEpoch: -1, CommitTimestamp: 101}
 	o1b := o1
 	o1b.Offset = 11
-	recs := []OffsetsRecord{
+	recs := []batch.Record{
 		GroupRecord(state.GroupMeta{Group: "g", ProtocolType: "consumer", Generation: 4}),
 		OffsetRecord("g", o1), OffsetRecord("g", o2), OffsetRecord("g", o1b),
 		OffsetTombstone("g", "a", 1),
 		GroupRecord(state.GroupMeta{Group: "gone"}), OffsetRecord("gone", o1), GroupTombstone("gone"),
 		OffsetRecord("simple", o2),
 	}
-	raw := AppendOffsetsBatch(nil, recs, 1234)
+	raw := batch.AppendRecords(nil, 1234, recs)
 	b, err := batch.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestOffsetsBatchReplays(t *testing.T) {
 // whole or not at all.
 func TestOffsetsBatchRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
-	raw := AppendOffsetsBatch(nil, []OffsetsRecord{{Key: []byte{0, 1, 0, 9}, Value: []byte{0, 3}}}, 1)
+	raw := batch.AppendRecords(nil, 1, []batch.Record{{Key: []byte{0, 1, 0, 9}, Value: []byte{0, 3}}})
 	b, _ := batch.Parse(raw)
 	if err := NewGroupsState().ApplyBatch(b); !errors.Is(err, ErrOffsetsRecord) {
 		t.Fatalf("truncated key: %v", err)
