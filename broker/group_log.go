@@ -120,6 +120,7 @@ func (gl *groupLog) follow() (failed bool) {
 		n = len(t.Partitions())
 	}
 	im := gl.b.image()
+	stored := gl.storedGroups()
 	for i := range int32(n) {
 		p := t.Partition(i)
 		lead, ok := p.Leadership()
@@ -127,7 +128,7 @@ func (gl *groupLog) follow() (failed bool) {
 		// led by the partition; the image says who leads it.
 		ip := im.Partition(meta.GroupTopic, i)
 		ok = ok && ip != nil && ip.Leader == im.Self()
-		if epoch, _ := p.Leads(); epoch < 0 && len(im.Brokers()) > 1 {
+		if lead == (partition.Leadership{}) && len(im.Brokers()) > 1 {
 			// Not assigned here yet: an append now would count as
 			// committed before any follower holds it. The assignment's
 			// arrival nudges the loader again.
@@ -146,13 +147,13 @@ func (gl *groupLog) follow() (failed bool) {
 			gl.loaded[i] = lead
 			gl.mu.Unlock()
 		case ok:
-			if err := gl.load(p, n, lead); err != nil {
+			if err := gl.load(p, n, lead, stored); err != nil {
 				failed = true
 				gl.b.log.Error("loading the groups of a __consumer_offsets partition; its groups answer "+
 					"COORDINATOR_LOAD_IN_PROGRESS until a load succeeds", "partition", i, "err", err)
 			}
 		case loaded:
-			gl.unload(i, n)
+			gl.unload(i, n, stored)
 		}
 	}
 	gl.mu.Lock()
@@ -164,9 +165,25 @@ func (gl *groupLog) follow() (failed bool) {
 	}
 	gl.mu.Unlock()
 	for _, i := range gone { // the topic was deleted
-		gl.unload(i, max(n, int(i)+1))
+		gl.unload(i, max(n, int(i)+1), stored)
 	}
 	return failed
+}
+
+// storedGroups returns a func that reads the groups in Badger once, at its
+// first call: one follow pass loads and unloads many partitions, each of
+// which looks only at its own groups.
+func (gl *groupLog) storedGroups() func() ([]state.GroupMeta, error) {
+	var metas []state.GroupMeta
+	var err error
+	read := false
+	return func() ([]state.GroupMeta, error) {
+		if !read {
+			metas, err = gl.store.Groups()
+			read = true
+		}
+		return metas, err
+	}
 }
 
 func belongsTo(idx int32, n int) func(string) bool {
@@ -174,7 +191,7 @@ func belongsTo(idx int32, n int) func(string) bool {
 }
 
 // load reads partition p's log and hands its groups to the coordinator.
-func (gl *groupLog) load(p *partition.Partition, n int, lead partition.Leadership) error {
+func (gl *groupLog) load(p *partition.Partition, n int, lead partition.Leadership, stored func() ([]state.GroupMeta, error)) error {
 	idx := p.Index()
 	gl.mu.Lock()
 	delete(gl.loaded, idx) // requests answer LOAD_IN_PROGRESS from here
@@ -184,11 +201,15 @@ func (gl *groupLog) load(p *partition.Partition, n int, lead partition.Leadershi
 	if err != nil {
 		return err
 	}
-	belongs := belongsTo(idx, n)
-	if err := gl.migrate(p, lead, belongs, end, st); err != nil {
+	metas, err := stored()
+	if err != nil {
 		return err
 	}
-	if err := gl.materialize(belongs, st); err != nil {
+	belongs := belongsTo(idx, n)
+	if err := gl.migrate(p, lead, belongs, metas, end, st); err != nil {
+		return err
+	}
+	if err := gl.materialize(belongs, metas, st); err != nil {
 		return err
 	}
 	gl.b.groups.Load(belongs, st)
@@ -236,11 +257,9 @@ func (gl *groupLog) replay(p *partition.Partition, st *group.GroupsState) (int64
 
 // migrate appends the Badger groups of the partition the log does not
 // hold (those that predate the topic) and adds them to st.
-func (gl *groupLog) migrate(p *partition.Partition, lead partition.Leadership, belongs func(string) bool, end int64, st *group.GroupsState) error {
-	metas, err := gl.store.Groups()
-	if err != nil {
-		return err
-	}
+// metas are the groups in Badger.
+func (gl *groupLog) migrate(p *partition.Partition, lead partition.Leadership, belongs func(string) bool,
+	metas []state.GroupMeta, end int64, st *group.GroupsState) error {
 	var recs []batch.Record
 	moved := 0
 	for _, m := range metas {
@@ -282,13 +301,9 @@ func (gl *groupLog) migrate(p *partition.Partition, lead partition.Leadership, b
 	return nil
 }
 
-// materialize makes the Badger store hold exactly st's groups of the
-// partition.
-func (gl *groupLog) materialize(belongs func(string) bool, st *group.GroupsState) error {
-	metas, err := gl.store.Groups()
-	if err != nil {
-		return err
-	}
+// materialize makes the Badger store, which held metas, hold exactly st's
+// groups of the partition.
+func (gl *groupLog) materialize(belongs func(string) bool, metas []state.GroupMeta, st *group.GroupsState) error {
 	for _, m := range metas {
 		if belongs(m.Group) {
 			if err := gl.store.DeleteGroup(m.Group); err != nil {
@@ -323,13 +338,13 @@ func (gl *groupLog) materialize(belongs func(string) bool, st *group.GroupsState
 
 // unload drops the partition's groups from the coordinator and from
 // Badger (they stay in the log).
-func (gl *groupLog) unload(idx int32, n int) {
+func (gl *groupLog) unload(idx int32, n int, stored func() ([]state.GroupMeta, error)) {
 	gl.mu.Lock()
 	delete(gl.loaded, idx)
 	gl.mu.Unlock()
 	belongs := belongsTo(idx, n)
 	gl.b.groups.Unload(belongs)
-	metas, err := gl.store.Groups()
+	metas, err := stored()
 	for _, m := range metas {
 		if err == nil && belongs(m.Group) {
 			err = gl.store.DeleteGroup(m.Group)

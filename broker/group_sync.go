@@ -101,10 +101,11 @@ func (b *Broker) atGroupCoordinator(group string, req kmsg.Request, local func()
 	for {
 		var resp kmsg.Response
 		var err error
-		switch {
-		case !b.offsetsTopicReady():
-			err = errors.New("__consumer_offsets is being created")
-		case b.coordinatorError(meta.CoordinatorGroup, group) == kerr.CoordinatorLoadInProgress.Code:
+		// coordinatorError has __consumer_offsets created if need be.
+		switch b.coordinatorError(meta.CoordinatorGroup, group) {
+		case kerr.CoordinatorNotAvailable.Code:
+			err = errors.New("__consumer_offsets is being created, or the group's partition has no leader")
+		case kerr.CoordinatorLoadInProgress.Code:
 			err = errors.New("the group's partition of __consumer_offsets is loading")
 		default:
 			resp, err = b.atGroupCoordinatorOnce(group, req, local)
