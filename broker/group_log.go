@@ -114,13 +114,20 @@ func (gl *groupLog) run() {
 func (gl *groupLog) follow() (failed bool) {
 	gl.followMu.Lock()
 	defer gl.followMu.Unlock()
-	t := gl.b.partitions.Topic(meta.GroupTopic)
-	n := 0
-	if t != nil {
-		n = len(t.Partitions())
-	}
-	im := gl.b.image()
 	stored := gl.storedGroups()
+	t := gl.b.partitions.Topic(meta.GroupTopic)
+	if t == nil { // never created, or deleted: nothing is led
+		gl.mu.Lock()
+		held := len(gl.loaded) > 0
+		clear(gl.loaded)
+		gl.mu.Unlock()
+		if held {
+			gl.unloadGroups(func(string) bool { return true }, stored)
+		}
+		return false
+	}
+	n := len(t.Partitions())
+	im := gl.b.image()
 	for i := range int32(n) {
 		p := t.Partition(i)
 		lead, ok := p.Leadership()
@@ -155,17 +162,6 @@ func (gl *groupLog) follow() (failed bool) {
 		case loaded:
 			gl.unload(i, n, stored)
 		}
-	}
-	gl.mu.Lock()
-	var gone []int32
-	for i := range gl.loaded {
-		if int(i) >= n {
-			gone = append(gone, i)
-		}
-	}
-	gl.mu.Unlock()
-	for _, i := range gone { // the topic was deleted
-		gl.unload(i, max(n, int(i)+1), stored)
 	}
 	return failed
 }
@@ -342,7 +338,13 @@ func (gl *groupLog) unload(idx int32, n int, stored func() ([]state.GroupMeta, e
 	gl.mu.Lock()
 	delete(gl.loaded, idx)
 	gl.mu.Unlock()
-	belongs := belongsTo(idx, n)
+	gl.unloadGroups(belongsTo(idx, n), stored)
+	gl.b.log.Debug("unloaded the groups of a __consumer_offsets partition led elsewhere now", "partition", idx)
+}
+
+// unloadGroups drops the groups belongs selects from the coordinator and
+// from Badger.
+func (gl *groupLog) unloadGroups(belongs func(string) bool, stored func() ([]state.GroupMeta, error)) {
 	gl.b.groups.Unload(belongs)
 	metas, err := stored()
 	for _, m := range metas {
@@ -351,9 +353,8 @@ func (gl *groupLog) unload(idx int32, n int, stored func() ([]state.GroupMeta, e
 		}
 	}
 	if err != nil {
-		gl.b.log.Warn("dropping the groups of a __consumer_offsets partition led elsewhere from the store", "partition", idx, "err", err)
+		gl.b.log.Warn("dropping the groups of __consumer_offsets partitions not led here from the store", "err", err)
 	}
-	gl.b.log.Debug("unloaded the groups of a __consumer_offsets partition led elsewhere now", "partition", idx)
 }
 
 // partitionOf returns group's partition and the leadership it was loaded

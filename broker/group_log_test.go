@@ -192,3 +192,37 @@ func TestGroupOffsetsMoveFromBadgerIntoTheLog(t *testing.T) {
 		t.Fatalf("the moved group: %v %+v", err, groups["old"])
 	}
 }
+
+// Deleting __consumer_offsets drops its groups here: the node leads none
+// of its partitions any more.
+func TestDeletedOffsetsTopicUnloadsItsGroups(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b := newTestBroker(t, groupLogConfig(t.TempDir()))
+	adm := kadm.NewClient(newTestClient(t, b))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "data"); err != nil {
+		t.Fatal(err)
+	}
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "data", Partition: 0, At: 5, LeaderEpoch: -1})
+	for _, g := range []string{"g1", "g2", "g3"} {
+		if resp, err := adm.CommitOffsets(ctx, g, offs); err != nil || resp.Error() != nil {
+			t.Fatalf("commit %s: %v %v", g, err, resp.Error())
+		}
+	}
+	if err := b.deleteTopic(b.partitions.Topic(meta.GroupTopic)); err != nil {
+		t.Fatal(err)
+	}
+	b.groupLog.follow()
+	for _, g := range []string{"g1", "g2", "g3"} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.Group = 7, g
+		if resp := b.groups.OffsetFetch(req); len(resp.Topics) != 0 {
+			t.Errorf("group %s still holds %+v after its __consumer_offsets was deleted", g, resp.Topics)
+		}
+	}
+	if metas, err := b.store.Groups(); err != nil || len(metas) != 0 {
+		t.Errorf("Badger still holds %+v (%v)", metas, err)
+	}
+}
