@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -137,31 +138,42 @@ const (
 // CreateTopics in an Envelope, as a client's forwarded one) and returns
 // the topic once it is open here, nil if it could not be created.
 func (b *Broker) autoCreateOnController(r *request, name string) *partition.Topic {
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Version, req.TimeoutMillis = autoCreateVersion, int32(forwardTimeout.Milliseconds())
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, b.cfg.NumPartitions, -1
-	req.Topics = append(req.Topics, rt)
-	create := &request{conn: r.conn, fwd: r.fwd, kreq: req,
-		hdr: &netio.Header{Key: createTopicsKey, Version: autoCreateVersion, CorrelationID: r.hdr.CorrelationID,
-			ClientID: r.hdr.ClientID, Flexible: true}}
-	resp, err := b.forward(create, req.AppendTo(nil))
-	if err != nil {
-		b.log.Warn("auto-creating a topic through the controller failed", "topic", name, "err", err)
-		return nil
-	}
-	ct := resp.(*kmsg.CreateTopicsResponse)
-	if len(ct.Topics) != 1 {
-		return nil
-	}
-	if code := ct.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+	if err := b.createOnController(r.conn, r.fwd, r.hdr.CorrelationID, r.hdr.ClientID, rt); err != nil {
 		if ok, held := b.warnings.allow("auto-create", time.Now()); ok {
-			b.log.Warn("the controller refused to auto-create a topic", "topic", name, "held_back", held,
-				"err", kerr.ErrorForCode(code))
+			b.log.Warn("auto-creating a topic through the controller failed", "topic", name, "held_back", held, "err", err)
 		}
 		return nil
 	}
 	return b.partitions.Topic(name) // open here once forward waited for the entry
+}
+
+// createOnController asks the controller to create rt, a CreateTopics
+// forwarded in an Envelope as from the sender that conn and fwd name
+// (with its correlation id and client id), and waits until this node
+// applied the controller's entry. A topic that exists already is no
+// error.
+func (b *Broker) createOnController(conn *netio.Conn, fwd *forwardedIdentity, corr int32, clientID []byte,
+	rt kmsg.CreateTopicsRequestTopic) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = autoCreateVersion, int32(forwardTimeout.Milliseconds())
+	req.Topics = append(req.Topics, rt)
+	create := &request{conn: conn, fwd: fwd, kreq: req,
+		hdr: &netio.Header{Key: createTopicsKey, Version: autoCreateVersion, CorrelationID: corr,
+			ClientID: clientID, Flexible: true}}
+	resp, err := b.forward(create, req.AppendTo(nil))
+	if err != nil {
+		return err
+	}
+	ct := resp.(*kmsg.CreateTopicsResponse)
+	if len(ct.Topics) != 1 {
+		return fmt.Errorf("the controller answered %d topics", len(ct.Topics))
+	}
+	if code := ct.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+		return fmt.Errorf("the controller refused it: %w", kerr.ErrorForCode(code))
+	}
+	return nil
 }
 
 // metadataTopic answers a topic from the image. A topic created after

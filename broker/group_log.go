@@ -13,7 +13,6 @@ import (
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/group"
 	"github.com/kmirror/kmirror/meta"
-	"github.com/kmirror/kmirror/netio"
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 )
@@ -553,8 +552,6 @@ func (b *Broker) createOffsetsTopic() error {
 		}
 		return err
 	}
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Version, req.TimeoutMillis = autoCreateVersion, int32(forwardTimeout.Milliseconds())
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = meta.GroupTopic, b.cfg.OffsetsTopicPartitions, int16(rf)
 	for k, v := range configs {
@@ -562,22 +559,11 @@ func (b *Broker) createOffsetsTopic() error {
 		c.Name, c.Value = k, &v
 		rt.Configs = append(rt.Configs, c)
 	}
-	req.Topics = append(req.Topics, rt)
 	// As this node: the principal its controller connection has (the
 	// CONTROLLER listener is PLAINTEXT), which holds CLUSTER_ACTION.
-	self := &request{kreq: req, fwd: &forwardedIdentity{principal: anonymousPrincipal, host: "127.0.0.1"},
-		hdr: &netio.Header{Key: createTopicsKey, Version: autoCreateVersion, ClientID: []byte("kmirror-node-" +
-			strconv.Itoa(int(b.cfg.NodeID))), Flexible: true}}
-	resp, err := b.forward(self, req.AppendTo(nil))
-	if err != nil {
-		return err
-	}
-	ct := resp.(*kmsg.CreateTopicsResponse)
-	if len(ct.Topics) != 1 {
-		return fmt.Errorf("the controller answered %d topics", len(ct.Topics))
-	}
-	if code := ct.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
-		return fmt.Errorf("the controller refused it (replication factor %d): %w", rf, kerr.ErrorForCode(code))
+	self := &forwardedIdentity{principal: anonymousPrincipal, host: "127.0.0.1"}
+	if err := b.createOnController(nil, self, 0, []byte("kmirror-node-"+strconv.Itoa(int(b.cfg.NodeID))), rt); err != nil {
+		return fmt.Errorf("replication factor %d: %w", rf, err)
 	}
 	return nil
 }
