@@ -22,9 +22,8 @@ func groupLogConfig(dir string) func(*Config) {
 	}
 }
 
-// wipeBadgerGroups deletes every group from the node's Badger store, so
-// that only __consumer_offsets can bring them back.
-func wipeBadgerGroups(t *testing.T, dir string) {
+// openGroupLogStore opens the state store of a stopped broker on dir.
+func openGroupLogStore(t *testing.T, dir string) *state.Store {
 	t.Helper()
 	cfg := DefaultConfig()
 	groupLogConfig(dir)(&cfg)
@@ -35,6 +34,14 @@ func wipeBadgerGroups(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// wipeBadgerGroups deletes every group from the node's Badger store, so
+// that only __consumer_offsets can bring them back.
+func wipeBadgerGroups(t *testing.T, dir string) {
+	t.Helper()
+	st := openGroupLogStore(t, dir)
 	defer st.Close()
 	metas, err := st.Groups()
 	if err != nil {
@@ -158,16 +165,9 @@ func TestGroupOffsetsMoveFromBadgerIntoTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close()
-	cfg := DefaultConfig()
-	groupLogConfig(dir)(&cfg)
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := OpenStore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.PutGroupMeta(state.GroupMeta{Group: "old", ProtocolType: "consumer", Generation: 7}); err == nil {
+	st := openGroupLogStore(t, dir)
+	err := st.PutGroupMeta(state.GroupMeta{Group: "old", ProtocolType: "consumer", Generation: 7})
+	if err == nil {
 		err = st.CommitOffsets("old", []state.GroupOffset{{Topic: "data", Partition: 0, Offset: 9, LeaderEpoch: -1, CommitTimestamp: 1}})
 	}
 	st.Close()
