@@ -208,22 +208,14 @@ type engine struct {
 	gnet.BuiltinEventEngine
 	srv      *Server
 	listener string
-	mu       sync.Mutex
 	eng      gnet.Engine
 	addr     *net.TCPAddr
-	bootErr  error
-	booted   chan struct{} // closed at the first boot
-	done     chan error    // run's end
-	stopping chan struct{} // closed by stop
-	bootOnce sync.Once
-	stopOnce sync.Once
-	// mu guards eng, addr and bootErr (boundAddr's, at the first
-	// boot); run's rebinding replaces eng.
+	booted   chan struct{}
+	done     chan error
 }
 
 func (s *Server) start(l Listener) (*engine, error) {
-	e := &engine{srv: s, listener: l.Name, booted: make(chan struct{}), done: make(chan error, 1),
-		stopping: make(chan struct{})}
+	e := &engine{srv: s, listener: l.Name, booted: make(chan struct{}), done: make(chan error, 1)}
 	opts := []gnet.Option{
 		gnet.WithMulticore(true),
 		gnet.WithReuseAddr(true),
@@ -235,84 +227,25 @@ func (s *Server) start(l Listener) (*engine, error) {
 	if s.cfg.EventLoops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(s.cfg.EventLoops))
 	}
-	go e.run(l.Addr, opts)
+	go func() { e.done <- gnet.Run(e, "tcp://"+l.Addr, opts...) }()
 	select {
 	case <-e.booted:
 	case err := <-e.done:
 		return nil, fmt.Errorf("listener %s on %s: %w", l.Name, l.Addr, err)
 	}
-	e.mu.Lock()
-	addr, err := e.addr, e.bootErr
-	e.mu.Unlock()
+	addr, err := e.boundAddr()
 	if err != nil {
 		e.stop(context.Background())
 		return nil, fmt.Errorf("listener %s on %s: %w", l.Name, l.Addr, err)
 	}
+	e.addr = addr
 	s.log.Info("listening", "listener", l.Name, "addr", addr.String())
 	return e, nil
 }
 
-// Longest and shortest waits before a listener whose engine ended is bound
-// again.
-const (
-	rebindMinBackoff = 10 * time.Millisecond
-	rebindMaxBackoff = time.Second
-)
-
-// run serves the listener until stop. gnet ends an engine for good when
-// accept(2) fails with anything but EAGAIN, EINTR, ECONNRESET or
-// ECONNABORTED, closing every connection: EMFILE (the process is out of
-// file descriptors) took a node off the network for good while it kept its
-// leaderships. The listener is then bound again on the same address after
-// a doubling wait, as the TLS listeners' accept loop waits and retries;
-// clients reconnect.
-func (e *engine) run(addr string, opts []gnet.Option) {
-	var backoff time.Duration
-	for {
-		err := gnet.Run(e, "tcp://"+addr, opts...)
-		select {
-		case <-e.booted:
-		default: // never served: Listen reports the error
-			e.done <- err
-			return
-		}
-		if e.isStopping() {
-			e.done <- err
-			return
-		}
-		backoff = min(max(2*backoff, rebindMinBackoff), rebindMaxBackoff)
-		e.srv.log.Error("listener stopped serving; binding it again", "listener", e.listener, "err", err,
-			"retry_in", backoff.String())
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-e.stopping:
-			t.Stop()
-			e.done <- err
-			return
-		}
-		e.mu.Lock()
-		if e.addr != nil {
-			addr = e.addr.String() // the port that port 0 resolved to
-		}
-		e.mu.Unlock()
-	}
-}
-
-func (e *engine) isStopping() bool {
-	select {
-	case <-e.stopping:
-		return true
-	default:
-		return false
-	}
-}
-
-// boundAddr asks the kernel which address eng's listener got, for port 0.
-// It runs in OnBoot: gnet's Dup reads the listener's descriptor without a
-// lock, which the engine's goroutine writes when it shuts down.
-func boundAddr(eng gnet.Engine) (*net.TCPAddr, error) {
-	fd, err := eng.Dup()
+// boundAddr asks the kernel which address the listener got, for port 0.
+func (e *engine) boundAddr() (*net.TCPAddr, error) {
+	fd, err := e.eng.Dup()
 	if err != nil {
 		return nil, err
 	}
@@ -331,12 +264,7 @@ func boundAddr(eng gnet.Engine) (*net.TCPAddr, error) {
 }
 
 func (e *engine) stop(ctx context.Context) error {
-	e.stopOnce.Do(func() { close(e.stopping) })
-	e.mu.Lock()
-	eng := e.eng
-	e.mu.Unlock()
-	// Between two bindings (run's wait) the engine is already down.
-	if err := eng.Stop(ctx); err != nil && !strings.Contains(err.Error(), "in shutdown") {
+	if err := e.eng.Stop(ctx); err != nil && !strings.Contains(err.Error(), "in shutdown") {
 		return err
 	}
 	select {
@@ -348,16 +276,8 @@ func (e *engine) stop(ctx context.Context) error {
 }
 
 func (e *engine) OnBoot(eng gnet.Engine) gnet.Action {
-	e.mu.Lock()
 	e.eng = eng
-	if e.addr == nil {
-		e.addr, e.bootErr = boundAddr(eng)
-	}
-	e.mu.Unlock()
-	e.bootOnce.Do(func() { close(e.booted) })
-	if e.isStopping() { // bound again while stop ran: stop's Stop saw the old engine
-		return gnet.Shutdown
-	}
+	close(e.booted)
 	return gnet.None
 }
 

@@ -10,13 +10,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/kmirror/kmirror/internal/testutil"
 )
@@ -651,72 +648,4 @@ func TestServerSplicesFileRanges(t *testing.T) {
 		c.expect(corr, false, want)
 	}
 	c.echo(4)
-}
-
-// TestServerSurvivesRunningOutOfDescriptors: gnet ends an engine when
-// accept(2) fails with EMFILE; the listener must come back once
-// descriptors are free, not leave the node off the network for good. The
-// descriptor limit is the process's, so a child process (this test binary
-// again) runs the server under a low one.
-func TestServerSurvivesRunningOutOfDescriptors(t *testing.T) {
-	if os.Getenv("NETIO_EMFILE_CHILD") == "1" {
-		serveOutOfDescriptors(t)
-		return
-	}
-	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServerSurvivesRunningOutOfDescriptors$", "-test.v")
-	cmd.Env = append(os.Environ(), "NETIO_EMFILE_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("--- PASS")) {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-}
-
-func serveOutOfDescriptors(t *testing.T) {
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	lim.Cur = 96
-	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	_, addr := startServer(t, newTestHandler())
-	// Connect until the process runs out: the kernel completes the
-	// handshakes, the server's accept(2) fails with EMFILE.
-	var conns []net.Conn
-	for range 200 {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			break
-		}
-		conns = append(conns, c)
-	}
-	if len(conns) == 200 {
-		t.Fatal("200 connections under a limit of 96 descriptors: the limit did not apply")
-	}
-	for _, c := range conns {
-		c.Close()
-	}
-	testutil.CheckFor(t, 10*time.Second, func() error {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(2 * time.Second))
-		body := []byte("after EMFILE")
-		if _, err := c.Write(testReq{key: keyEcho, version: 1, corr: 7, body: body}.appendTo(nil)); err != nil {
-			return err
-		}
-		var size [4]byte
-		if _, err := io.ReadFull(c, size[:]); err != nil {
-			return fmt.Errorf("no answer: %w", err)
-		}
-		msg := make([]byte, binary.BigEndian.Uint32(size[:]))
-		if _, err := io.ReadFull(c, msg); err != nil || !bytes.HasSuffix(msg, body) {
-			return fmt.Errorf("answer %q %v", msg, err)
-		}
-		return nil
-	})
 }
