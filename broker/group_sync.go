@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/state"
 )
@@ -163,26 +162,7 @@ func (b *Broker) atGroupCoordinatorOnce(group string, req kmsg.Request, local fu
 	if c.ID == b.cfg.NodeID {
 		return local(), nil
 	}
-	addr, ok := b.leaderAddr(c.ID)
-	if !ok {
-		return nil, fmt.Errorf("coordinator %d has no %s listener", c.ID, b.cfg.InterBrokerListener().Name)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupRPCTimeout)
 	defer cancel()
-	conn, err := fetch.DialConn(ctx, addr, fetch.ConnConfig{ClientID: "kmirror-mirror-group-sync",
-		RequestTimeout: groupRPCTimeout, TLS: interBrokerTLS(b.cfg)})
-	if err != nil {
-		return nil, fmt.Errorf("coordinator %d at %s: %w", c.ID, addr, err)
-	}
-	defer conn.Close()
-	v := conn.Version(kmsg.Key(req.Key()), 0, req.GetVersion())
-	if v < 0 {
-		return nil, fmt.Errorf("coordinator %d serves no version of %s", c.ID, kmsg.NameForKey(req.Key()))
-	}
-	req.SetVersion(v)
-	resp := req.ResponseKind()
-	if err := conn.RoundTrip(ctx, req, resp); err != nil {
-		return nil, fmt.Errorf("coordinator %d at %s: %w", c.ID, addr, err)
-	}
-	return resp, nil
+	return b.askNode(ctx, c.ID, "kmirror-mirror-group-sync", groupRPCTimeout, req)
 }

@@ -2,14 +2,10 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -151,29 +147,15 @@ func mergeLeaderRows(resp *mirrorapi.DescribeClusterMirrorsResponse, answers map
 // describeAt asks node id's DescribeClusterMirrors for the partitions of
 // mirrors that it leads.
 func (b *Broker) describeAt(ctx context.Context, id int32, mirrors map[string]bool) (*mirrorapi.DescribeClusterMirrorsResponse, error) {
-	addr, ok := b.leaderAddr(id)
-	if !ok {
-		return nil, fmt.Errorf("node %d has no %s listener", id, b.cfg.InterBrokerListener().Name)
-	}
-	conn, err := fetch.DialConn(ctx, addr, fetch.ConnConfig{ClientID: "kmirror-describe-fan-out",
-		RequestTimeout: describeFanOutTimeout, TLS: interBrokerTLS(b.cfg)})
-	if err != nil {
-		return nil, fmt.Errorf("node %d at %s: %w", id, addr, err)
-	}
-	defer conn.Close()
 	req := mirrorapi.NewPtrDescribeClusterMirrorsRequest()
 	req.LedPartitionsOnly = true
 	for name := range mirrors {
 		req.MirrorNames = append(req.MirrorNames, name)
 	}
-	v := conn.Version(kmsg.Key(mirrorapi.KeyDescribeClusterMirrors), 0, mirrorapi.MaxVersion)
-	if v < 0 {
-		return nil, fmt.Errorf("node %d serves no DescribeClusterMirrors", id)
+	req.SetVersion(mirrorapi.MaxVersion)
+	resp, err := b.askNode(ctx, id, "kmirror-describe-fan-out", describeFanOutTimeout, req)
+	if err != nil {
+		return nil, err
 	}
-	req.SetVersion(v)
-	resp := req.ResponseKind().(*mirrorapi.DescribeClusterMirrorsResponse)
-	if err := conn.RoundTrip(ctx, req, resp); err != nil {
-		return nil, fmt.Errorf("node %d at %s: %w", id, addr, err)
-	}
-	return resp, nil
+	return resp.(*mirrorapi.DescribeClusterMirrorsResponse), nil
 }
