@@ -112,6 +112,15 @@ func AppendRecords(dst []byte, timestamp int64, recs []Record) []byte {
 	return appendBatch(dst, header{timestamp: timestamp, producerID: noProducerID, producerEpoch: noProducerID}, recs)
 }
 
+// AppendTxnRecords is AppendRecords for records written in the
+// transaction of producer pid at epoch (a transactional batch, base
+// sequence -1, as Kafka's group coordinator writes a TxnOffsetCommit):
+// the transaction's marker decides them.
+func AppendTxnRecords(dst []byte, timestamp, pid int64, epoch int16, recs []Record) []byte {
+	return appendBatch(dst, header{timestamp: timestamp, producerID: pid, producerEpoch: epoch,
+		attributes: attrTransactional}, recs)
+}
+
 func appendControlBatch(dst []byte, h header, typ int16, value []byte) []byte {
 	var key [4]byte
 	binary.BigEndian.PutUint16(key[0:], controlKeyVersion)

@@ -67,6 +67,17 @@ func (p *Partition) AppendProduce(raw []byte) (storage.AppendResult, Leadership,
 	return res, lead, err
 }
 
+// AppendCoordinator appends a batch a coordinator of this node wrote
+// (storage.Log.AppendCoordinator) as the leader (AppendAsLeader).
+func (p *Partition) AppendCoordinator(raw []byte) (storage.AppendResult, Leadership, error) {
+	var res storage.AppendResult
+	lead, err := p.AppendAsLeader(func(epoch int32) (err error) {
+		res, err = p.log.AppendCoordinator(raw, epoch)
+		return err
+	})
+	return res, lead, err
+}
+
 // Leadership is p's current leadership, ok false when another node leads.
 func (p *Partition) Leadership() (Leadership, bool) {
 	rs := &p.replicas

@@ -142,12 +142,25 @@ func (l *Log) AppendProduce(raw []byte, leaderEpoch int32) (AppendResult, error)
 // (transaction markers, MIRROR_PID_RESET at failover) at the log end with
 // the given epoch. No producer checks run. It modifies raw in place.
 func (l *Log) AppendControl(raw []byte, leaderEpoch int32) (AppendResult, error) {
+	return l.appendOwn(raw, leaderEpoch, true)
+}
+
+// AppendCoordinator appends a data batch a coordinator of this broker
+// wrote (the group coordinator's transactional offsets, base sequence -1)
+// as AppendControl does: no producer checks run, as for Kafka's
+// AppendOrigin.COORDINATOR; the producer state still tracks it (a
+// transactional batch opens its producer's transaction).
+func (l *Log) AppendCoordinator(raw []byte, leaderEpoch int32) (AppendResult, error) {
+	return l.appendOwn(raw, leaderEpoch, false)
+}
+
+func (l *Log) appendOwn(raw []byte, leaderEpoch int32, control bool) (AppendResult, error) {
 	b, err := batch.Parse(raw)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
-	if !b.IsControl() {
-		return AppendResult{}, fmt.Errorf("%w: not a control batch", ErrInvalidRecord)
+	if b.IsControl() != control {
+		return AppendResult{}, fmt.Errorf("%w: control attribute %t, want %t", ErrInvalidRecord, b.IsControl(), control)
 	}
 	if err := b.Verify(); err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
