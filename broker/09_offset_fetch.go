@@ -56,7 +56,7 @@ func (b *Broker) handleOffsetFetch(r *request) (kmsg.Response, error) {
 // undecided transaction holds offsets for.
 func (b *Broker) markUnstableOffsets(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
 	if req.Version < 8 {
-		pending := b.txns.PendingOffsets(req.Group)
+		pending := b.pendingOffsets(req.Group)
 		for i := range resp.Topics {
 			rt := &resp.Topics[i]
 			for j := range rt.Partitions {
@@ -69,7 +69,7 @@ func (b *Broker) markUnstableOffsets(req *kmsg.OffsetFetchRequest, resp *kmsg.Of
 	}
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
-		pending := b.txns.PendingOffsets(g.Group)
+		pending := b.pendingOffsets(g.Group)
 		for j := range g.Topics {
 			rt := &g.Topics[j]
 			for k := range rt.Partitions {
@@ -79,4 +79,18 @@ func (b *Broker) markUnstableOffsets(req *kmsg.OffsetFetchRequest, resp *kmsg.Of
 			}
 		}
 	}
+}
+
+// pendingOffsets lists the partitions of group with offsets pending in
+// open transactions: in the group, and in the transaction records of an
+// older kmirror that kept them there.
+func (b *Broker) pendingOffsets(group string) map[state.TxnPartition]bool {
+	pending := b.groups.PendingPartitions(group)
+	for tp := range b.txns.PendingOffsets(group) {
+		if pending == nil {
+			pending = map[state.TxnPartition]bool{}
+		}
+		pending[tp] = true
+	}
+	return pending
 }

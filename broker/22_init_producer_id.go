@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"time"
-
 	"github.com/kmirror/kmirror/meta"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,9 +24,11 @@ import (
 // producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
 // (Kafka's authorizeByResourceType), else CLUSTER_AUTHORIZATION_FAILED.
 //
-// In a cluster of several nodes a transactional id is refused with
-// INVALID_REQUEST (the node logs why) until markers and transactional
-// offsets travel between nodes; idempotent producers work.
+// In a cluster the transactional id's coordinator is the node its hash
+// names (meta.Image.Coordinator): it writes the transaction's markers at
+// every partition's leader (WriteTxnMarkers to the others) and its group
+// offsets through the groups' coordinators (TxnOffsetCommit leaves them
+// pending there, the marker on __consumer_offsets decides them).
 //
 // Version notes:
 // v2 flexible, v3 producer id and epoch for KIP-360 bumps, v5 KIP-890.
@@ -44,18 +44,6 @@ func (b *Broker) handleInitProducerID(r *request) (kmsg.Response, error) {
 		}
 	}
 	if req.TransactionalID != nil {
-		if b.cfg.Cluster.Several() {
-			// The coordinator would write its markers and the
-			// transaction's group offsets on this node only, while the
-			// partitions are led all over the cluster: their
-			// transactions would stay open for ever.
-			if ok, held := b.warnings.allow("txn-in-cluster", time.Now()); ok {
-				b.log.Warn("refused a transactional producer: transactions in a cluster of several nodes are not supported yet",
-					"transactional_id", *req.TransactionalID, "held_back", held)
-			}
-			resp.ErrorCode = kerr.InvalidRequest.Code
-			return resp, nil
-		}
 		if resp.ErrorCode = b.coordinatorError(meta.CoordinatorTransaction, *req.TransactionalID); resp.ErrorCode != 0 {
 			return resp, nil
 		}

@@ -13,9 +13,15 @@ import (
 //
 // Behavior:
 // Commits a consumer group's offsets inside the producer's transaction
-// (consume-transform-produce): they are held by the transaction
-// coordinator and reach the group only if the transaction commits. The
-// group must have been added with AddOffsetsToTxn (else INVALID_TXN_STATE).
+// (consume-transform-produce): the group's coordinator holds them pending
+// (written to the group's partition of __consumer_offsets as the
+// producer's transactional batch, once the in-sync replicas hold it)
+// until the transaction's marker there commits or aborts them
+// (group/txn_offsets.go). When this node also coordinates the
+// transactional id, the group must have been added with AddOffsetsToTxn
+// (else INVALID_TXN_STATE) and the producer's pair is checked; a
+// transaction coordinated elsewhere is not asked, as Kafka's group
+// coordinator does not ask it (before KIP-890's verification).
 // v3+ carries the member id and generation (KIP-447): a member that is
 // not the group's current one is UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or
 // FENCED_INSTANCE_ID, as for OffsetCommit. A partition that does not exist
@@ -50,7 +56,7 @@ func (b *Broker) handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	codes := make([][]int16, len(req.Topics))
-	var offs []state.TxnOffset
+	var offs []state.GroupOffset
 	for i, rt := range req.Topics {
 		codes[i] = make([]int16, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
@@ -68,7 +74,7 @@ func (b *Broker) handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 			case len(meta) > group.DefaultMaxMetadataBytes:
 				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 			default:
-				offs = append(offs, state.TxnOffset{Topic: rt.Topic, Partition: rp.Partition, Offset: rp.Offset,
+				offs = append(offs, state.GroupOffset{Topic: rt.Topic, Partition: rp.Partition, Offset: rp.Offset,
 					LeaderEpoch: epoch, Metadata: meta})
 			}
 		}
@@ -79,8 +85,11 @@ func (b *Broker) handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 	} else if req.Group == "" {
 		all = kerr.InvalidGroupID
 	}
+	if all == nil && len(offs) > 0 && b.coordinatorError(meta.CoordinatorTransaction, req.TransactionalID) == 0 {
+		all = b.txns.CheckOffsetCommit(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)
+	}
 	if all == nil && len(offs) > 0 {
-		all = b.txns.CommitOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, offs)
+		all = b.groups.CommitPending(req.Group, req.ProducerID, req.ProducerEpoch, offs)
 	}
 	for i, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()

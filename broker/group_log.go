@@ -15,6 +15,7 @@ import (
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
+	"github.com/kmirror/kmirror/storage"
 )
 
 // Group state lives in __consumer_offsets, as in Kafka (DESIGN.md "The
@@ -388,11 +389,16 @@ func (gl *groupLog) loadCode(name string) int16 {
 // in-sync replicas hold them (acks=all), with the errors Kafka's group
 // coordinator answers for a failed write.
 func (gl *groupLog) append(p *partition.Partition, lead partition.Leadership, recs []batch.Record) error {
+	return gl.write(p, lead, batch.AppendRecords(nil, time.Now().UnixMilli(), recs), p.AppendProduce)
+}
+
+// write is append for a batch already built, appended by appendFn.
+func (gl *groupLog) write(p *partition.Partition, lead partition.Leadership, raw []byte,
+	appendFn func([]byte) (storage.AppendResult, partition.Leadership, error)) error {
 	if minISR := gl.b.MinInsyncReplicas(meta.GroupTopic); p.ISRSize() < minISR {
 		return kerr.CoordinatorNotAvailable
 	}
-	raw := batch.AppendRecords(nil, time.Now().UnixMilli(), recs)
-	res, now, err := p.AppendProduce(raw)
+	res, now, err := appendFn(raw)
 	switch {
 	case errors.Is(err, partition.ErrNotLeader) || err == nil && now != lead:
 		return kerr.NotCoordinator
@@ -430,6 +436,49 @@ func (gl *groupLog) CommitOffsets(name string, offs []state.GroupOffset) error {
 		}
 	}
 	return gl.store.CommitOffsets(name, offs)
+}
+
+// CommitPendingOffsets writes offsets committed in producer pid's
+// transaction as a transactional batch of it; Badger learns them only
+// from the commit marker (MaterializeOffsets).
+func (gl *groupLog) CommitPendingOffsets(name string, pid int64, epoch int16, offs []state.GroupOffset) error {
+	p, lead, err := gl.partitionOf(name)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		// No log to hold them pending (the coordinator answers
+		// COORDINATOR_NOT_AVAILABLE to groups before the topic exists).
+		return kerr.CoordinatorNotAvailable
+	}
+	raw := batch.AppendTxnRecords(nil, time.Now().UnixMilli(), pid, epoch, group.TxnOffsetRecords(name, offs))
+	return gl.write(p, lead, raw, p.AppendCoordinator)
+}
+
+// MaterializeOffsets writes the offsets a commit marker in the log made
+// committed to Badger.
+func (gl *groupLog) MaterializeOffsets(name string, offs []state.GroupOffset) error {
+	return gl.store.CommitOffsets(name, offs)
+}
+
+// completeTxn decides producer pid's pending offsets in the groups of
+// partition idx, whose marker was just written and is held by the
+// in-sync replicas. It waits for a load of the partition in progress:
+// that load may have read the log before the marker.
+func (gl *groupLog) completeTxn(idx int32, pid int64, commit bool) error {
+	gl.followMu.Lock()
+	defer gl.followMu.Unlock()
+	t := gl.b.partitions.Topic(meta.GroupTopic)
+	if t == nil {
+		return nil
+	}
+	gl.mu.Lock()
+	_, loaded := gl.loaded[idx]
+	gl.mu.Unlock()
+	if !loaded {
+		return nil // the next load reads the marker
+	}
+	return gl.b.groups.CompleteTxn(belongsTo(idx, len(t.Partitions())), pid, commit)
 }
 
 func (gl *groupLog) PutGroupMeta(m state.GroupMeta) error {

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/state"
-	"github.com/kmirror/kmirror/txn"
 )
 
 // transactionalBatch builds a one-record transactional RecordBatch of
@@ -40,6 +39,27 @@ func transactionalBatch(pid int64, epoch int16) []byte {
 	return raw
 }
 
+// produceTransactional produces transactionalBatch(pid, epoch) to
+// partition 0 of topic, as a producer whose coordinator is elsewhere (or
+// nowhere) would, and leaves its transaction open.
+func produceTransactional(ctx context.Context, t *testing.T, b *Broker, cl *kgo.Client, topic string, pid int64, epoch int16) {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	id := "no-coordinator"
+	req.TransactionID = &id
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, b.partitions.Topic(topic).ID()
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = transactionalBatch(pid, epoch)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("producing a transactional batch of producer %d: %v %+v", pid, err, resp)
+	}
+}
+
 // A transaction no transactional id owns (written without a coordinator,
 // or whose id expired) holds read_committed consumers back only until it
 // has been open longer than transaction.max.timeout.ms: then maintenance
@@ -53,20 +73,7 @@ func TestOrphanedTransactionAborted(t *testing.T) {
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("before")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 5000
-	id := "no-coordinator"
-	req.TransactionID = &id
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = "orphan", b.partitions.Topic("orphan").ID()
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = transactionalBatch(987654, 0)
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("producing the orphan: %v %+v", err, resp)
-	}
+	produceTransactional(ctx, t, b, cl, "orphan", 987654, 0)
 	p := b.partitions.Topic("orphan").Partitions()[0]
 	if p.Log().LastStableOffset() != 1 {
 		t.Fatalf("last stable offset %d with the orphan open, want 1", p.Log().LastStableOffset())
@@ -107,7 +114,7 @@ func TestRunningTransactionKept(t *testing.T) {
 }
 
 // A marker for a partition whose topic was deleted between the
-// coordinator's lookup and the append answers txn.ErrNoPartition, which
+// coordinator's lookup and the append answers errNoPartition, which
 // the coordinator skips, as Kafka drops markers for deleted partitions.
 // It used to answer the log's ErrClosed, which the coordinator retries:
 // the transaction never completed. A closed log of a topic that still
@@ -119,15 +126,15 @@ func TestTxnMarkerOnADeletedTopic(t *testing.T) {
 	if err := b.deleteTopic(tp); err != nil {
 		t.Fatal(err)
 	}
-	err := txnNode{b}.writeMarkerOn(tp, state.TxnPartition{Topic: "doomed", Partition: 0}, 7, 0, true)
-	if !errors.Is(err, txn.ErrNoPartition) {
-		t.Fatalf("marker on a deleted topic: %v, want txn.ErrNoPartition", err)
+	err := txnNode{b}.writeMarkerOn(tp, state.TxnPartition{Topic: "doomed", Partition: 0}, 7, 0, 0, true)
+	if !errors.Is(err, errNoPartition) {
+		t.Fatalf("marker on a deleted topic: %v, want errNoPartition", err)
 	}
 
 	kept := mustTopic(t, b, "kept", 1)
 	kept.Partitions()[0].Log().MarkDeleted() // closed under the marker, the topic still here
-	err = txnNode{b}.writeMarkerOn(kept, state.TxnPartition{Topic: "kept", Partition: 0}, 7, 0, true)
-	if err == nil || errors.Is(err, txn.ErrNoPartition) {
+	err = txnNode{b}.writeMarkerOn(kept, state.TxnPartition{Topic: "kept", Partition: 0}, 7, 0, 0, true)
+	if err == nil || errors.Is(err, errNoPartition) {
 		t.Fatalf("marker on a closed log of a live topic: %v, want an error to retry", err)
 	}
 }

@@ -15,6 +15,12 @@ import (
 // Store is the part of state.Store the coordinator uses.
 type Store interface {
 	CommitOffsets(group string, offs []state.GroupOffset) error
+	// CommitPendingOffsets writes offsets committed in the transaction
+	// of producer pid at epoch (txn_offsets.go); MaterializeOffsets
+	// writes the committed offsets a transaction's commit marker made
+	// (only where the store keeps a copy of what its log decided).
+	CommitPendingOffsets(group string, pid int64, epoch int16, offs []state.GroupOffset) error
+	MaterializeOffsets(group string, offs []state.GroupOffset) error
 	GroupOffsets(group string) ([]state.GroupOffset, error)
 	DeleteOffsets(group, topic string, partitions []int32) error
 	PutGroupMeta(m state.GroupMeta) error

@@ -175,16 +175,16 @@ func TestRestart(t *testing.T) {
 		name := map[bool]string{true: "in memory", false: "on disk"}[inMemory]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var store *state.Store
+			var store badgerStore
 			if inMemory {
 				store = openStateStore(t)
 			} else {
-				var err error
-				store, err = state.Open(t.TempDir(), state.Options{})
+				s, err := state.Open(t.TempDir(), state.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { _ = store.Close() })
+				t.Cleanup(func() { _ = s.Close() })
+				store = badgerStore{s}
 			}
 			c := newCoordinator(t, store, Config{})
 			a, b := newClient(t, c, "g", "a"), newClient(t, c, "g", "b")

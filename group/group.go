@@ -66,7 +66,10 @@ type Group struct {
 	static       map[string]string      // instance id -> member id
 	pending      map[string]*time.Timer // ids handed out with MEMBER_ID_REQUIRED
 	offsets      map[topicPartition]state.GroupOffset
-	joinSeq      int64
+	// txnOffsets are the offsets pending in open transactions, by
+	// producer id (txn_offsets.go).
+	txnOffsets map[int64]map[topicPartition]state.GroupOffset
+	joinSeq    int64
 
 	// rebalanceTimer ends PreparingRebalance (the initial delay, then the
 	// rebalance timeout); syncTimer ends CompletingRebalance.

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,8 +31,10 @@ type memStore struct {
 	mu      sync.Mutex
 	metas   map[string]state.GroupMeta
 	offsets map[string]map[topicPartition]state.GroupOffset
-	// failCommits makes CommitOffsets fail.
+	// failCommits makes CommitOffsets and CommitPendingOffsets fail.
 	failCommits error
+	// pendingWrites counts CommitPendingOffsets calls that succeeded.
+	pendingWrites int
 }
 
 var _ Store = (*memStore)(nil)
@@ -53,6 +56,22 @@ func (s *memStore) CommitOffsets(group string, offs []state.GroupOffset) error {
 		s.offsets[group][topicPartition{o.Topic, o.Partition}] = o
 	}
 	return nil
+}
+
+// CommitPendingOffsets keeps nothing: a memStore has no log to hold
+// pending offsets in (it counts the calls).
+func (s *memStore) CommitPendingOffsets(group string, pid int64, epoch int16, offs []state.GroupOffset) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failCommits != nil {
+		return s.failCommits
+	}
+	s.pendingWrites++
+	return nil
+}
+
+func (s *memStore) MaterializeOffsets(group string, offs []state.GroupOffset) error {
+	return s.CommitOffsets(group, offs)
 }
 
 func (s *memStore) GroupOffsets(group string) ([]state.GroupOffset, error) {
@@ -120,16 +139,28 @@ func newCoordinator(t *testing.T, store Store, cfg Config) *Coordinator {
 	return c
 }
 
+// badgerStore is a state.Store as the coordinator's Store without a log:
+// it has nowhere to keep offsets pending in a transaction.
+type badgerStore struct{ *state.Store }
+
+func (badgerStore) CommitPendingOffsets(string, int64, int16, []state.GroupOffset) error {
+	return errors.New("a Badger store keeps no pending offsets")
+}
+
+func (s badgerStore) MaterializeOffsets(group string, offs []state.GroupOffset) error {
+	return s.CommitOffsets(group, offs)
+}
+
 // openStateStore opens an in-memory state.Store closed at the end of the
 // test.
-func openStateStore(t *testing.T) *state.Store {
+func openStateStore(t *testing.T) badgerStore {
 	t.Helper()
 	s, err := state.Open("", state.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return badgerStore{s}
 }
 
 // recv waits for a response on ch.

@@ -66,7 +66,9 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 			return fillCommitResponse(resp, req, storeErrorCode(err))
 		}
 		for _, o := range offs {
-			g.offsets[topicPartition{o.Topic, o.Partition}] = o
+			tp := topicPartition{o.Topic, o.Partition}
+			g.offsets[tp] = o
+			g.supersedePending(tp)
 		}
 	}
 	for i := range req.Topics {

@@ -1,6 +1,9 @@
 package group
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -40,6 +43,13 @@ func (c *Coordinator) Load(belongs func(group string) bool, st *GroupsState) {
 		g := install(name)
 		for tp, o := range offs {
 			g.offsets[tp] = o
+		}
+	}
+	for pid, groups := range st.Pending {
+		for name, offs := range groups {
+			if len(offs) > 0 {
+				install(name).addPending(pid, slices.Collect(maps.Values(offs)))
+			}
 		}
 	}
 }

@@ -72,25 +72,46 @@ func offsetValue(o state.GroupOffset) []byte {
 }
 
 // GroupsState is the state a partition's records leave: each group's
-// metadata and committed offsets, latest record winning.
+// metadata and committed offsets, latest record winning, and the offsets
+// still pending in open transactions.
 type GroupsState struct {
 	Metas   map[string]state.GroupMeta
 	Offsets map[string]map[topicPartition]state.GroupOffset
+	// Pending are the offsets of transactional batches no marker has
+	// decided yet: by producer id, then group.
+	Pending map[int64]map[string]map[topicPartition]state.GroupOffset
 }
 
 // NewGroupsState returns an empty state.
 func NewGroupsState() *GroupsState {
-	return &GroupsState{Metas: map[string]state.GroupMeta{}, Offsets: map[string]map[topicPartition]state.GroupOffset{}}
+	return &GroupsState{Metas: map[string]state.GroupMeta{}, Offsets: map[string]map[topicPartition]state.GroupOffset{},
+		Pending: map[int64]map[string]map[topicPartition]state.GroupOffset{}}
+}
+
+// TxnOffsetRecords are the records of offsets group commits in a
+// transaction (written with batch.AppendTxnRecords).
+func TxnOffsetRecords(group string, offs []state.GroupOffset) []batch.Record {
+	recs := make([]batch.Record, len(offs))
+	for i, o := range offs {
+		recs[i] = OffsetRecord(group, o)
+	}
+	return recs
 }
 
 // ErrOffsetsRecord marks a record of __consumer_offsets that does not
 // decode.
 var ErrOffsetsRecord = errors.New("group: malformed __consumer_offsets record")
 
-// Apply applies one record. Keys of other types (Kafka 4's consumer and
+// Apply applies one record, committed (not in a transaction). Keys of other types (Kafka 4's consumer and
 // share group records, key versions 3 and up) are skipped: kmirror writes
 // none, and a log that holds them came from elsewhere.
-func (s *GroupsState) Apply(key, value []byte) error {
+func (s *GroupsState) Apply(key, value []byte) error { return s.apply(key, value, s.Offsets, false) }
+
+// apply applies one record; offset records go into offsets (s.Offsets, or
+// a producer's pending offsets when txn). A committed offset record
+// supersedes the partition's offsets pending in transactions (the record
+// appended last wins, whatever those transactions decide).
+func (s *GroupsState) apply(key, value []byte, offsets map[string]map[topicPartition]state.GroupOffset, txn bool) error {
 	if len(key) < 2 {
 		return fmt.Errorf("%w: a key of %d bytes", ErrOffsetsRecord, len(key))
 	}
@@ -101,8 +122,13 @@ func (s *GroupsState) Apply(key, value []byte) error {
 			return fmt.Errorf("%w: offset key: %v", ErrOffsetsRecord, err)
 		}
 		tp := topicPartition{k.Topic, k.Partition}
+		if !txn {
+			for _, groups := range s.Pending {
+				delete(groups[k.Group], tp)
+			}
+		}
 		if value == nil {
-			delete(s.Offsets[k.Group], tp)
+			delete(offsets[k.Group], tp)
 			return nil
 		}
 		var v kmsg.OffsetCommitValue
@@ -113,10 +139,10 @@ func (s *GroupsState) Apply(key, value []byte) error {
 		if v.Version < 3 {
 			epoch = -1
 		}
-		offs := s.Offsets[k.Group]
+		offs := offsets[k.Group]
 		if offs == nil {
 			offs = map[topicPartition]state.GroupOffset{}
-			s.Offsets[k.Group] = offs
+			offsets[k.Group] = offs
 		}
 		offs[tp] = state.GroupOffset{Topic: k.Topic, Partition: k.Partition, Offset: v.Offset, LeaderEpoch: epoch,
 			Metadata: v.Metadata, CommitTimestamp: max(v.CommitTimestamp, 0)}
@@ -139,13 +165,23 @@ func (s *GroupsState) Apply(key, value []byte) error {
 	return nil
 }
 
-// ApplyBatch applies every record of b, an uncompressed data batch; a
-// control batch (a transaction marker) holds no group state. A batch whose
-// records do not decode is an error: the caller does not serve a
+// ApplyBatch applies every record of b, an uncompressed data batch: a
+// transactional one's offsets are pending for its producer until a
+// marker, a control batch, commits them (they become committed, a
+// later record of the same key wins over them) or aborts them. A batch
+// whose records do not decode is an error: the caller does not serve a
 // partition it cannot read whole.
 func (s *GroupsState) ApplyBatch(b batch.Batch) error {
 	if b.IsControl() {
-		return nil
+		return s.applyMarker(b)
+	}
+	offsets, txn := s.Offsets, b.IsTransactional()
+	if txn {
+		pid := b.ProducerID()
+		if offsets = s.Pending[pid]; offsets == nil {
+			offsets = map[string]map[topicPartition]state.GroupOffset{}
+			s.Pending[pid] = offsets
+		}
 	}
 	if b.Codec() != batch.CodecNone {
 		return fmt.Errorf("%w: a %s-compressed batch at offset %d (kmirror writes them uncompressed)", ErrOffsetsRecord,
@@ -162,8 +198,36 @@ func (s *GroupsState) ApplyBatch(b batch.Batch) error {
 			return fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrOffsetsRecord, i, b.BaseOffset(), err)
 		}
 		recs = recs[w+int(n):]
-		if err := s.Apply(r.Key, r.Value); err != nil {
+		if err := s.apply(r.Key, r.Value, offsets, txn); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// applyMarker decides the pending offsets of a marker's producer.
+func (s *GroupsState) applyMarker(b batch.Batch) error {
+	if !b.IsTransactional() {
+		return nil
+	}
+	typ, err := b.ControlType()
+	if err != nil {
+		return fmt.Errorf("%w: the control batch at offset %d: %v", ErrOffsetsRecord, b.BaseOffset(), err)
+	}
+	pid := b.ProducerID()
+	pending := s.Pending[pid]
+	delete(s.Pending, pid)
+	if typ != batch.ControlCommit {
+		return nil
+	}
+	for g, offs := range pending {
+		dst := s.Offsets[g]
+		if dst == nil {
+			dst = map[topicPartition]state.GroupOffset{}
+			s.Offsets[g] = dst
+		}
+		for tp, o := range offs {
+			dst[tp] = o
 		}
 	}
 	return nil

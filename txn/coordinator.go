@@ -1,21 +1,25 @@
 // Package txn is kmirror's transaction coordinator: it runs new
 // transactions on a node that became a writable primary (after a failover,
 // applications with transactional.id move here). Kafka's coordinator
-// protocol, on one node: InitProducerId with a transactional id (epoch
-// bumps, zombie fencing, KIP-360 retries), AddPartitionsToTxn,
-// AddOffsetsToTxn, TxnOffsetCommit and EndTxn; transaction markers written
-// to every partition of the transaction; transaction.timeout.ms aborts an
-// abandoned transaction.
+// protocol: InitProducerId with a transactional id (epoch bumps, zombie
+// fencing, KIP-360 retries), AddPartitionsToTxn, AddOffsetsToTxn (which
+// adds the group's partition of __consumer_offsets to the transaction, as
+// Kafka does) and EndTxn; transaction markers written to every partition
+// of the transaction, wherever it is led (Node.WriteMarkers); the marker
+// on __consumer_offsets decides the offsets the group's coordinator holds
+// pending from TxnOffsetCommit; transaction.timeout.ms aborts an abandoned
+// transaction.
 //
 // Durability: each transactional id's record (state.Txn) is fsynced before
 // the action it announces. EndTxn persists PrepareCommit or PrepareAbort,
-// then writes the markers and applies (or drops) the offsets committed in
-// the transaction, then persists CompleteCommit or CompleteAbort. A crash
-// anywhere in between leaves a Prepare record that New finishes at the
-// next start, so no transaction is left hanging and none is decided twice.
-// The writes nothing outside the coordinator depends on (the completion,
-// groups and offsets of an undecided transaction) skip their own fsync: the
-// next fsynced write carries them (persistLazy says why each is safe).
+// then writes the markers, then persists CompleteCommit or CompleteAbort.
+// A crash anywhere in between leaves a Prepare record that New finishes
+// at the next start, so no transaction is left hanging and none is decided
+// twice. The completion skips its own fsync: the next fsynced write
+// carries it (persistLazy says why that is safe). Records written by an
+// older kmirror may hold a transaction's groups and offsets themselves;
+// those offsets are committed through Node.CommitOffsets when the
+// transaction commits.
 //
 // Producer ids come from the node's allocator (the same as idempotent
 // producers'), which never reaches the ids of mirrored batches (DESIGN.md
@@ -71,10 +75,6 @@ func ParseState(name string) (State, bool) {
 	return State(i), i >= 0
 }
 
-// ErrNoPartition is what Node.WriteMarker answers for a partition that no
-// longer exists (its topic was deleted): there is nothing to mark.
-var ErrNoPartition = errors.New("txn: no such partition")
-
 // Store persists transaction records (state.Store implements it).
 // PutTxn returns once the record is on disk; PutTxnLazy once it is written,
 // to reach the disk with the next PutTxn (or the store's close).
@@ -87,10 +87,18 @@ type Store interface {
 
 // Node is the rest of the broker, as the coordinator sees it.
 type Node interface {
-	// WriteMarker appends a COMMIT or ABORT marker of producer pid at
-	// epoch to a partition.
-	WriteMarker(p state.TxnPartition, pid int64, epoch int16, commit bool) error
-	// CommitOffsets stores a committed transaction's offsets of one group.
+	// WriteMarkers appends a COMMIT or ABORT marker of producer pid at
+	// epoch to each partition, wherever it is led, and returns once the
+	// partitions' in-sync replicas hold them; partitions that no longer
+	// exist are skipped (their topic was deleted).
+	WriteMarkers(ps []state.TxnPartition, pid int64, epoch int16, commit bool) error
+	// OffsetsPartition is the partition of __consumer_offsets that holds
+	// group: a transaction that commits offsets of the group writes its
+	// marker there too, which decides the offsets (group/txn_offsets.go).
+	OffsetsPartition(group string) state.TxnPartition
+	// CommitOffsets stores a committed transaction's offsets of one
+	// group, for the transactions whose record holds them (written
+	// before the group held them pending, by an older kmirror).
 	CommitOffsets(group string, offs []state.TxnOffset) error
 	// AllocateProducerID hands out a producer id never used before.
 	AllocateProducerID() (int64, error)
@@ -188,13 +196,10 @@ func (c *Coordinator) persist(t *state.Txn, old state.Txn) *kerr.Error {
 }
 
 // persistLazy stores t without waiting for the disk. Only for records
-// whose loss in a power failure is harmless because a restart redoes or
-// drops them: the completion of a decided transaction (the Prepare record
-// is fsynced, and finishing it again writes markers and offsets that are
-// already there), and a group added or offsets committed in a transaction
-// not yet decided (the decision's fsync flushes them first; without a
-// decision the transaction is aborted at its timeout, and with it its
-// offsets). The partitions of a transaction are always fsynced: records
+// whose loss in a power failure is harmless because a restart redoes
+// them: the completion of a decided transaction (the Prepare record is
+// fsynced, and finishing it again writes markers that are already
+// there). The partitions of a transaction are always fsynced: records
 // are produced to them as soon as the answer leaves.
 func (c *Coordinator) persistLazy(t *state.Txn, old state.Txn) *kerr.Error {
 	return c.write(t, old, c.store.PutTxnLazy)
@@ -357,50 +362,41 @@ func (c *Coordinator) AddPartitions(id string, pid int64, epoch int16, ps []stat
 }
 
 // AddOffsets adds a group to id's transaction (AddOffsetsToTxn): its
-// TxnOffsetCommits then count with the transaction.
+// partition of __consumer_offsets joins the transaction's partitions, so
+// the transaction's marker decides the offsets TxnOffsetCommit leaves
+// pending there. Fsynced as AddPartitions: the group's coordinator writes
+// the pending offsets as soon as the answer leaves.
 func (c *Coordinator) AddOffsets(id string, pid int64, epoch int16, group string) *kerr.Error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, err := c.check(id, pid, epoch)
-	if err != nil {
-		return err
-	}
-	if State(t.State) == Ongoing && slices.Contains(t.Groups, group) {
-		return nil
-	}
-	old := snapshot(t)
-	c.begin(t)
-	t.Groups = append(t.Groups, group)
-	return c.persistLazy(t, old)
+	return c.AddPartitions(id, pid, epoch, []state.TxnPartition{c.node.OffsetsPartition(group)})
 }
 
-// CommitOffsets records offsets committed inside id's transaction; the
-// group sees them only if the transaction commits.
-func (c *Coordinator) CommitOffsets(id string, pid int64, epoch int16, group string, offs []state.TxnOffset) *kerr.Error {
+// CheckOffsetCommit checks a TxnOffsetCommit of group in id's transaction
+// on the node that coordinates both: the producer's pair, and the group
+// added to the transaction (else INVALID_TXN_STATE). A group that a
+// transaction recorded before its partition counted (an older kmirror)
+// has the partition added now.
+func (c *Coordinator) CheckOffsetCommit(id string, pid int64, epoch int16, group string) *kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, err := c.check(id, pid, epoch)
 	if err != nil {
 		return err
 	}
-	if State(t.State) != Ongoing || !slices.Contains(t.Groups, group) {
-		// TxnOffsetCommit before AddOffsetsToTxn: Kafka's group
-		// coordinator does not know the producer either.
+	if State(t.State) != Ongoing {
+		return kerr.InvalidTxnState
+	}
+	p := c.node.OffsetsPartition(group)
+	switch {
+	case slices.Contains(t.Partitions, p):
+		return nil
+	case !slices.Contains(t.Groups, group):
+		// TxnOffsetCommit before AddOffsetsToTxn: the marker would
+		// never reach the offsets.
 		return kerr.InvalidTxnState
 	}
 	old := snapshot(t)
-	for _, o := range offs {
-		o.Group = group
-		i := slices.IndexFunc(t.Offsets, func(x state.TxnOffset) bool {
-			return x.Group == o.Group && x.Topic == o.Topic && x.Partition == o.Partition
-		})
-		if i >= 0 {
-			t.Offsets[i] = o
-		} else {
-			t.Offsets = append(t.Offsets, o)
-		}
-	}
-	return c.persistLazy(t, old)
+	t.Partitions = append(t.Partitions, p)
+	return c.persist(t, old)
 }
 
 // EndTxn commits or aborts id's transaction. Once the decision is
@@ -470,12 +466,13 @@ func (c *Coordinator) decide(t *state.Txn, prepare State) *kerr.Error {
 // REQUIRES: c.mu held.
 func (c *Coordinator) complete(t *state.Txn) error {
 	commit := State(t.State) == PrepareCommit
-	for _, p := range t.Partitions {
-		if err := c.node.WriteMarker(p, t.ProducerID, t.Epoch, commit); err != nil && !errors.Is(err, ErrNoPartition) {
-			return fmt.Errorf("marker on %s-%d: %w", p.Topic, p.Partition, err)
+	if len(t.Partitions) > 0 {
+		if err := c.node.WriteMarkers(t.Partitions, t.ProducerID, t.Epoch, commit); err != nil {
+			return fmt.Errorf("markers: %w", err)
 		}
 	}
 	if commit {
+		// Offsets an older kmirror kept in the record.
 		byGroup := map[string][]state.TxnOffset{}
 		for _, o := range t.Offsets {
 			byGroup[o.Group] = append(byGroup[o.Group], o)

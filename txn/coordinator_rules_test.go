@@ -22,24 +22,23 @@ func TestStateRules(t *testing.T) {
 	e := newEnv(t)
 	pid, _ := e.init("a")
 	p := []state.TxnPartition{tp("t", 0)}
-	offs := []state.TxnOffset{{Topic: "t", Partition: 0, Offset: 5}}
 
 	// Empty: no transaction to end or commit offsets in.
 	wantErr(t, "EndTxn commit in Empty", e.c.EndTxn("a", pid, 0, true), kerr.InvalidTxnState)
 	wantErr(t, "EndTxn abort in Empty", e.c.EndTxn("a", pid, 0, false), kerr.InvalidTxnState)
-	wantErr(t, "CommitOffsets in Empty", e.c.CommitOffsets("a", pid, 0, "g", offs), kerr.InvalidTxnState)
+	wantErr(t, "CommitOffsets in Empty", e.c.CheckOffsetCommit("a", pid, 0, "g"), kerr.InvalidTxnState)
 	if s := e.state("a"); s != Empty {
 		t.Fatalf("refused calls moved the state to %v", s)
 	}
 
-	// AddOffsets begins a transaction; CommitOffsets needs the group
+	// AddOffsets begins a transaction; an offset commit needs the group
 	// added first.
 	wantErr(t, "AddOffsets", e.c.AddOffsets("a", pid, 0, "g"), nil)
 	if s := e.state("a"); s != Ongoing {
 		t.Fatalf("AddOffsets: state %v, want Ongoing", s)
 	}
-	wantErr(t, "CommitOffsets of a group not added", e.c.CommitOffsets("a", pid, 0, "other", offs), kerr.InvalidTxnState)
-	wantErr(t, "CommitOffsets", e.c.CommitOffsets("a", pid, 0, "g", offs), nil)
+	wantErr(t, "CommitOffsets of a group not added", e.c.CheckOffsetCommit("a", pid, 0, "other"), kerr.InvalidTxnState)
+	wantErr(t, "CommitOffsets", e.c.CheckOffsetCommit("a", pid, 0, "g"), nil)
 	wantErr(t, "AddPartitions", e.c.AddPartitions("a", pid, 0, p), nil)
 	puts := e.store.puts
 	wantErr(t, "AddPartitions again", e.c.AddPartitions("a", pid, 0, p), nil)
@@ -47,7 +46,7 @@ func TestStateRules(t *testing.T) {
 	if e.store.puts != puts {
 		t.Fatalf("adding what the transaction holds wrote %d records", e.store.puts-puts)
 	}
-	if st := e.stored("a"); !slices.Equal(st.Partitions, p) || !slices.Equal(st.Groups, []string{"g"}) || len(st.Offsets) != 1 {
+	if st := e.stored("a"); !slices.Equal(st.Partitions, []state.TxnPartition{offsetsTP("g"), tp("t", 0)}) || len(st.Groups)+len(st.Offsets) != 0 {
 		t.Fatalf("stored transaction: %+v", st)
 	}
 
@@ -61,7 +60,7 @@ func TestStateRules(t *testing.T) {
 	for name, err := range map[string]*kerr.Error{
 		"AddPartitions":    e.c.AddPartitions("a", pid, 0, p),
 		"AddOffsets":       e.c.AddOffsets("a", pid, 0, "g"),
-		"CommitOffsets":    e.c.CommitOffsets("a", pid, 0, "g", offs),
+		"CommitOffsets":    e.c.CheckOffsetCommit("a", pid, 0, "g"),
 		"EndTxn commit":    e.c.EndTxn("a", pid, 0, true),
 		"EndTxn abort":     e.c.EndTxn("a", pid, 0, false),
 		"InitProducerID":   func() *kerr.Error { _, _, err := e.c.InitProducerID("a", 10_000, -1, -1); return err }(),
@@ -89,9 +88,10 @@ func TestStateRules(t *testing.T) {
 	}
 }
 
-// EndTxn commit writes one COMMIT marker per partition and hands each
-// group its offsets (the last commit per partition wins); a retried
-// commit succeeds without writing again; an abort after it is refused.
+// EndTxn commit writes one COMMIT marker per partition, the groups'
+// partitions of __consumer_offsets among them (which decides their
+// offsets); a retried commit succeeds without writing again; an abort
+// after it is refused.
 func TestEndTxnCommit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -100,43 +100,47 @@ func TestEndTxnCommit(t *testing.T) {
 	e.c.AddPartitions("a", pid, 0, []state.TxnPartition{tp("t", 0), tp("u", 0)})
 	e.c.AddOffsets("a", pid, 0, "g1")
 	e.c.AddOffsets("a", pid, 0, "g2")
-	meta := "m"
-	for _, c := range []struct {
-		group string
-		offs  []state.TxnOffset
-	}{
-		{"g1", []state.TxnOffset{{Topic: "in", Partition: 0, Offset: 5}, {Topic: "in", Partition: 1, Offset: 3}}},
-		{"g1", []state.TxnOffset{{Topic: "in", Partition: 0, Offset: 7, LeaderEpoch: 2, Metadata: meta}}},
-		{"g2", []state.TxnOffset{{Group: "ignored", Topic: "in", Partition: 0, Offset: 1}}},
-	} {
-		wantErr(t, "CommitOffsets "+c.group, e.c.CommitOffsets("a", pid, 0, c.group, c.offs), nil)
-	}
-	if n := e.node.commitCalls(); n != 0 {
-		t.Fatalf("offsets reached a group %d times before the commit", n)
+	for _, g := range []string{"g1", "g2", "g1"} {
+		wantErr(t, "CheckOffsetCommit "+g, e.c.CheckOffsetCommit("a", pid, 0, g), nil)
 	}
 	wantErr(t, "EndTxn commit", e.c.EndTxn("a", pid, 0, true), nil)
 	wantMarkers(t, "commit", e.node.takeMarkers(),
-		marker{tp("t", 0), pid, 0, true}, marker{tp("t", 1), pid, 0, true}, marker{tp("u", 0), pid, 0, true})
-	g1, g2 := e.node.groupOffsets("g1"), e.node.groupOffsets("g2")
-	if len(g1) != 2 || g1["in-0"].Offset != 7 || g1["in-0"].LeaderEpoch != 2 || g1["in-0"].Metadata != meta || g1["in-1"].Offset != 3 {
-		t.Fatalf("group g1 offsets %+v", g1)
-	}
-	if len(g2) != 1 || g2["in-0"].Offset != 1 {
-		t.Fatalf("group g2 offsets %+v", g2)
-	}
+		marker{tp("t", 0), pid, 0, true}, marker{tp("t", 1), pid, 0, true}, marker{tp("u", 0), pid, 0, true},
+		marker{offsetsTP("g1"), pid, 0, true}, marker{offsetsTP("g2"), pid, 0, true})
 	st := e.stored("a")
 	if State(st.State) != CompleteCommit || len(st.Partitions)+len(st.Groups)+len(st.Offsets) != 0 {
 		t.Fatalf("stored after the commit: %+v", st)
 	}
-	commits := e.node.commitCalls()
 	wantErr(t, "retried EndTxn commit", e.c.EndTxn("a", pid, 0, true), nil)
 	wantErr(t, "EndTxn abort after the commit", e.c.EndTxn("a", pid, 0, false), kerr.InvalidTxnState)
-	if ms := e.node.takeMarkers(); len(ms) != 0 || e.node.commitCalls() != commits {
-		t.Fatalf("a retried EndTxn wrote markers %v or committed offsets again", ms)
+	if ms := e.node.takeMarkers(); len(ms) != 0 || e.node.commitCalls() != 0 {
+		t.Fatalf("a retried EndTxn wrote markers %v or committed offsets", ms)
 	}
 }
 
-// EndTxn abort writes ABORT markers and drops the offsets; a retried abort
+// A transaction recorded by an older kmirror holds its group (Groups) and
+// offsets (Offsets) itself: an offset commit of the group adds the
+// group's partition of __consumer_offsets, and the commit hands the old
+// offsets to the group as well as writing every marker.
+func TestEndTxnCommitsOffsetsTheRecordHolds(t *testing.T) {
+	t.Parallel()
+	rec := state.Txn{ID: "a", ProducerID: 5, Epoch: 3, LastProducerID: -1, LastEpoch: -1, TimeoutMs: 60_000,
+		State: int8(Ongoing), StartMs: newClock().Now().UnixMilli(), UpdateMs: 1, Partitions: []state.TxnPartition{tp("t", 0)}, Groups: []string{"g"},
+		Offsets: []state.TxnOffset{{Group: "g", Topic: "in", Partition: 2, Offset: 11}}}
+	e := newEnv(t, rec)
+	wantErr(t, "CheckOffsetCommit of the recorded group", e.c.CheckOffsetCommit("a", 5, 3, "g"), nil)
+	if st := e.stored("a"); !slices.Contains(st.Partitions, offsetsTP("g")) {
+		t.Fatalf("the group's partition was not added: %+v", st)
+	}
+	wantErr(t, "EndTxn commit", e.c.EndTxn("a", 5, 3, true), nil)
+	wantMarkers(t, "commit", e.node.takeMarkers(), marker{tp("t", 0), 5, 3, true}, marker{offsetsTP("g"), 5, 3, true})
+	if g := e.node.groupOffsets("g"); len(g) != 1 || g["in-2"].Offset != 11 {
+		t.Fatalf("the record's offsets: %+v", g)
+	}
+}
+
+// EndTxn abort writes ABORT markers (which drop the offsets at the group's
+// partition of __consumer_offsets); a retried abort
 // succeeds, a commit after it is refused.
 func TestEndTxnAbort(t *testing.T) {
 	t.Parallel()
@@ -144,9 +148,10 @@ func TestEndTxnAbort(t *testing.T) {
 	pid, _ := e.init("a")
 	e.c.AddPartitions("a", pid, 0, []state.TxnPartition{tp("t", 0), tp("t", 2)})
 	e.c.AddOffsets("a", pid, 0, "g")
-	e.c.CommitOffsets("a", pid, 0, "g", []state.TxnOffset{{Topic: "in", Offset: 4}})
+	e.c.CheckOffsetCommit("a", pid, 0, "g")
 	wantErr(t, "EndTxn abort", e.c.EndTxn("a", pid, 0, false), nil)
-	wantMarkers(t, "abort", e.node.takeMarkers(), marker{tp("t", 0), pid, 0, false}, marker{tp("t", 2), pid, 0, false})
+	wantMarkers(t, "abort", e.node.takeMarkers(), marker{tp("t", 0), pid, 0, false}, marker{tp("t", 2), pid, 0, false},
+		marker{offsetsTP("g"), pid, 0, false})
 	if n := e.node.commitCalls(); n != 0 {
 		t.Fatalf("an abort committed offsets (%d calls)", n)
 	}
@@ -182,7 +187,7 @@ func TestTimeoutAborts(t *testing.T) {
 	}
 	e.c.AddPartitions("a", pid, 0, []state.TxnPartition{tp("t", 0)})
 	e.c.AddOffsets("a", pid, 0, "g")
-	e.c.CommitOffsets("a", pid, 0, "g", []state.TxnOffset{{Topic: "in", Offset: 4}})
+	e.c.CheckOffsetCommit("a", pid, 0, "g")
 	e.clock.advance(1000 * time.Millisecond)
 	e.c.CheckNow()
 	if s := e.state("a"); s != Ongoing {
@@ -193,7 +198,7 @@ func TestTimeoutAborts(t *testing.T) {
 	}
 	e.clock.advance(time.Millisecond)
 	e.c.CheckNow()
-	wantMarkers(t, "timeout", e.node.takeMarkers(), marker{tp("t", 0), pid, 1, false})
+	wantMarkers(t, "timeout", e.node.takeMarkers(), marker{tp("t", 0), pid, 1, false}, marker{offsetsTP("g"), pid, 1, false})
 	st := e.stored("a")
 	if State(st.State) != CompleteAbort || st.Epoch != 1 || st.ProducerID != pid {
 		t.Fatalf("stored after the timeout: %+v", st)
@@ -263,10 +268,10 @@ func TestFailedMarkersRetried(t *testing.T) {
 	pid, _ := e.init("a")
 	e.c.AddPartitions("a", pid, 0, []state.TxnPartition{tp("t", 0)})
 	e.c.AddOffsets("a", pid, 0, "g")
-	e.c.CommitOffsets("a", pid, 0, "g", []state.TxnOffset{{Topic: "in", Offset: 4}})
+	e.c.CheckOffsetCommit("a", pid, 0, "g")
 	e.node.setFail(true, false)
 	wantErr(t, "EndTxn commit", e.c.EndTxn("a", pid, 0, true), nil)
-	if st := e.stored("a"); State(st.State) != PrepareCommit || len(st.Partitions) != 1 || len(st.Offsets) != 1 {
+	if st := e.stored("a"); State(st.State) != PrepareCommit || len(st.Partitions) != 2 {
 		t.Fatalf("stored with the markers failing: %+v", st)
 	}
 	e.c.CheckNow()
@@ -274,19 +279,9 @@ func TestFailedMarkersRetried(t *testing.T) {
 	if s := e.state("a"); s != PrepareCommit {
 		t.Fatalf("state %v, want PrepareCommit", s)
 	}
-	// Markers now succeed but the offsets fail: still not complete.
-	e.node.setFail(false, true)
-	e.c.CheckNow()
-	if s := e.state("a"); s != PrepareCommit {
-		t.Fatalf("state %v with the offsets failing, want PrepareCommit", s)
-	}
-	e.node.takeMarkers()
 	e.node.setFail(false, false)
 	e.c.CheckNow()
-	wantMarkers(t, "retry", e.node.takeMarkers(), marker{tp("t", 0), pid, 0, true})
-	if g := e.node.groupOffsets("g"); g["in-0"].Offset != 4 {
-		t.Fatalf("group offsets after the retry: %+v", g)
-	}
+	wantMarkers(t, "retry", e.node.takeMarkers(), marker{tp("t", 0), pid, 0, true}, marker{offsetsTP("g"), pid, 0, true})
 	if st := e.stored("a"); State(st.State) != CompleteCommit {
 		t.Fatalf("stored after the retry: %+v", st)
 	}
@@ -486,8 +481,6 @@ func TestDescribeListCopies(t *testing.T) {
 	pid, _ := e.init("b")
 	e.init("a")
 	e.c.AddPartitions("b", pid, 0, []state.TxnPartition{tp("t", 0)})
-	e.c.AddOffsets("b", pid, 0, "g")
-	e.c.CommitOffsets("b", pid, 0, "g", []state.TxnOffset{{Topic: "in", Offset: 1}})
 	d, _ := e.c.Describe("b")
 	l := e.c.List()
 	if len(l) != 2 || l[0].ID != "a" || l[1].ID != "b" {
@@ -495,21 +488,22 @@ func TestDescribeListCopies(t *testing.T) {
 	}
 	// Later changes on the coordinator's side.
 	e.c.AddPartitions("b", pid, 0, []state.TxnPartition{tp("t", 1)})
-	e.c.CommitOffsets("b", pid, 0, "g", []state.TxnOffset{{Topic: "in", Offset: 2}})
+	e.c.AddOffsets("b", pid, 0, "g")
 	for name, got := range map[string]state.Txn{"Describe": d, "List": l[1]} {
-		if len(got.Partitions) != 1 || got.Offsets[0].Offset != 1 || State(got.State) != Ongoing {
+		if len(got.Partitions) != 1 || State(got.State) != Ongoing {
 			t.Fatalf("%s copy changed with the coordinator: %+v", name, got)
 		}
 	}
 	// Edits on the caller's side.
-	d.Partitions[0].Topic, d.Groups[0], d.Offsets[0].Offset = "x", "x", 99
+	d.Partitions[0].Topic = "x"
 	l[1].Partitions[0].Topic = "y"
 	now, _ := e.c.Describe("b")
-	if now.Partitions[0].Topic != "t" || now.Groups[0] != "g" || now.Offsets[0].Offset != 2 || len(now.Partitions) != 2 {
+	if now.Partitions[0].Topic != "t" || len(now.Partitions) != 3 {
 		t.Fatalf("a caller's edit reached the coordinator: %+v", now)
 	}
 	e.c.EndTxn("b", pid, 0, true)
-	wantMarkers(t, "commit", e.node.takeMarkers(), marker{tp("t", 0), pid, 0, true}, marker{tp("t", 1), pid, 0, true})
+	wantMarkers(t, "commit", e.node.takeMarkers(), marker{tp("t", 0), pid, 0, true}, marker{tp("t", 1), pid, 0, true},
+		marker{offsetsTP("g"), pid, 0, true})
 	if _, ok := e.c.Describe("nope"); ok {
 		t.Fatal("Describe of an unknown id")
 	}
@@ -548,7 +542,7 @@ func TestConcurrentUse(t *testing.T) {
 					errs <- fmt.Errorf("%s round %d: AddOffsets: %v", id, r, err)
 					return
 				}
-				if err := e.c.CommitOffsets(id, pid, epoch, id, []state.TxnOffset{{Topic: "in", Offset: int64(r)}}); err != nil {
+				if err := e.c.CheckOffsetCommit(id, pid, epoch, id); err != nil {
 					errs <- fmt.Errorf("%s round %d: CommitOffsets: %v", id, r, err)
 					return
 				}
@@ -622,9 +616,8 @@ func TestConcurrentUse(t *testing.T) {
 				t.Errorf("%s-%d: %d markers, want %d", id, p, n, rounds)
 			}
 		}
-		// The last committed round is rounds-2 (even rounds commit).
-		if g := e.node.groupOffsets(id); g["in-0"].Offset != rounds-2 {
-			t.Errorf("group %s: offsets %+v, want in-0 at %d", id, g, rounds-2)
+		if n := perPartition[offsetsTP(id)]; n != rounds {
+			t.Errorf("group %s's partition: %d markers, want %d", id, n, rounds)
 		}
 		if s := e.state(id); s != CompleteAbort {
 			t.Errorf("%s: %v, want CompleteAbort", id, s)

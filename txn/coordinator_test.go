@@ -111,9 +111,9 @@ type fakeNode struct {
 	offsets map[string]map[string]state.TxnOffset
 	commits int // CommitOffsets calls that succeeded
 	nextPID int64
-	// failMarkers and failCommits make WriteMarker and CommitOffsets fail.
+	// failMarkers and failCommits make WriteMarkers and CommitOffsets fail.
 	failMarkers, failCommits bool
-	// gone partitions answer ErrNoPartition.
+	// gone partitions no longer exist: WriteMarkers skips them.
 	gone map[state.TxnPartition]bool
 }
 
@@ -125,17 +125,25 @@ func newFakeNode() *fakeNode {
 	return &fakeNode{offsets: map[string]map[string]state.TxnOffset{}, nextPID: 1000, gone: map[state.TxnPartition]bool{}}
 }
 
-func (n *fakeNode) WriteMarker(p state.TxnPartition, pid int64, epoch int16, commit bool) error {
+func (n *fakeNode) WriteMarkers(ps []state.TxnPartition, pid int64, epoch int16, commit bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.gone[p] {
-		return ErrNoPartition
-	}
 	if n.failMarkers {
 		return errInjected
 	}
-	n.markers = append(n.markers, marker{p, pid, epoch, commit})
+	for _, p := range ps {
+		if !n.gone[p] {
+			n.markers = append(n.markers, marker{p, pid, epoch, commit})
+		}
+	}
 	return nil
+}
+
+// OffsetsPartition names a partition of its own for each group.
+func (n *fakeNode) OffsetsPartition(group string) state.TxnPartition { return offsetsTP(group) }
+
+func offsetsTP(group string) state.TxnPartition {
+	return state.TxnPartition{Topic: "__consumer_offsets/" + group}
 }
 
 func (n *fakeNode) CommitOffsets(group string, offs []state.TxnOffset) error {
@@ -382,25 +390,26 @@ func TestInitBumpFences(t *testing.T) {
 			wantErr(t, "EndTxn", e.c.EndTxn("a", c.pid, c.epoch, true), c.wantEnded)
 			wantErr(t, "AddPartitions", e.c.AddPartitions("a", c.pid, c.epoch, []state.TxnPartition{tp("t", 0)}), c.want)
 			wantErr(t, "AddOffsets", e.c.AddOffsets("a", c.pid, c.epoch, "g"), c.want)
-			wantErr(t, "CommitOffsets", e.c.CommitOffsets("a", c.pid, c.epoch, "g", []state.TxnOffset{{Topic: "t", Offset: 1}}), c.want)
+			wantErr(t, "CommitOffsets", e.c.CheckOffsetCommit("a", c.pid, c.epoch, "g"), c.want)
 		})
 	}
 	wantErr(t, "AddPartitions of an unknown id", e.c.AddPartitions("nope", pid, 1, nil), kerr.InvalidProducerIDMapping)
 	wantErr(t, "EndTxn of an unknown id", e.c.EndTxn("nope", pid, 1, true), kerr.InvalidProducerIDMapping)
 	wantErr(t, "EndTxn commit", e.c.EndTxn("a", pid, 1, true), nil)
-	wantMarkers(t, "commit", e.node.takeMarkers(), marker{tp("t", 0), pid, 1, true})
+	wantMarkers(t, "commit", e.node.takeMarkers(), marker{tp("t", 0), pid, 1, true}, marker{offsetsTP("g"), pid, 1, true})
 }
 
 // A new instance of a producer whose transaction is open aborts it first,
 // under a bumped epoch (the markers fence the old instance at the
-// partitions), and the offsets committed in it never reach the group.
+// partitions, the group's partition of __consumer_offsets among them,
+// which drops the offsets committed in it).
 func TestInitAbortsOngoing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	pid, _ := e.init("a")
 	wantErr(t, "AddPartitions", e.c.AddPartitions("a", pid, 0, []state.TxnPartition{tp("t", 0), tp("u", 2)}), nil)
 	wantErr(t, "AddOffsets", e.c.AddOffsets("a", pid, 0, "g"), nil)
-	wantErr(t, "CommitOffsets", e.c.CommitOffsets("a", pid, 0, "g", []state.TxnOffset{{Topic: "t", Offset: 9}}), nil)
+	wantErr(t, "CommitOffsets", e.c.CheckOffsetCommit("a", pid, 0, "g"), nil)
 	if s := e.state("a"); s != Ongoing {
 		t.Fatalf("state %v, want Ongoing", s)
 	}
@@ -409,7 +418,7 @@ func TestInitAbortsOngoing(t *testing.T) {
 		t.Fatalf("re-init over an open transaction: pid %d epoch %d, want %d 2", pid2, epoch, pid)
 	}
 	wantMarkers(t, "the fenced transaction", e.node.takeMarkers(),
-		marker{tp("t", 0), pid, 1, false}, marker{tp("u", 2), pid, 1, false})
+		marker{tp("t", 0), pid, 1, false}, marker{tp("u", 2), pid, 1, false}, marker{offsetsTP("g"), pid, 1, false})
 	if n := e.node.commitCalls(); n != 0 {
 		t.Fatalf("an aborted transaction committed offsets %d times", n)
 	}
