@@ -1,6 +1,7 @@
 package group
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/kmirror/kmirror/batch"
@@ -33,8 +34,34 @@ func FuzzOffsetsRecords(f *testing.F) {
 			t.Fatalf("record alone: %v, in a batch: %v", err1, err2)
 		}
 		// Any bytes as a whole batch.
-		if b, err := batch.Parse(append(key, value...)); err == nil {
+		// (Into a copy: key's spare capacity may be value's bytes.)
+		if b, err := batch.Parse(append(slicesClone(key), value...)); err == nil {
 			_ = NewGroupsState().ApplyBatch(b)
+		}
+		// The record in a transaction, then its COMMIT marker, leaves
+		// what the record alone leaves; an ABORT marker leaves nothing
+		// of it pending.
+		if err1 != nil {
+			return
+		}
+		txn := batch.AppendTxnRecords(nil, 1, 5, 0, []batch.Record{{Key: key, Value: value}})
+		for _, commit := range []bool{true, false} {
+			st3 := NewGroupsState()
+			for _, raw := range [][]byte{txn, batch.AppendTxnMarker(nil, batch.TxnMarker{ProducerID: 5, Commit: commit})} {
+				b, err := batch.Parse(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st3.ApplyBatch(b); err != nil {
+					t.Fatalf("commit=%v: %v", commit, err)
+				}
+			}
+			if len(st3.Pending) != 0 {
+				t.Fatalf("commit=%v: pending after the marker: %+v", commit, st3.Pending)
+			}
+			if commit && !reflect.DeepEqual(st3.Offsets, st2.Offsets) {
+				t.Fatalf("committed in a transaction %+v, alone %+v", st3.Offsets, st2.Offsets)
+			}
 		}
 	})
 }
