@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,7 +14,6 @@ import (
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
-	"github.com/kmirror/kmirror/storage"
 )
 
 // Group state lives in __consumer_offsets, as in Kafka (DESIGN.md "The
@@ -42,129 +40,32 @@ import (
 // Badger with nothing the log lacks but the groups that predate the topic,
 // which is how a load tells those apart.
 
-// Kafka's defaults for the offsets topic and its writes.
+// Kafka's defaults for the offsets topic.
 const (
-	DefaultOffsetsTopicPartitions              = 50
-	DefaultOffsetsTopicReplicationFactor       = 3
-	offsetsTopicSegmentBytes                   = "104857600" // offsets.topic.segment.bytes
-	offsetsCommitTimeout                       = 5 * time.Second
-	offsetsLoadReadBytes                       = 1 << 20
-	offsetsMigrationBatchRecords               = 500
-	offsetsTopicCreateRetry                    = time.Second
-	offsetsTopicCreateVersion            int16 = 7
+	DefaultOffsetsTopicPartitions        = 50
+	DefaultOffsetsTopicReplicationFactor = 3
+	offsetsMigrationBatchRecords         = 500
 )
 
-// groupLog is the coordinator's group.Store on __consumer_offsets, and the
-// loader that follows the partitions' leadership.
+// groupLog is the coordinator's group.Store on __consumer_offsets, and
+// what the group coordinator does with the partitions its coordinatorLog
+// follows.
 type groupLog struct {
-	b     *Broker
+	*coordinatorLog
 	store *state.Store
-
-	// followMu makes one load or unload pass at a time: the loader's,
-	// or that of the FindCoordinator that created the topic here.
-	followMu sync.Mutex
-	mu       sync.Mutex
-	// loaded holds the partitions whose groups the coordinator serves,
-	// with the leadership they were loaded in: a write in another
-	// leadership is NOT_COORDINATOR.
-	loaded map[int32]partition.Leadership
-	// createMu makes one creation of the topic at a time; createFailed
-	// is when the last one failed.
-	createMu     sync.Mutex
-	createFailed time.Time
-
-	wake chan struct{}
+	// stored reads the groups in Badger once per follow pass.
+	stored func() ([]state.GroupMeta, error)
 }
 
 func newGroupLog(b *Broker, store *state.Store) *groupLog {
-	return &groupLog{b: b, store: store, loaded: map[int32]partition.Leadership{}, wake: make(chan struct{}, 1)}
+	gl := &groupLog{store: store}
+	gl.coordinatorLog = newCoordinatorLog(b, meta.GroupTopic, gl)
+	return gl
 }
 
-// nudge asks the loader to compare the loaded partitions with those led
-// here.
-func (gl *groupLog) nudge() {
-	select {
-	case gl.wake <- struct{}{}:
-	default:
-	}
-}
+func (gl *groupLog) pass() { gl.stored = gl.storedGroups() }
 
-// run is the loader: it loads and unloads partitions as leadership moves,
-// until the broker closes.
-func (gl *groupLog) run() {
-	defer gl.b.bg.Done()
-	retry := time.NewTimer(time.Hour)
-	defer retry.Stop()
-	for {
-		select {
-		case <-gl.b.closing:
-			return
-		case <-gl.wake:
-		case <-retry.C:
-		}
-		if failed := gl.follow(); failed {
-			retry.Reset(time.Second)
-		}
-	}
-}
-
-// follow loads the partitions led here that are not loaded (or were loaded
-// in another leadership) and unloads the others; it reports whether a load
-// failed (the loader then tries again).
-func (gl *groupLog) follow() (failed bool) {
-	gl.followMu.Lock()
-	defer gl.followMu.Unlock()
-	stored := gl.storedGroups()
-	t := gl.b.partitions.Topic(meta.GroupTopic)
-	if t == nil { // never created, or deleted: nothing is led
-		gl.mu.Lock()
-		held := len(gl.loaded) > 0
-		clear(gl.loaded)
-		gl.mu.Unlock()
-		if held {
-			gl.unloadGroups(func(string) bool { return true }, stored)
-		}
-		return false
-	}
-	n := len(t.Partitions())
-	im := gl.b.image()
-	for i := range int32(n) {
-		p := t.Partition(i)
-		lead, ok := p.Leadership()
-		// A partition opened before its assignment reached it counts as
-		// led by the partition; the image says who leads it.
-		ip := im.Partition(meta.GroupTopic, i)
-		ok = ok && ip != nil && ip.Leader == im.Self()
-		if lead == (partition.Leadership{}) && len(im.Brokers()) > 1 {
-			// Not assigned here yet: an append now would count as
-			// committed before any follower holds it. The assignment's
-			// arrival nudges the loader again.
-			ok = false
-		}
-		gl.mu.Lock()
-		was, loaded := gl.loaded[i]
-		gl.mu.Unlock()
-		switch {
-		case ok && loaded && was == lead:
-		case ok && loaded && was == (partition.Leadership{}):
-			// Loaded before its assignment reached it, on a node alone
-			// (the only way an unassigned partition is loaded): the
-			// same leadership, nothing to read again.
-			gl.mu.Lock()
-			gl.loaded[i] = lead
-			gl.mu.Unlock()
-		case ok:
-			if err := gl.load(p, n, lead, stored); err != nil {
-				failed = true
-				gl.b.log.Error("loading the groups of a __consumer_offsets partition; its groups answer "+
-					"COORDINATOR_LOAD_IN_PROGRESS until a load succeeds", "partition", i, "err", err)
-			}
-		case loaded:
-			gl.unload(i, n, stored)
-		}
-	}
-	return failed
-}
+func (gl *groupLog) unloadAll() { gl.unloadGroups(func(string) bool { return true }) }
 
 // storedGroups returns a func that reads the groups in Badger once, at its
 // first call: one follow pass loads and unloads many partitions, each of
@@ -182,22 +83,15 @@ func (gl *groupLog) storedGroups() func() ([]state.GroupMeta, error) {
 	}
 }
 
-func belongsTo(idx int32, n int) func(string) bool {
-	return func(g string) bool { return meta.CoordinatorPartition(g, n) == int(idx) }
-}
-
 // load reads partition p's log and hands its groups to the coordinator.
-func (gl *groupLog) load(p *partition.Partition, n int, lead partition.Leadership, stored func() ([]state.GroupMeta, error)) error {
+func (gl *groupLog) load(p *partition.Partition, n int, lead partition.Leadership) error {
 	idx := p.Index()
-	gl.mu.Lock()
-	delete(gl.loaded, idx) // requests answer LOAD_IN_PROGRESS from here
-	gl.mu.Unlock()
 	st := group.NewGroupsState()
-	end, err := gl.replay(p, st)
+	end, err := replay(p, st.ApplyBatch)
 	if err != nil {
 		return err
 	}
-	metas, err := stored()
+	metas, err := gl.stored()
 	if err != nil {
 		return err
 	}
@@ -209,46 +103,11 @@ func (gl *groupLog) load(p *partition.Partition, n int, lead partition.Leadershi
 		return err
 	}
 	gl.b.groups.Load(belongs, st)
-	gl.mu.Lock()
-	gl.loaded[idx] = lead
-	gl.mu.Unlock()
 	if end > 0 {
 		gl.b.log.Info("loaded the groups of a __consumer_offsets partition", "partition", idx, "groups", len(st.Metas),
 			"log_end", end)
 	}
 	return nil
-}
-
-// replay applies every record of p's log to st and returns the log end it
-// read to.
-func (gl *groupLog) replay(p *partition.Partition, st *group.GroupsState) (int64, error) {
-	off, end := p.LogStartOffset(), p.LogEndOffset()
-	var buf []byte
-	for off < end {
-		data, _, err := p.Read(off, offsetsLoadReadBytes, end, buf[:0])
-		if err != nil {
-			return 0, fmt.Errorf("reading offset %d: %w", off, err)
-		}
-		buf = data
-		it := batch.NewIterator(data)
-		start := off
-		for bt, ok := it.Next(); ok; bt, ok = it.Next() {
-			if bt.NextOffset() <= off {
-				continue
-			}
-			if err := st.ApplyBatch(bt); err != nil {
-				return 0, err
-			}
-			off = bt.NextOffset()
-		}
-		if err := it.Err(); err != nil {
-			return 0, fmt.Errorf("reading offset %d: %w", off, err)
-		}
-		if off == start {
-			return 0, fmt.Errorf("no batch after offset %d below the log end %d", off, end)
-		}
-	}
-	return end, nil
 }
 
 // migrate appends the Badger groups of the partition the log does not
@@ -334,19 +193,13 @@ func (gl *groupLog) materialize(belongs func(string) bool, metas []state.GroupMe
 
 // unload drops the partition's groups from the coordinator and from
 // Badger (they stay in the log).
-func (gl *groupLog) unload(idx int32, n int, stored func() ([]state.GroupMeta, error)) {
-	gl.mu.Lock()
-	delete(gl.loaded, idx)
-	gl.mu.Unlock()
-	gl.unloadGroups(belongsTo(idx, n), stored)
-	gl.b.log.Debug("unloaded the groups of a __consumer_offsets partition led elsewhere now", "partition", idx)
-}
+func (gl *groupLog) unload(idx int32, n int) { gl.unloadGroups(belongsTo(idx, n)) }
 
 // unloadGroups drops the groups belongs selects from the coordinator and
 // from Badger.
-func (gl *groupLog) unloadGroups(belongs func(string) bool, stored func() ([]state.GroupMeta, error)) {
+func (gl *groupLog) unloadGroups(belongs func(string) bool) {
 	gl.b.groups.Unload(belongs)
-	metas, err := stored()
+	metas, err := gl.stored()
 	for _, m := range metas {
 		if err == nil && belongs(m.Group) {
 			err = gl.store.DeleteGroup(m.Group)
@@ -357,65 +210,12 @@ func (gl *groupLog) unloadGroups(belongs func(string) bool, stored func() ([]sta
 	}
 }
 
-// partitionOf returns group's partition and the leadership it was loaded
-// in; nil when the topic does not exist (the groups live in Badger alone).
-// A partition not loaded here is NOT_COORDINATOR.
-func (gl *groupLog) partitionOf(name string) (*partition.Partition, partition.Leadership, error) {
-	t := gl.b.partitions.Topic(meta.GroupTopic)
-	if t == nil || len(t.Partitions()) == 0 {
-		return nil, partition.Leadership{}, nil
-	}
-	idx := int32(meta.CoordinatorPartition(name, len(t.Partitions())))
-	gl.mu.Lock()
-	lead, ok := gl.loaded[idx]
-	gl.mu.Unlock()
-	if !ok {
-		return nil, lead, kerr.NotCoordinator
-	}
-	return t.Partition(idx), lead, nil
-}
-
-// loadCode is the error code of a request for group on a node that leads
-// its partition: COORDINATOR_LOAD_IN_PROGRESS until the partition is
-// loaded.
-func (gl *groupLog) loadCode(name string) int16 {
-	if _, _, err := gl.partitionOf(name); err != nil {
-		return kerr.CoordinatorLoadInProgress.Code
-	}
-	return 0
-}
-
 // append writes recs to p as its leader in lead and waits until the
 // in-sync replicas hold them (acks=all), with the errors Kafka's group
 // coordinator answers for a failed write.
 func (gl *groupLog) append(p *partition.Partition, lead partition.Leadership, recs []batch.Record) error {
-	return gl.write(p, lead, batch.AppendRecords(nil, time.Now().UnixMilli(), recs), p.AppendProduce)
-}
-
-// write is append for a batch already built, appended by appendFn.
-func (gl *groupLog) write(p *partition.Partition, lead partition.Leadership, raw []byte,
-	appendFn func([]byte) (storage.AppendResult, partition.Leadership, error)) error {
-	if minISR := gl.b.MinInsyncReplicas(meta.GroupTopic); p.ISRSize() < minISR {
-		return kerr.CoordinatorNotAvailable
-	}
-	res, now, err := appendFn(raw)
-	switch {
-	case errors.Is(err, partition.ErrNotLeader) || err == nil && now != lead:
-		return kerr.NotCoordinator
-	case errors.Is(err, batch.ErrTooLarge):
-		return kerr.InvalidCommitOffsetSize
-	case err != nil:
-		gl.b.log.Warn("appending to __consumer_offsets failed", "partition", p.Index(), "err", err)
-		return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
-	}
-	p.Appended()
-	switch p.AwaitCommitted(res.LastOffset+1, lead, offsetsCommitTimeout, gl.b.closing) {
-	case partition.CommitTimedOut:
-		return kerr.CoordinatorNotAvailable
-	case partition.CommitLostLeadership:
-		return kerr.NotCoordinator
-	}
-	return nil
+	return gl.write(p, lead, batch.AppendRecords(nil, time.Now().UnixMilli(), recs), p.AppendProduce,
+		kerr.InvalidCommitOffsetSize)
 }
 
 // The group.Store methods: to the log first for a write, then Badger (a
@@ -452,7 +252,7 @@ func (gl *groupLog) CommitPendingOffsets(name string, pid int64, epoch int16, of
 		return kerr.CoordinatorNotAvailable
 	}
 	raw := batch.AppendTxnRecords(nil, time.Now().UnixMilli(), pid, epoch, group.TxnOffsetRecords(name, offs))
-	return gl.write(p, lead, raw, p.AppendCoordinator)
+	return gl.write(p, lead, raw, p.AppendCoordinator, kerr.InvalidCommitOffsetSize)
 }
 
 // MaterializeOffsets writes the offsets a commit marker in the log made
@@ -472,10 +272,7 @@ func (gl *groupLog) completeTxn(idx int32, pid int64, commit bool) error {
 	if t == nil {
 		return nil
 	}
-	gl.mu.Lock()
-	_, loaded := gl.loaded[idx]
-	gl.mu.Unlock()
-	if !loaded {
+	if !gl.isLoaded(idx) {
 		return nil // the next load reads the marker
 	}
 	return gl.b.groups.CompleteTxn(belongsTo(idx, len(t.Partitions())), pid, commit)
@@ -552,57 +349,38 @@ func (gl *groupLog) GroupOffsets(name string) ([]state.GroupOffset, error) {
 func (gl *groupLog) Groups() ([]state.GroupMeta, error) { return gl.store.Groups() }
 
 // offsetsTopicReady reports whether __consumer_offsets exists here, and
-// when it does not, has it created: on this node when it is the
-// controller (or alone), else by the controller, forwarded as this node
-// (the topic is the cluster's, whoever's request brought it about, as
-// Kafka's AutoTopicCreationManager creates internal topics as the broker).
-// One creation at a time; after a failed one the others answer false for
-// offsetsTopicCreateRetry without trying.
+// when it does not, has it created (createCoordinatorTopic).
 func (b *Broker) offsetsTopicReady() bool {
-	exists := func() bool {
-		return b.image().Topic(meta.GroupTopic) != nil || b.partitions.Topic(meta.GroupTopic) != nil
-	}
-	if exists() {
-		return true
-	}
-	gl := b.groupLog
-	gl.createMu.Lock()
-	defer gl.createMu.Unlock()
-	if exists() {
-		return true
-	}
-	if time.Since(gl.createFailed) < offsetsTopicCreateRetry {
-		return false
-	}
-	if err := b.createOffsetsTopic(); err != nil {
-		gl.createFailed = time.Now()
-		b.log.Warn("creating __consumer_offsets failed; groups answer COORDINATOR_NOT_AVAILABLE until it exists", "err", err)
-		return false
-	}
-	// Load the new, empty partitions led here now rather than answer the
-	// client's next request COORDINATOR_LOAD_IN_PROGRESS.
-	gl.follow()
-	return exists()
+	return b.groupLog.ready(func() error {
+		return b.createCoordinatorTopic(meta.GroupTopic, b.cfg.OffsetsTopicPartitions,
+			int(b.cfg.OffsetsTopicReplicationFactor), nil)
+	})
 }
 
-// createOffsetsTopic creates __consumer_offsets with Kafka's shape.
-func (b *Broker) createOffsetsTopic() error {
-	rf := int(b.cfg.OffsetsTopicReplicationFactor)
+// createCoordinatorTopic creates an internal topic with Kafka's shape:
+// compacted, 100 MiB segments, the replication factor capped by the
+// usable brokers; on this node when it is the controller (or alone), else
+// by the controller, forwarded as this node (the topic is the cluster's,
+// whoever's request brought it about, as Kafka's AutoTopicCreationManager
+// creates internal topics as the broker).
+func (b *Broker) createCoordinatorTopic(name string, partitions int32, rf int, extra map[string]string) error {
 	if usable, err := b.usableBrokers(); err == nil && usable < rf {
 		rf = max(usable, 1)
 	}
-	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": offsetsTopicSegmentBytes,
+	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": coordinatorTopicSegmentMiB,
 		"compression.type": "producer"}
+	for k, v := range extra {
+		configs[k] = v
+	}
 	if !b.forwards(createTopicsKey) {
-		_, err := b.partitions.Create(meta.GroupTopic, b.cfg.OffsetsTopicPartitions, configs, [16]byte{}, "",
-			partition.Placement{RF: rf})
+		_, err := b.partitions.Create(name, partitions, configs, [16]byte{}, "", partition.Placement{RF: rf})
 		if errors.Is(err, partition.ErrTopicExists) {
 			err = nil
 		}
 		return err
 	}
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = meta.GroupTopic, b.cfg.OffsetsTopicPartitions, int16(rf)
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, int16(rf)
 	for k, v := range configs {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		c.Name, c.Value = k, &v
