@@ -184,7 +184,7 @@ func (b *Broker) metadataTopic(im **meta.Image, t *partition.Topic) kmsg.Metadat
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name()
 	mt.Topic, mt.TopicID = &name, t.ID()
-	mt.IsInternal = name == meta.GroupTopic // as Kafka marks it
+	mt.IsInternal = name == meta.GroupTopic || name == meta.TransactionTopic // as Kafka marks them
 	it := (*im).Topic(t.Name())
 	if it == nil || it.ID != t.ID() {
 		*im = b.image()

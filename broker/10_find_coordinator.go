@@ -20,8 +20,10 @@ const (
 // on its listener named like the one the request came in on: for a group,
 // the leader of its partition of __consumer_offsets, which the first
 // group FindCoordinator creates (COORDINATOR_NOT_AVAILABLE while it cannot
-// be; group_log.go); for a transactional id, the node it hashes to. A
-// coordinator the image does not know is COORDINATOR_NOT_AVAILABLE. The keys must be
+// be; group_log.go); for a transactional id, the leader of its partition
+// of __transaction_state, which the first transactional FindCoordinator
+// creates (txn_log.go). A coordinator the image does not know is
+// COORDINATOR_NOT_AVAILABLE. The keys must be
 // non-empty; share-group keys (type 2) and unknown types are INVALID_REQUEST.
 // librdkafka also uses FindCoordinator v0 being advertised to decide that
 // the broker supports lz4, so this answer matters even to producers.
@@ -46,13 +48,14 @@ func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 		if code != 0 {
 			return code, msg, -1, "", -1
 		}
-		if req.CoordinatorType == coordinatorGroup && !b.offsetsTopicReady() {
+		kind := meta.CoordinatorKind(req.CoordinatorType)
+		if !b.coordinatorTopicReady(kind) {
 			return kerr.CoordinatorNotAvailable.Code, nil, -1, "", -1
 		}
-		if im.Topic(meta.GroupTopic) == nil && req.CoordinatorType == coordinatorGroup {
+		if im.Topic(coordinatorTopic(kind)) == nil {
 			im = b.image() // created just now
 		}
-		c, ok := im.Coordinator(meta.CoordinatorKind(req.CoordinatorType), key)
+		c, ok := im.Coordinator(kind, key)
 		l, lok := meta.Listener{}, false
 		if ok {
 			l, lok = c.Listener(r.conn.Listener())
@@ -90,4 +93,12 @@ func (b *Broker) coordinatorCheck(az *authzCtx, kind int8, key string) (code int
 		return kerr.InvalidRequest.Code, &m
 	}
 	return 0, nil
+}
+
+// coordinatorTopic is the internal topic of a coordinator kind.
+func coordinatorTopic(kind meta.CoordinatorKind) string {
+	if kind == meta.CoordinatorGroup {
+		return meta.GroupTopic
+	}
+	return meta.TransactionTopic
 }

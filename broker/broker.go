@@ -104,6 +104,7 @@ type Broker struct {
 	pids     producerIDs
 	groups   *group.Coordinator
 	groupLog *groupLog // the groups' store on __consumer_offsets
+	txnLog   *txnLog   // the transactions' store on __transaction_state
 
 	mirrorMu    sync.RWMutex
 	mirrorAdmin MirrorAdmin
@@ -230,8 +231,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("loading consumer groups: %w", err)
 	}
 	b.orphans = map[orphanKey]time.Time{}
+	b.txnLog = newTxnLog(b, store)
 	b.txns, err = txn.New(txn.Config{Logger: cfg.Logger, MaxTimeout: cfg.Transactions.MaxTimeout,
-		IDExpiration: cfg.Transactions.IDExpiration, CheckInterval: cfg.Transactions.AbortCheckInterval}, store, txnNode{b})
+		IDExpiration: cfg.Transactions.IDExpiration, CheckInterval: cfg.Transactions.AbortCheckInterval}, b.txnLog, txnNode{b})
 	if err != nil {
 		b.groups.Close()
 		b.partitions.Close()
@@ -260,11 +262,13 @@ func New(cfg Config) (*Broker, error) {
 			b.applyAssignments(parts)
 		}
 	}
-	b.bg.Add(3)
+	b.bg.Add(4)
 	go b.maintain()
 	go b.checkpointLoop()
 	go b.groupLog.run()
 	b.groupLog.nudge()
+	go b.txnLog.run()
+	b.txnLog.nudge()
 	if b.replicas != nil {
 		b.isrWake = make(chan struct{}, 1)
 		b.bg.Add(1)

@@ -253,5 +253,6 @@ func (b *Broker) publishImageLocked(topics []*partition.Topic) {
 	b.img.Store(meta.ImageFromRecords(b.store.ClusterID(), self, controller, brokers, sts, parts, localEpoch))
 	if b.groupLog != nil {
 		b.groupLog.nudge() // the coordinator partitions' leaders may have moved
+		b.txnLog.nudge()
 	}
 }

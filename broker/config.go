@@ -59,6 +59,16 @@ type Config struct {
 	// of __consumer_offsets, which holds the groups' state.
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
+	// TransactionTopicPartitions is transaction.state.log.num.partitions
+	// (50), TransactionTopicReplicationFactor
+	// transaction.state.log.replication.factor (3, capped by the usable
+	// brokers when the topic is created) and TransactionTopicMinISR
+	// transaction.state.log.min.isr (2, capped by the replication
+	// factor): the shape of __transaction_state, which holds the
+	// transaction coordinator's state.
+	TransactionTopicPartitions        int32
+	TransactionTopicReplicationFactor int16
+	TransactionTopicMinISR            int16
 	// MinInsyncReplicas is min.insync.replicas (default 1): the broker
 	// default of the topic config of that name, the ISR size below which
 	// a leader refuses acks=all writes (Broker.MinInsyncReplicas).
@@ -342,14 +352,17 @@ const (
 // DefaultConfig is what `kmirror serve` runs with no file and no flags.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:                        DefaultNodeID,
-		Listeners:                     []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
-		LogDirs:                       []string{DefaultLogDir},
-		NumPartitions:                 DefaultNumPartitions,
-		DefaultReplicationFactor:      DefaultReplicationFactor,
-		MinInsyncReplicas:             DefaultMinInsyncReplicas,
-		OffsetsTopicPartitions:        DefaultOffsetsTopicPartitions,
-		OffsetsTopicReplicationFactor: DefaultOffsetsTopicReplicationFactor,
+		NodeID:                            DefaultNodeID,
+		Listeners:                         []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
+		LogDirs:                           []string{DefaultLogDir},
+		NumPartitions:                     DefaultNumPartitions,
+		DefaultReplicationFactor:          DefaultReplicationFactor,
+		MinInsyncReplicas:                 DefaultMinInsyncReplicas,
+		OffsetsTopicPartitions:            DefaultOffsetsTopicPartitions,
+		OffsetsTopicReplicationFactor:     DefaultOffsetsTopicReplicationFactor,
+		TransactionTopicPartitions:        DefaultTransactionTopicPartitions,
+		TransactionTopicReplicationFactor: DefaultTransactionTopicReplicationFactor,
+		TransactionTopicMinISR:            DefaultTransactionTopicMinISR,
 		Replication: ReplicationConfig{LagTimeMax: DefaultReplicaLagTimeMax, NumFetchers: DefaultNumReplicaFetchers,
 			FetchMaxBytes: DefaultReplicaFetchMaxBytes, FetchWaitMax: DefaultReplicaFetchWaitMax,
 			FetchMinBytes: DefaultReplicaFetchMinBytes, FetchResponseMaxBytes: DefaultReplicaFetchResponseMaxBytes},
@@ -610,6 +623,24 @@ func (c *Config) Validate() error {
 		return bad("offsets.topic.replication.factor", "must be >= 1, got %d", c.OffsetsTopicReplicationFactor)
 	case c.OffsetsTopicReplicationFactor == 0:
 		c.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
+	}
+	switch {
+	case c.TransactionTopicPartitions < 0:
+		return bad("transaction.state.log.num.partitions", "must be >= 1, got %d", c.TransactionTopicPartitions)
+	case c.TransactionTopicPartitions == 0:
+		c.TransactionTopicPartitions = DefaultTransactionTopicPartitions
+	}
+	switch {
+	case c.TransactionTopicReplicationFactor < 0:
+		return bad("transaction.state.log.replication.factor", "must be >= 1, got %d", c.TransactionTopicReplicationFactor)
+	case c.TransactionTopicReplicationFactor == 0:
+		c.TransactionTopicReplicationFactor = DefaultTransactionTopicReplicationFactor
+	}
+	switch {
+	case c.TransactionTopicMinISR < 0:
+		return bad("transaction.state.log.min.isr", "must be >= 1, got %d", c.TransactionTopicMinISR)
+	case c.TransactionTopicMinISR == 0:
+		c.TransactionTopicMinISR = DefaultTransactionTopicMinISR
 	}
 	switch {
 	case c.MinInsyncReplicas < 0:

@@ -19,9 +19,9 @@ import (
 // coordinatorError is the error code of a request on key: 0 when this
 // node coordinates it.
 func (b *Broker) coordinatorError(kind meta.CoordinatorKind, key string) int16 {
-	if kind == meta.CoordinatorGroup && !b.offsetsTopicReady() {
-		// Until __consumer_offsets is here no node coordinates a group:
-		// a commit kept in one node's store alone would not survive it.
+	if !b.coordinatorTopicReady(kind) {
+		// Until the kind's topic is here no node coordinates its keys:
+		// state kept in one node's store alone would not survive it.
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	im := b.image()
@@ -34,7 +34,15 @@ func (b *Broker) coordinatorError(kind meta.CoordinatorKind, key string) int16 {
 	case kind == meta.CoordinatorGroup:
 		return b.groupLog.loadCode(key)
 	}
-	return 0
+	return b.txnLog.loadCode(key)
+}
+
+// coordinatorTopicReady is offsetsTopicReady or txnTopicReady, by kind.
+func (b *Broker) coordinatorTopicReady(kind meta.CoordinatorKind) bool {
+	if kind == meta.CoordinatorGroup {
+		return b.offsetsTopicReady()
+	}
+	return b.txnTopicReady()
 }
 
 // groupCoordinatorError is coordinatorError for a group the sender may

@@ -107,6 +107,7 @@ func (b *Broker) applyAssignments(parts []state.PartitionAssignment) {
 	}
 	b.replicas.Follow(follow)
 	b.groupLog.nudge() // the assignments name the leaders the loader follows
+	b.txnLog.nudge()
 }
 
 // leaderLive reports whether the image names a leader for the partition

@@ -183,26 +183,11 @@ func (s *GroupsState) ApplyBatch(b batch.Batch) error {
 			s.Pending[pid] = offsets
 		}
 	}
-	if b.Codec() != batch.CodecNone {
-		return fmt.Errorf("%w: a %s-compressed batch at offset %d (kmirror writes them uncompressed)", ErrOffsetsRecord,
-			b.Codec(), b.BaseOffset())
+	err := batch.EachRecord(b, func(key, value []byte) error { return s.apply(key, value, offsets, txn) })
+	if errors.Is(err, batch.ErrRecord) {
+		return fmt.Errorf("%w: %w", ErrOffsetsRecord, err)
 	}
-	recs := b.Records()
-	for i := range b.RecordCount() {
-		n, w := binary.Varint(recs)
-		if w <= 0 || n < 0 || n > int64(len(recs)-w) {
-			return fmt.Errorf("%w: record %d of the batch at offset %d: bad length", ErrOffsetsRecord, i, b.BaseOffset())
-		}
-		var r kmsg.Record
-		if err := r.ReadFrom(recs[:w+int(n)]); err != nil {
-			return fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrOffsetsRecord, i, b.BaseOffset(), err)
-		}
-		recs = recs[w+int(n):]
-		if err := s.apply(r.Key, r.Value, offsets, txn); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // applyMarker decides the pending offsets of a marker's producer.

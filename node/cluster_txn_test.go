@@ -13,17 +13,32 @@ import (
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 )
 
-// A consume-transform-produce loop keeps exactly-once on a cluster: the
-// transaction coordinator writes its markers at every partition's leader
-// (WriteTxnMarkers to the other nodes), the group's coordinator, another
-// node, holds the offsets committed in each transaction pending in
-// __consumer_offsets until the marker there decides them, and the loop
-// goes on after the group's coordinator stops: the partition's new leader
-// replays the pending offsets and the next marker decides them. Every
-// input record is in the output once, none twice, and the group's offsets
-// end at the input's end.
+// A consume-transform-produce loop keeps exactly-once on a cluster, with
+// its transactional id coordinated by one node and its group by another:
+// the transaction coordinator writes its markers at every partition's
+// leader (WriteTxnMarkers to the other nodes), and the group's
+// coordinator holds the offsets committed in each transaction pending in
+// __consumer_offsets until the marker there decides them.
+//   - The group's coordinator stops while a transaction is open: the
+//     partition's new leader replays the group's offsets and goes on.
+//   - The transaction coordinator stops in the middle of a transaction:
+//     the id's partition of __transaction_state has a new leader, which
+//     loads the open transaction; the next producer of the id aborts it
+//     there and goes on.
+//
+// Every input record is in the read_committed output once, none twice,
+// and the group's offsets end at the input's end.
 func TestClusterExactlyOnceAcrossNodes(t *testing.T) {
 	t.Parallel()
+	for _, stop := range []string{"group coordinator", "transaction coordinator"} {
+		t.Run(stop, func(t *testing.T) {
+			t.Parallel()
+			exactlyOnceAcrossAStop(t, stop == "transaction coordinator")
+		})
+	}
+}
+
+func exactlyOnceAcrossAStop(t *testing.T, stopTxnCoordinator bool) {
 	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.GroupInitialRebalanceDelay = 0 })
 	ctx := t.Context()
 	adm := c.client(0)
@@ -52,30 +67,37 @@ func TestClusterExactlyOnceAcrossNodes(t *testing.T) {
 	// The group's coordinator, and a transactional id another node
 	// coordinates.
 	gadm := kadm.NewClient(nodetest.Client(t, addrs))
-	var gco kadm.FindCoordinatorResponse
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		gco = gadm.FindGroupCoordinators(ctx, "etl")["etl"]
-		if gco.Err == nil || time.Now().After(deadline) {
-			break
+	find := func(lookup func() kadm.FindCoordinatorResponse) kadm.FindCoordinatorResponse {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			co := lookup()
+			if co.Err == nil || time.Now().After(deadline) {
+				if co.Err != nil {
+					t.Fatal(co.Err)
+				}
+				return co
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	if gco.Err != nil {
-		t.Fatal(gco.Err)
-	}
-	txnID := ""
+	gco := find(func() kadm.FindCoordinatorResponse { return gadm.FindGroupCoordinators(ctx, "etl")["etl"] })
+	txnID, tco := "", kadm.FindCoordinatorResponse{}
 	for i := 0; txnID == "" && i < 100; i++ {
 		id := fmt.Sprint("etl-", i)
-		if co := gadm.FindTxnCoordinators(ctx, id)[id]; co.Err == nil && co.NodeID != gco.NodeID {
-			txnID = id
+		if co := find(func() kadm.FindCoordinatorResponse { return gadm.FindTxnCoordinators(ctx, id)[id] }); co.NodeID != gco.NodeID {
+			txnID, tco = id, co
 		}
 	}
 	if txnID == "" {
 		t.Fatal("no transactional id coordinated away from the group's coordinator")
 	}
 
-	run := func(seeds []string, until int, seen map[string]int, stopAfter func(rounds int) bool) {
+	seen := map[string]int{}
+	// run consumes, transforms and produces until until records were
+	// committed, or (stopAt) until a third of them were, and then stops
+	// node stopAt in the middle of the next transaction.
+	run := func(seeds []string, until int, stopAt int) {
 		t.Helper()
 		sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(seeds...)},
 			kgo.TransactionalID(txnID), kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"),
@@ -86,10 +108,7 @@ func TestClusterExactlyOnceAcrossNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sess.Close()
-		for rounds := 0; len(seen) < until; rounds++ {
-			if stopAfter != nil && stopAfter(rounds) {
-				return
-			}
+		for len(seen) < until {
 			pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			fs := sess.PollRecords(pctx, 40)
 			cancel()
@@ -104,6 +123,13 @@ func TestClusterExactlyOnceAcrossNodes(t *testing.T) {
 				batch = append(batch, string(r.Value))
 				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
 			})
+			if stopAt >= 0 && len(seen) >= n/3 {
+				if err := sess.Client().Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+				c.stop(stopAt) // the transaction is open, its records written
+				return
+			}
 			committed, err := sess.End(ctx, kgo.TryCommit)
 			if err != nil {
 				t.Fatalf("ending a transaction after %d records: %v", len(seen), err)
@@ -115,19 +141,21 @@ func TestClusterExactlyOnceAcrossNodes(t *testing.T) {
 			}
 		}
 	}
-	seen := map[string]int{}
-	run(addrs, n, seen, func(rounds int) bool { return rounds > 0 && len(seen) >= n/3 })
+	stopAt := int(gco.NodeID - 1)
+	if stopTxnCoordinator {
+		stopAt = int(tco.NodeID - 1)
+	}
+	run(addrs, n, stopAt)
 	if len(seen) >= n {
 		t.Fatalf("the first session read everything (%d) before the stop", len(seen))
 	}
-	c.stop(int(gco.NodeID - 1))
 	var live []string
 	for _, nd := range c.nodes {
 		if nd != nil {
 			live = append(live, nd.Addr())
 		}
 	}
-	run(live, n, seen, nil)
+	run(live, n, -1)
 
 	// The output, read committed, holds each input record once.
 	out := nodetest.Client(t, live, kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),

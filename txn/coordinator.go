@@ -10,13 +10,16 @@
 // pending from TxnOffsetCommit; transaction.timeout.ms aborts an abandoned
 // transaction.
 //
-// Durability: each transactional id's record (state.Txn) is fsynced before
-// the action it announces. EndTxn persists PrepareCommit or PrepareAbort,
-// then writes the markers, then persists CompleteCommit or CompleteAbort.
-// A crash anywhere in between leaves a Prepare record that New finishes
-// at the next start, so no transaction is left hanging and none is decided
-// twice. The completion skips its own fsync: the next fsynced write
-// carries it (persistLazy says why that is safe). Records written by an
+// Durability: each transactional id's record (state.Txn) is stored before
+// the action it announces (on a node, Store.PutTxn returns once the id's
+// partition of __transaction_state holds it in its in-sync replicas;
+// broker/txn_log.go). EndTxn persists PrepareCommit or PrepareAbort, then
+// writes the markers, then persists CompleteCommit or CompleteAbort. A
+// crash anywhere in between leaves a Prepare record that the next
+// coordinator of the id finishes when it loads it (Load, or New for a
+// store that hands its records over at the start), so no transaction is
+// left hanging and none is decided twice. The completion may be stored
+// lazily (persistLazy says why that is safe). Records written by an
 // older kmirror may hold a transaction's groups and offsets themselves;
 // those offsets are committed through Node.CommitOffsets when the
 // transaction commits.
@@ -208,11 +211,52 @@ func (c *Coordinator) persistLazy(t *state.Txn, old state.Txn) *kerr.Error {
 func (c *Coordinator) write(t *state.Txn, old state.Txn, put func(state.Txn) error) *kerr.Error {
 	t.UpdateMs = c.nowMs()
 	if err := put(*t); err != nil {
-		c.log.Error("persisting a transaction", "transactional_id", t.ID, "err", err)
 		*t = old
+		if errors.Is(err, kerr.NotCoordinator) {
+			// The id's partition moved to another leader meanwhile:
+			// the client finds it there.
+			return kerr.NotCoordinator
+		}
+		c.log.Error("persisting a transaction", "transactional_id", t.ID, "err", err)
 		return kerr.CoordinatorNotAvailable
 	}
 	return nil
+}
+
+// Load installs the records of the ids belongs selects (one partition of
+// __transaction_state, which this node now leads), dropping what it held
+// of them first, and finishes the transactions they hold decided but not
+// complete: their markers are written now, as a Kafka coordinator does
+// when it loads a partition. Open ones go on, or time out.
+func (c *Coordinator) Load(belongs func(id string) bool, recs []state.Txn) {
+	c.Unload(belongs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range recs {
+		t := recs[i]
+		if !belongs(t.ID) {
+			continue
+		}
+		c.txns[t.ID] = &t
+		if s := State(t.State); s == PrepareCommit || s == PrepareAbort {
+			c.log.Info("finishing a transaction decided by the partition's previous leader", "transactional_id", t.ID,
+				"state", s)
+			if err := c.complete(&t); err != nil {
+				c.log.Warn("finishing a transaction; will retry", "transactional_id", t.ID, "err", err)
+			}
+		}
+	}
+}
+
+// Unload drops the ids belongs selects (a partition led elsewhere now).
+func (c *Coordinator) Unload(belongs func(id string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.txns {
+		if belongs(id) {
+			delete(c.txns, id)
+		}
+	}
 }
 
 // snapshot copies t's slices so a rollback is independent of later edits.

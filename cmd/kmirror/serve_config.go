@@ -105,6 +105,29 @@ var serverSettings = []setting{
 			c.OffsetsTopicReplicationFactor = int16(n)
 			return err
 		}},
+	{Def: brokerDef("transaction.state.log.num.partitions", "partitions of __transaction_state, which holds the transaction coordinator's state, when it is created, an integer >= 1 (default "+strconv.Itoa(broker.DefaultTransactionTopicPartitions)+")"),
+		apply: func(c *broker.Config, v string) (err error) {
+			c.TransactionTopicPartitions, err = settings.Int32(v, 1)
+			return err
+		}},
+	{Def: brokerDef("transaction.state.log.replication.factor", "replicas of __transaction_state when it is created, fewer while fewer brokers are usable, an integer >= 1 (default "+strconv.Itoa(broker.DefaultTransactionTopicReplicationFactor)+")"),
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			if err == nil && n > 32767 {
+				err = fmt.Errorf("must be at most 32767, got %d", n)
+			}
+			c.TransactionTopicReplicationFactor = int16(n)
+			return err
+		}},
+	{Def: brokerDef("transaction.state.log.min.isr", "min.insync.replicas of __transaction_state when it is created, at most its replication factor, an integer >= 1 (default "+strconv.Itoa(broker.DefaultTransactionTopicMinISR)+")"),
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			if err == nil && n > 32767 {
+				err = fmt.Errorf("must be at most 32767, got %d", n)
+			}
+			c.TransactionTopicMinISR = int16(n)
+			return err
+		}},
 	{Def: brokerDef("default.replication.factor", "replicas of auto-created topics and of CreateTopics with replication factor -1, an integer >= 1 (default "+strconv.Itoa(broker.DefaultReplicationFactor)+")"),
 		apply: func(c *broker.Config, v string) (err error) {
 			c.DefaultReplicationFactor, err = settings.Int32(v, 1)

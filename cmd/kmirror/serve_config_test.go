@@ -65,6 +65,7 @@ func TestLoadServeConfig(t *testing.T) {
 			c.Cluster.ControllerListener = &broker.Listener{Name: "CONTROLLER", Host: "0.0.0.0", Port: 19093, Protocol: "PLAINTEXT"}
 			c.LogRetentionCheckInterval = 5 * time.Minute
 			c.OffsetsTopicReplicationFactor = 1
+			c.TransactionTopicReplicationFactor, c.TransactionTopicMinISR = 1, 1
 			c.Listeners = plain("0.0.0.0", 19092)
 			c.AdvertisedListeners = plain("broker.example.com", 19092)
 			c.InterBrokerListenerName = "PLAINTEXT"
@@ -380,7 +381,6 @@ func TestSettingsTable(t *testing.T) {
 	// The keys of Kafka's sample KRaft file are accepted and ignored.
 	for _, name := range []string{"num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
 		"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-		"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
 		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr"} {
 		if lookupSetting(name) != nil || !kafkaconfigs.Known(name) {
 			t.Errorf("%s: want an accepted, ignored key", name)
