@@ -22,10 +22,8 @@ import (
 // live is the addresses of the running nodes.
 func (c *serveCluster) live() []string {
 	var out []string
-	for _, a := range c.addrs {
-		if a != "" {
-			out = append(out, a)
-		}
+	for _, id := range c.up() {
+		out = append(out, c.addrs[id-1])
 	}
 	return out
 }
