@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +15,17 @@ import (
 // Kafka broker (KGO_SEEDS): the module at the version go.mod requires is
 // copied out of the module cache (read-only there) and tested.
 //
+// franzGoTestRecords is KGO_TEST_RECORDS (franz-go's default: 500,000).
+const franzGoTestRecords = 20000
+
 // TestConsumeRegex found kmirror lacking __consumer_offsets ("topic
 // __consumer_offsets is not in metadata", issue 23): it asks for a group
 // coordinator and waits for the topic, marked internal, in Metadata.
+//
+// TestGroupETL and TestTxnEtl chain consumer groups through three topics,
+// the second with transactional producers committing the group's offsets
+// in their transactions (exactly-once), checking every record arrives
+// once in order; franzGoTestRecords bounds their size.
 func TestFranzGoKgoAgainstKmirror(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, noRebalanceDelay)
@@ -30,10 +39,11 @@ func TestFranzGoKgoAgainstKmirror(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(strings.TrimSpace(string(out)))); err != nil {
 		t.Fatalf("copying the franz-go module: %v", err)
 	}
-	for _, test := range []string{"TestConsumeRegex"} {
+	for _, test := range []string{"TestConsumeRegex", "TestGroupETL", "TestTxnEtl"} {
 		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^"+test+"$", "./pkg/kgo")
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "KGO_SEEDS="+n.addr(), "KGO_TEST_RF=1")
+		cmd.Env = append(os.Environ(), "KGO_SEEDS="+n.addr(), "KGO_TEST_RF=1",
+			"KGO_TEST_RECORDS="+strconv.Itoa(franzGoTestRecords))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("franz-go's %s against kmirror: %v\n%s", test, err, out)
 		}
