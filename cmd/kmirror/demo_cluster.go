@@ -28,8 +28,9 @@ import (
 // mirror runs each partition's fetcher on its leader; the node leading
 // the most partitions is stopped mid-mirroring, the others take its
 // partitions over and mirror on; the copy is checked byte for byte
-// against the source; the failover runs with that node still down, and a
-// consumer group committed at the source resumes on the cluster.
+// against the source; the failover runs with that node still down, a
+// consumer group committed at the source resumes on the cluster, and
+// transactions run on the cluster (one aborted, one committed).
 
 const demoGroup = "demo-consumers"
 
@@ -175,6 +176,23 @@ func demoCluster(ctx context.Context, records int, out io.Writer, log *slog.Logg
 		return fmt.Errorf("producing on the cluster after the failover: %w", err)
 	}
 	step("produce on the cluster (writable)", "ok")
+
+	// 5. Transactions on the cluster, the node still down: the
+	// coordinator writes the markers at each partition's leader; a
+	// read_committed consumer sees the committed transaction only.
+	txnStart, err := endOffsets(ctx, alive)
+	if err != nil {
+		return err
+	}
+	if err := produceDemoTxns(ctx, alive.Addr(), demoTxnRecords); err != nil {
+		return fmt.Errorf("transactions on the cluster: %w", err)
+	}
+	step(fmt.Sprintf("transactions on the cluster: abort %d records, commit %d", demoTxnRecords, demoTxnRecords), "ok")
+	seen, err := readDemoTxns(ctx, alive.Addr(), txnStart)
+	if err != nil {
+		return fmt.Errorf("reading the transactions on the cluster: %w", err)
+	}
+	step("read_committed on the cluster: committed records only", seen)
 
 	rep.summary()
 	return nil

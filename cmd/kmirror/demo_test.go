@@ -41,7 +41,7 @@ func TestDemo(t *testing.T) {
 
 // The cluster demo (make demo-cluster): a mirror into three nodes, one
 // stopped mid-mirroring, the copy byte for byte, a failover with it down,
-// a consumer group resumed on the cluster.
+// a consumer group resumed on the cluster, transactions on it after.
 func TestDemoCluster(t *testing.T) {
 	t.Parallel()
 	var out, errOut strings.Builder
@@ -53,6 +53,8 @@ func TestDemoCluster(t *testing.T) {
 		"the new leaders mirrored on; bytes identical to S",
 		"every partition STOPPED",
 		"group demo-consumers resumes on the cluster",
+		"transactions on the cluster: abort 30 records, commit 30",
+		"read_committed on the cluster: committed records only",
 		"from offset sum 2000, nothing read twice",
 		"demo done in",
 	} {
