@@ -184,7 +184,7 @@ func (b *Broker) metadataTopic(im **meta.Image, t *partition.Topic) kmsg.Metadat
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name()
 	mt.Topic, mt.TopicID = &name, t.ID()
-	mt.IsInternal = name == meta.GroupTopic || name == meta.TransactionTopic // as Kafka marks them
+	mt.IsInternal = isInternalTopic(name)
 	it := (*im).Topic(t.Name())
 	if it == nil || it.ID != t.ID() {
 		*im = b.image()
@@ -225,4 +225,10 @@ func validateTopicName(name string) error {
 		}
 	}
 	return nil
+}
+
+// isInternalTopic reports whether name is one of the coordinators' topics,
+// which Kafka marks internal (Topic.isInternal).
+func isInternalTopic(name string) bool {
+	return name == meta.GroupTopic || name == meta.TransactionTopic
 }

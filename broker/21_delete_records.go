@@ -21,8 +21,10 @@ const deleteRecordsHighWatermark = -1
 // means the high watermark); LowWatermark answers the log start after the
 // call. An offset at or below the current log start changes nothing. An
 // offset above the high watermark, or below -1, is OFFSET_OUT_OF_RANGE,
-// and a topic whose cleanup.policy lacks "delete" is POLICY_VIOLATION, as
-// in Kafka. Whole segments below the new start are removed at once, the
+// a topic whose cleanup.policy lacks "delete" is POLICY_VIOLATION, and an
+// internal topic (__consumer_offsets, __transaction_state: the
+// coordinators' state) INVALID_TOPIC_EXCEPTION whatever its policy, as in
+// Kafka. Whole segments below the new start are removed at once, the
 // rest of the prefix becomes unreadable: a fetch below the log start gets
 // OFFSET_OUT_OF_RANGE and consumers that reset to the earliest offset
 // begin at it. The new log start is persisted before the answer.
@@ -69,6 +71,8 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case isInternalTopic(rt.Topic):
+				sp.ErrorCode = kerr.InvalidTopicException.Code
 			case otherLeader(im, it, rp.Partition) != nil:
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case !deletable:

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 )
@@ -30,6 +31,15 @@ func TestAdminDeleteRecords(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, compact, "trim-compact"); err != nil {
 		t.Fatal(err)
 	}
+	// An internal topic: its policy aside, DeleteRecords would cut the
+	// coordinator's state.
+	if co := adm.FindGroupCoordinators(ctx, "g")["g"]; co.Err != nil {
+		t.Fatal(co.Err)
+	}
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("delete")}},
+		meta.GroupTopic); err != nil {
+		t.Fatal(err)
+	}
 	prod := adminProducer(t, b)
 	adminProduce(t, ctx, prod, "trim", 0, 20)
 	adminProduce(t, ctx, prod, "trim", 1, 5)
@@ -46,6 +56,7 @@ func TestAdminDeleteRecords(t *testing.T) {
 		{"trim", 0, 21, kerr.OffsetOutOfRange, -1},
 		{"trim", 1, -1, nil, 5}, // -1: the high watermark
 		{"trim-compact", 0, 0, kerr.PolicyViolation, -1},
+		{meta.GroupTopic, 0, -1, kerr.InvalidTopicException, -1},
 	} {
 		var os kadm.Offsets
 		os.AddOffset(st.topic, st.p, st.at, -1)
