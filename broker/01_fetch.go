@@ -76,9 +76,11 @@ type fetchPart struct {
 	divEpoch  int32
 	divOffset int64
 	diverging bool
-	aborted   []storage.AbortedTxn // aliases fetchScratch.aborted, read_committed only
-	include   bool
-	denied    bool // not authorized: TOPIC_AUTHORIZATION_FAILED
+	// wakes is p.Wakes() before p was read (waitForAppend).
+	wakes   uint64
+	aborted []storage.AbortedTxn // aliases fetchScratch.aborted, read_committed only
+	include bool
+	denied  bool // not authorized: TOPIC_AUTHORIZATION_FAILED
 }
 
 // fetchTopic is a topic of the response, in request (or session) order.
@@ -166,6 +168,9 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		}
 		// The long poll is not request-handling time (request_percentage,
 		// quota_throttle.go): Kafka parks the fetch off its threads.
+		if b.fetchParking != nil {
+			b.fetchParking() // tests: an append between the read and the wait
+		}
 		parked := time.Now()
 		appended := b.waitForAppend(fs, deadline)
 		r.parked += time.Since(parked)
@@ -330,6 +335,9 @@ func (fp *fetchPart) changed() bool {
 // readFetchPart fills one partition's answer.
 func (b *Broker) readFetchPart(version int16, fp *fetchPart, fs *fetchScratch, committed bool, budget *int64, first bool) {
 	p := fp.p
+	if p != nil {
+		fp.wakes = p.Wakes()
+	}
 	switch {
 	case fp.t == nil && version >= 13:
 		fp.errCode = kerr.UnknownTopicID.Code
@@ -437,15 +445,25 @@ func partitionInfo(l *storage.Log) storage.ReadInfo {
 
 // waitForAppend parks the request until an append to one of its
 // partitions, the deadline or shutdown. It returns false when the broker
-// is closing.
+// is closing. An append between the read and the registration here has
+// no signal left to send: it is found by the partition's wake count, and
+// the request reads again at once.
 func (b *Broker) waitForAppend(fs *fetchScratch, deadline time.Time) bool {
 	select {
 	case <-fs.wake:
 	default:
 	}
+	missed := false
 	for i := range fs.parts {
 		if p := fs.parts[i].p; p != nil {
 			p.Wait(fs.wake)
+			missed = missed || p.Wakes() != fs.parts[i].wakes
+		}
+	}
+	if missed {
+		select {
+		case fs.wake <- struct{}{}:
+		default:
 		}
 	}
 	d := time.Until(deadline)

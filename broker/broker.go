@@ -106,6 +106,10 @@ type Broker struct {
 	groupLog *groupLog // the groups' store on __consumer_offsets
 	txnLog   *txnLog   // the transactions' store on __transaction_state
 
+	// fetchParking, set by tests only, runs when a long-poll Fetch has
+	// read its partitions and is about to wait for an append.
+	fetchParking func()
+
 	mirrorMu    sync.RWMutex
 	mirrorAdmin MirrorAdmin
 

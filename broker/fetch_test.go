@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -581,5 +582,37 @@ func TestFetchSessionMaintenance(t *testing.T) {
 	}
 	if s := other.create(time.Now()); s != nil {
 		t.Fatal("a full cache of fresh sessions made room")
+	}
+}
+
+// An append that lands after a long-poll Fetch read its partitions and
+// before it registered to wait has no signal left to send: the fetch
+// sees it in the partition's wake count and answers at once. It used to
+// sleep out its MaxWait, which a follower's fetch turned into a 500 ms
+// stall of every acks=all write waiting for it (replica.fetch.wait.max.ms).
+func TestFetchLongPollCatchesAnAppendBeforeItWaits(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t)
+	tp := mustTopic(t, b, "long-poll-race", 1)
+	p := tp.Partitions()[0]
+	var once sync.Once
+	b.fetchParking = func() {
+		once.Do(func() {
+			if _, _, err := p.AppendProduce(plainBatch(2, 10)); err != nil {
+				t.Error(err)
+			}
+			p.Appended()
+		})
+	}
+	req := newFetchReq(17)
+	req.MaxWaitMillis = 5000
+	addPart(req, tp, 0, 0)
+	start := time.Now()
+	resp := dialRaw(t, b).roundTrip(req).(*kmsg.FetchResponse)
+	if took := time.Since(start); took >= 2*time.Second {
+		t.Fatalf("fetch took %v with the append made before it waited, want well under MaxWait", took)
+	}
+	if got := offsetsIn(t, mustPart(t, resp, tp, 0).RecordBatches); !reflect.DeepEqual(got, []int64{0, 1}) {
+		t.Fatalf("offsets %v, want [0 1]", got)
 	}
 }

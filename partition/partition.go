@@ -46,6 +46,9 @@ type Partition struct {
 
 	waitMu  sync.Mutex
 	waiters []chan struct{}
+	// wakes counts wake calls: a waiter that read p before it
+	// registered compares it to learn of a wake it missed (Wakes).
+	wakes atomic.Uint64
 }
 
 // Topic is the partition's topic.
@@ -102,6 +105,13 @@ func (p *Partition) Wait(ch chan struct{}) {
 	p.waitMu.Unlock()
 }
 
+// Wakes counts the wakes so far (appends, high watermark moves, the
+// topic's deletion). A waiter reads it before it reads the partition and
+// again once registered with Wait: a change means a wake came in between,
+// which no signal will repeat (Kafka's DelayedFetch checks again after
+// it starts watching, for the same reason).
+func (p *Partition) Wakes() uint64 { return p.wakes.Load() }
+
 // Unwait removes ch if it is still registered.
 func (p *Partition) Unwait(ch chan struct{}) {
 	p.waitMu.Lock()
@@ -152,6 +162,7 @@ func (p *Partition) epochMaybeMoved() {
 // wake wakes every long-poll Fetch and acks=all produce waiting on the
 // partition.
 func (p *Partition) wake() {
+	p.wakes.Add(1)
 	p.waitMu.Lock()
 	for i, w := range p.waiters {
 		select {
