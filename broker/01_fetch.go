@@ -168,8 +168,8 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		}
 		// The long poll is not request-handling time (request_percentage,
 		// quota_throttle.go): Kafka parks the fetch off its threads.
-		if b.fetchParking != nil {
-			b.fetchParking() // tests: an append between the read and the wait
+		if hook := b.fetchParking.Load(); hook != nil {
+			(*hook)() // tests: an append between the read and the wait
 		}
 		parked := time.Now()
 		appended := b.waitForAppend(fs, deadline)

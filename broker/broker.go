@@ -107,8 +107,9 @@ type Broker struct {
 	txnLog   *txnLog   // the transactions' store on __transaction_state
 
 	// fetchParking, set by tests only, runs when a long-poll Fetch has
-	// read its partitions and is about to wait for an append.
-	fetchParking func()
+	// read its partitions and is about to wait for an append (atomic:
+	// the race detector sees no order through the test's socket).
+	fetchParking atomic.Pointer[func()]
 
 	mirrorMu    sync.RWMutex
 	mirrorAdmin MirrorAdmin

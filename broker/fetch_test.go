@@ -596,7 +596,7 @@ func TestFetchLongPollCatchesAnAppendBeforeItWaits(t *testing.T) {
 	tp := mustTopic(t, b, "long-poll-race", 1)
 	p := tp.Partitions()[0]
 	var once sync.Once
-	b.fetchParking = func() {
+	hook := func() {
 		once.Do(func() {
 			if _, _, err := p.AppendProduce(plainBatch(2, 10)); err != nil {
 				t.Error(err)
@@ -604,6 +604,7 @@ func TestFetchLongPollCatchesAnAppendBeforeItWaits(t *testing.T) {
 			p.Appended()
 		})
 	}
+	b.fetchParking.Store(&hook)
 	req := newFetchReq(17)
 	req.MaxWaitMillis = 5000
 	addPart(req, tp, 0, 0)
