@@ -62,6 +62,15 @@ bench-produce: build
 bench-cluster: build
 	$(GO) run ./perf/cluster --kmirror-bin $(BIN) --out perf/baselines/cluster-$$(date -u +%Y-%m-%d).txt $(CLUSTERFLAGS)
 
+# The group coordinator against real Kafka 4.4.0 (perf/groups): OffsetCommit
+# throughput (1 and 8 clients, each its own group) and rebalance time of a
+# group of kgo consumers, 3-node kmirror vs 3-node KRaft, RF 3 topic and
+# __consumer_offsets. Needs java and mvn, takes about 2 minutes. Extra
+# flags: make bench-groups GROUPSFLAGS='--commits 10000 --rounds 20'.
+.PHONY: bench-groups
+bench-groups: build
+	$(GO) run ./perf/groups --kmirror-bin $(BIN) --out perf/baselines/groups-$$(date -u +%Y-%m-%d).txt $(GROUPSFLAGS)
+
 # Replication against real Kafka 4.4.0 (issue 21, perf/replication): a
 # 3-node kmirror cluster and a 3-node KRaft cluster, RF 3, acks=all,
 # kafka-producer-perf-test then kafka-consumer-perf-test after the
