@@ -48,6 +48,9 @@ func TestMirrorTrustCompactedSourceWithoutTopicIDs(t *testing.T) {
 		t.Fatal("the copy holds no batch")
 	}
 	compacted := dropFirstRecord(t, last)
+	// The control function runs on kfake's goroutine: it reads a copy of
+	// the end, which the test moves below.
+	end := ends[0]
 	var served atomic.Int32
 	src.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		src.KeepControl()
@@ -61,7 +64,7 @@ func TestMirrorTrustCompactedSourceWithoutTopicIDs(t *testing.T) {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic = req.Topics[0].Topic
 		sp := kmsg.NewFetchResponseTopicPartition()
-		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = ends[0], ends[0], 0
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
 		sp.RecordBatches = compacted
 		st.Partitions = append(st.Partitions, sp)
 		resp.Topics = append(resp.Topics, st)
