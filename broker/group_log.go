@@ -357,6 +357,13 @@ func (b *Broker) offsetsTopicReady() bool {
 	})
 }
 
+// coordinatorTopicConfigs are the configs of an internal topic (those
+// createCoordinatorTopic's caller adds aside).
+func coordinatorTopicConfigs() map[string]string {
+	return map[string]string{"cleanup.policy": "compact", "segment.bytes": coordinatorTopicSegmentMiB,
+		"compression.type": "producer"}
+}
+
 // createCoordinatorTopic creates an internal topic with Kafka's shape:
 // compacted, 100 MiB segments, the replication factor capped by the
 // usable brokers; on this node when it is the controller (or alone), else
@@ -367,8 +374,7 @@ func (b *Broker) createCoordinatorTopic(name string, partitions int32, rf int, e
 	if usable, err := b.usableBrokers(); err == nil && usable < rf {
 		rf = max(usable, 1)
 	}
-	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": coordinatorTopicSegmentMiB,
-		"compression.type": "producer"}
+	configs := coordinatorTopicConfigs()
 	for k, v := range extra {
 		configs[k] = v
 	}

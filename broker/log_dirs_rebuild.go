@@ -36,6 +36,18 @@ var ErrRebuildRefused = errors.New("storage rebuild")
 // kept its records forever, and compact a topic that was never compacted.
 var RebuiltTopicConfigs = map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
 
+// rebuiltConfigs are the configs rebuilt topic name gets:
+// RebuiltTopicConfigs, but the coordinators' internal topics get the
+// shape kmirror creates them with (compacted: their keyed records are the
+// groups' and the transactions' state, which the coordinators read again
+// from them).
+func rebuiltConfigs(name string) map[string]string {
+	if isInternalTopic(name) {
+		return coordinatorTopicConfigs()
+	}
+	return maps.Clone(RebuiltTopicConfigs)
+}
+
 // LogDirInfo is one log dir as `kmirror storage info` shows it.
 type LogDirInfo struct {
 	Dir string
@@ -299,7 +311,7 @@ func RebuildTopics(cfg Config) (RebuildReport, error) {
 			continue
 		}
 		t := RebuiltTopic{Topic: state.Topic{Name: name, ID: f.id, Partitions: f.partitions(),
-			Configs: maps.Clone(RebuiltTopicConfigs)}, NewID: !f.hasID}
+			Configs: rebuiltConfigs(name)}, NewID: !f.hasID}
 		if t.NewID {
 			if t.ID, err = partition.NewTopicID(); err != nil {
 				return rep, err

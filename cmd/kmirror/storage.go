@@ -267,10 +267,22 @@ func storageRebuild(cfg broker.Config, stdout, stderr io.Writer) int {
 	for _, k := range slices.Sorted(maps.Keys(broker.RebuiltTopicConfigs)) {
 		cfgs = append(cfgs, k+"="+broker.RebuiltTopicConfigs[k])
 	}
+	// The coordinators' state is in their internal topics, registered
+	// again with their own (compacted) configs.
+	coordinators := ""
+	groups := "  - consumer group offsets: no __consumer_offsets in the log dirs; groups start again from\n" +
+		"    their auto.offset.reset\n"
+	for _, t := range rep.Added {
+		if t.Name == "__consumer_offsets" {
+			coordinators = "\nGroup offsets and transactions: __consumer_offsets and __transaction_state are registered\n" +
+				"again as compacted internal topics (not with the configs below), and the node reads them back.\n"
+			groups = ""
+		}
+	}
 	fmt.Fprintf(stdout, `
 Restored: topic names, topic ids, partition counts and the cluster id; the records are
 untouched. Partition directories without a partition.metadata get one at the next start.
-
+%s
 Not restored: they were only in the lost state store. Create them again:
   - topic configs: every registered topic has
       %s
@@ -280,9 +292,8 @@ Not restored: they were only in the lost state store. Create them again:
     again (kmirror mirrors --create) and add its topics to it (kmirror mirrors --start
     --topics ...), which makes them read-only and aligns them with the source (their
     topic ids must be the source's)
-  - consumer group offsets: groups start again from their auto.offset.reset
-  - ACLs, SCRAM users and dynamic broker configs
-`, strings.Join(cfgs, ", "))
+%s  - ACLs, SCRAM users and dynamic broker configs
+`, coordinators, strings.Join(cfgs, ", "), groups)
 	if len(rep.Refused) > 0 {
 		return 1
 	}

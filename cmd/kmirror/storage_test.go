@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/topicid"
 	"github.com/kmirror/kmirror/state"
 )
@@ -73,6 +75,13 @@ func TestStorageRebuildAfterTheStateStoreIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusterID := meta.Cluster
+	// A group's offset, in __consumer_offsets: the rebuild registers the
+	// topic again as the internal topic it is.
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "ledger", Partition: 1, At: 17, LeaderEpoch: -1})
+	if resp, err := adm.CommitOffsets(ctx, "readers", offs); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
 	pid, _, err := cl.ProducerID(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +125,7 @@ func TestStorageRebuildAfterTheStateStoreIsLost(t *testing.T) {
 		t.Fatalf("serve without its state store: exit %d, stderr:\n%s", code, errOut.String())
 	}
 	code, info, stderr := storageCLI("info", "--log-dirs", logDirs)
-	if code != 0 || !strings.Contains(info, "4 partition directories, 4 not named by the state store") ||
+	if code != 0 || !strings.Contains(info, "54 partition directories, 54 not named by the state store") ||
 		!strings.Contains(info, "cluster.id="+clusterID) || !strings.Contains(info, "DOES NOT NAME IT") ||
 		!strings.Contains(info, topicid.String(before["ledger"].ID)) {
 		t.Fatalf("storage info: exit %d\n%s%s", code, info, stderr)
@@ -126,15 +135,19 @@ func TestStorageRebuildAfterTheStateStoreIsLost(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rebuild: exit %d\n%s%s", code, rebuilt, stderr)
 	}
-	for _, w := range []string{"cluster id " + clusterID + " (restored from meta.properties)", "registered 2 topics",
-		"ledger  3 partitions  topic id " + topicid.String(before["ledger"].ID) + " (from partition.metadata)",
-		"retention.bytes=-1, retention.ms=-1", "cluster mirrors", "consumer group offsets", "ACLs"} {
+	row := regexp.MustCompile(`ledger\s+3 partitions\s+topic id ` + regexp.QuoteMeta(topicid.String(before["ledger"].ID)) +
+		` \(from partition.metadata\)`)
+	if !row.MatchString(rebuilt) {
+		t.Fatalf("rebuild output lacks ledger's row:\n%s", rebuilt)
+	}
+	for _, w := range []string{"cluster id " + clusterID + " (restored from meta.properties)", "registered 3 topics",
+		"retention.bytes=-1, retention.ms=-1", "cluster mirrors", "Group offsets and transactions", "ACLs"} {
 		if !strings.Contains(rebuilt, w) {
 			t.Fatalf("rebuild output lacks %q:\n%s", w, rebuilt)
 		}
 	}
 	code, info, _ = storageCLI("info", "--log-dirs", logDirs)
-	if code != 0 || !strings.Contains(info, "cluster id "+clusterID+", 2 topics") || strings.Contains(info, "DOES NOT") {
+	if code != 0 || !strings.Contains(info, "cluster id "+clusterID+", 3 topics") || strings.Contains(info, "DOES NOT") {
 		t.Fatalf("storage info after the rebuild: exit %d\n%s", code, info)
 	}
 
@@ -158,6 +171,22 @@ func TestStorageRebuildAfterTheStateStoreIsLost(t *testing.T) {
 	}
 	if meta, err := adm.Metadata(ctx); err != nil || meta.Cluster != clusterID {
 		t.Fatalf("cluster id after the rebuild: %q %v, want %s", meta.Cluster, err, clusterID)
+	}
+	// The group's offset is read back from __consumer_offsets, compacted.
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		got, err := adm.FetchOffsets(ctx, "readers")
+		if err != nil {
+			return err
+		}
+		if o, ok := got.Lookup("ledger", 1); !ok || o.At != 17 {
+			return fmt.Errorf("the group's offset after the rebuild: %+v %v, want 17", o, ok)
+		}
+		return nil
+	})
+	if rc, err := adm.DescribeTopicConfigs(ctx, "__consumer_offsets"); err != nil {
+		t.Fatal(err)
+	} else if c, err := rc.On("__consumer_offsets", nil); err != nil || !hasTopicConfig(c, "cleanup.policy", "compact") {
+		t.Fatalf("__consumer_offsets after the rebuild: %v %+v, want cleanup.policy=compact", err, c)
 	}
 	// A new idempotent producer gets a producer id the logs do not know
 	// already: the lost store's counter is not handed out again from 0.
@@ -280,4 +309,14 @@ func TestStorageRebuildRefusals(t *testing.T) {
 			t.Fatalf("rerun: exit %d\n%s", code, out)
 		}
 	})
+}
+
+// hasTopicConfig reports whether rc holds name=value.
+func hasTopicConfig(rc kadm.ResourceConfig, name, value string) bool {
+	for _, c := range rc.Configs {
+		if c.Key == name && c.Value != nil && *c.Value == value {
+			return true
+		}
+	}
+	return false
 }
