@@ -3,10 +3,12 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/meta"
@@ -306,4 +308,66 @@ func (cl *coordinatorLog) ready(create func() error) bool {
 	// client's next request COORDINATOR_LOAD_IN_PROGRESS.
 	cl.follow()
 	return exists()
+}
+
+// readOnce returns read's answer, read at the first call only.
+func readOnce[T any](read func() ([]T, error)) func() ([]T, error) {
+	var got []T
+	var err error
+	done := false
+	return func() ([]T, error) {
+		if !done {
+			got, err = read()
+			done = true
+		}
+		return got, err
+	}
+}
+
+// coordinatorTopicConfigs are the configs of an internal topic (those
+// createCoordinatorTopic's caller adds aside).
+func coordinatorTopicConfigs() map[string]string {
+	return map[string]string{"cleanup.policy": "compact", "segment.bytes": coordinatorTopicSegmentMiB,
+		"compression.type": "producer"}
+}
+
+// createCoordinatorTopic creates an internal topic with Kafka's shape:
+// compacted, 100 MiB segments, the replication factor capped by the
+// usable brokers, min.insync.replicas minISR capped by that (none when
+// 0), plus extra; on this node when it is the controller (or alone), else
+// by the controller, forwarded as this node (the topic is the cluster's,
+// whoever's request brought it about, as Kafka's AutoTopicCreationManager
+// creates internal topics as the broker).
+func (b *Broker) createCoordinatorTopic(name string, partitions int32, rf, minISR int, extra map[string]string) error {
+	if usable, err := b.usableBrokers(); err == nil && usable < rf {
+		rf = max(usable, 1)
+	}
+	configs := coordinatorTopicConfigs()
+	if minISR > 0 {
+		configs["min.insync.replicas"] = strconv.Itoa(min(minISR, rf))
+	}
+	for k, v := range extra {
+		configs[k] = v
+	}
+	if !b.forwards(createTopicsKey) {
+		_, err := b.partitions.Create(name, partitions, configs, [16]byte{}, "", partition.Placement{RF: rf})
+		if errors.Is(err, partition.ErrTopicExists) {
+			err = nil
+		}
+		return err
+	}
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, int16(rf)
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, &v
+		rt.Configs = append(rt.Configs, c)
+	}
+	// As this node: the principal its controller connection has (the
+	// CONTROLLER listener is PLAINTEXT), which holds CLUSTER_ACTION.
+	self := &forwardedIdentity{principal: anonymousPrincipal, host: "127.0.0.1"}
+	if err := b.createOnController(nil, self, 0, []byte("kmirror-node-"+strconv.Itoa(int(b.cfg.NodeID))), rt); err != nil {
+		return fmt.Errorf("replication factor %d: %w", rf, err)
+	}
+	return nil
 }

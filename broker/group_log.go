@@ -1,13 +1,10 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/group"
@@ -63,25 +60,12 @@ func newGroupLog(b *Broker, store *state.Store) *groupLog {
 	return gl
 }
 
-func (gl *groupLog) pass() { gl.stored = gl.storedGroups() }
+// pass reads the groups in Badger once, at their first use in the pass:
+// one pass loads and unloads many partitions, each of which looks only at
+// its own groups.
+func (gl *groupLog) pass() { gl.stored = readOnce(gl.store.Groups) }
 
 func (gl *groupLog) unloadAll() { gl.unloadGroups(func(string) bool { return true }) }
-
-// storedGroups returns a func that reads the groups in Badger once, at its
-// first call: one follow pass loads and unloads many partitions, each of
-// which looks only at its own groups.
-func (gl *groupLog) storedGroups() func() ([]state.GroupMeta, error) {
-	var metas []state.GroupMeta
-	var err error
-	read := false
-	return func() ([]state.GroupMeta, error) {
-		if !read {
-			metas, err = gl.store.Groups()
-			read = true
-		}
-		return metas, err
-	}
-}
 
 // load reads partition p's log and hands its groups to the coordinator.
 func (gl *groupLog) load(p *partition.Partition, n int, lead partition.Leadership) error {
@@ -353,50 +337,6 @@ func (gl *groupLog) Groups() ([]state.GroupMeta, error) { return gl.store.Groups
 func (b *Broker) offsetsTopicReady() bool {
 	return b.groupLog.ready(func() error {
 		return b.createCoordinatorTopic(meta.GroupTopic, b.cfg.OffsetsTopicPartitions,
-			int(b.cfg.OffsetsTopicReplicationFactor), nil)
+			int(b.cfg.OffsetsTopicReplicationFactor), 0, nil)
 	})
-}
-
-// coordinatorTopicConfigs are the configs of an internal topic (those
-// createCoordinatorTopic's caller adds aside).
-func coordinatorTopicConfigs() map[string]string {
-	return map[string]string{"cleanup.policy": "compact", "segment.bytes": coordinatorTopicSegmentMiB,
-		"compression.type": "producer"}
-}
-
-// createCoordinatorTopic creates an internal topic with Kafka's shape:
-// compacted, 100 MiB segments, the replication factor capped by the
-// usable brokers; on this node when it is the controller (or alone), else
-// by the controller, forwarded as this node (the topic is the cluster's,
-// whoever's request brought it about, as Kafka's AutoTopicCreationManager
-// creates internal topics as the broker).
-func (b *Broker) createCoordinatorTopic(name string, partitions int32, rf int, extra map[string]string) error {
-	if usable, err := b.usableBrokers(); err == nil && usable < rf {
-		rf = max(usable, 1)
-	}
-	configs := coordinatorTopicConfigs()
-	for k, v := range extra {
-		configs[k] = v
-	}
-	if !b.forwards(createTopicsKey) {
-		_, err := b.partitions.Create(name, partitions, configs, [16]byte{}, "", partition.Placement{RF: rf})
-		if errors.Is(err, partition.ErrTopicExists) {
-			err = nil
-		}
-		return err
-	}
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, int16(rf)
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, &v
-		rt.Configs = append(rt.Configs, c)
-	}
-	// As this node: the principal its controller connection has (the
-	// CONTROLLER listener is PLAINTEXT), which holds CLUSTER_ACTION.
-	self := &forwardedIdentity{principal: anonymousPrincipal, host: "127.0.0.1"}
-	if err := b.createOnController(nil, self, 0, []byte("kmirror-node-"+strconv.Itoa(int(b.cfg.NodeID))), rt); err != nil {
-		return fmt.Errorf("replication factor %d: %w", rf, err)
-	}
-	return nil
 }

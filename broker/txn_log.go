@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,18 +60,8 @@ func newTxnLog(b *Broker, store *state.Store) *txnLog {
 	return tl
 }
 
-func (tl *txnLog) pass() {
-	var recs []state.Txn
-	var err error
-	read := false
-	tl.stored = func() ([]state.Txn, error) {
-		if !read {
-			recs, err = tl.store.Txns()
-			read = true
-		}
-		return recs, err
-	}
-}
+// pass reads the records in Badger once, at their first use in the pass.
+func (tl *txnLog) pass() { tl.stored = readOnce(tl.store.Txns) }
 
 // load reads partition p and hands its records to the coordinator.
 func (tl *txnLog) load(p *partition.Partition, n int, lead partition.Leadership) error {
@@ -195,12 +184,8 @@ func (tl *txnLog) Txns() ([]state.Txn, error) { return nil, nil }
 // it does not, has it created (createCoordinatorTopic).
 func (b *Broker) txnTopicReady() bool {
 	return b.txnLog.ready(func() error {
-		rf := int(b.cfg.TransactionTopicReplicationFactor)
-		if usable, err := b.usableBrokers(); err == nil && usable < rf {
-			rf = max(usable, 1)
-		}
-		minISR := min(int(b.cfg.TransactionTopicMinISR), rf)
-		return b.createCoordinatorTopic(meta.TransactionTopic, b.cfg.TransactionTopicPartitions, rf,
-			map[string]string{"min.insync.replicas": strconv.Itoa(minISR), "unclean.leader.election.enable": "false"})
+		return b.createCoordinatorTopic(meta.TransactionTopic, b.cfg.TransactionTopicPartitions,
+			int(b.cfg.TransactionTopicReplicationFactor), int(b.cfg.TransactionTopicMinISR),
+			map[string]string{"unclean.leader.election.enable": "false"})
 	})
 }
