@@ -92,16 +92,7 @@ func TestGroupOffsetsLiveInConsumerOffsets(t *testing.T) {
 		t.Fatalf("commit: %v %v", err, resp.Error())
 	}
 
-	md := kmsg.NewPtrMetadataRequest()
-	name := meta.GroupTopic
-	md.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
-	mresp, err := md.RequestWith(ctx, cl)
-	if err != nil || len(mresp.Topics) != 1 {
-		t.Fatalf("metadata: %v %+v", err, mresp)
-	}
-	if mt := mresp.Topics[0]; mt.ErrorCode != 0 || !mt.IsInternal || len(mt.Partitions) != DefaultOffsetsTopicPartitions {
-		t.Fatalf("__consumer_offsets: error %d internal %v partitions %d", mt.ErrorCode, mt.IsInternal, len(mt.Partitions))
-	}
+	checkInternalTopic(ctx, t, cl, meta.GroupTopic, DefaultOffsetsTopicPartitions)
 	rc, err := adm.DescribeTopicConfigs(ctx, meta.GroupTopic)
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +132,21 @@ func TestGroupOffsetsLiveInConsumerOffsets(t *testing.T) {
 	adm = kadm.NewClient(newTestClient(t, b))
 	if got := fetchOffset(ctx, t, adm, "g1", "data", 1); got != 42 {
 		t.Fatalf("after a restart without the Badger copy: offset %d, want 42", got)
+	}
+}
+
+// checkInternalTopic fails the test unless Metadata lists name, marked
+// internal, with partitions partitions.
+func checkInternalTopic(ctx context.Context, t *testing.T, cl *kgo.Client, name string, partitions int) {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
+	mresp, err := md.RequestWith(ctx, cl)
+	if err != nil || len(mresp.Topics) != 1 {
+		t.Fatalf("metadata: %v %+v", err, mresp)
+	}
+	if mt := mresp.Topics[0]; mt.ErrorCode != 0 || !mt.IsInternal || len(mt.Partitions) != partitions {
+		t.Fatalf("%s: error %d internal %v partitions %d, want %d", name, mt.ErrorCode, mt.IsInternal, len(mt.Partitions), partitions)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/state"
@@ -64,16 +63,7 @@ func TestTxnStateLivesInTransactionState(t *testing.T) {
 	commitOneTransaction(ctx, t, b, "etl")
 	before := describeTxn(ctx, t, b, "etl")
 
-	md := kmsg.NewPtrMetadataRequest()
-	name := meta.TransactionTopic
-	md.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
-	mresp, err := md.RequestWith(ctx, newTestClient(t, b))
-	if err != nil || len(mresp.Topics) != 1 {
-		t.Fatalf("metadata: %v %+v", err, mresp)
-	}
-	if mt := mresp.Topics[0]; mt.ErrorCode != 0 || !mt.IsInternal || len(mt.Partitions) != DefaultTransactionTopicPartitions {
-		t.Fatalf("__transaction_state: error %d internal %v partitions %d", mt.ErrorCode, mt.IsInternal, len(mt.Partitions))
-	}
+	checkInternalTopic(ctx, t, newTestClient(t, b), meta.TransactionTopic, DefaultTransactionTopicPartitions)
 	// The record is Kafka's, in the id's partition.
 	part := int32(meta.CoordinatorPartition("etl", DefaultTransactionTopicPartitions))
 	rd := newTestClient(t, b, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
