@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/broker"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // kcat's balanced consumer (-G) is librdkafka's KafkaConsumer: its own
@@ -24,8 +25,10 @@ import (
 // kcatGroupArgs make kcat consume topic in group from the beginning (for
 // partitions the group has no offset for) and exit once every partition
 // it owns is at its end, printing partition:offset:value lines.
+// librdkafka's group debug log (-d cgrp) goes to stderr, which a failing
+// test prints.
 func kcatGroupArgs(group, topic string) []string {
-	return []string{"-G", group, topic, "-o", "beginning", "-e", "-f", `%p:%o:%s\n`}
+	return []string{"-d", "cgrp", "-G", group, topic, "-o", "beginning", "-e", "-f", `%p:%o:%s\n`}
 }
 
 // kcatProcess is a kcat running in the background.
@@ -53,6 +56,9 @@ func startKcat(t *testing.T, addr string, args ...string) *kcatProcess {
 	t.Cleanup(func() {
 		cancel()
 		p.cmd.Wait() // reaps it if the test failed before wait
+		if t.Failed() {
+			t.Logf("kcat %s stderr:\n%s", strings.Join(p.cmd.Args[1:], " "), p.stderr.String())
+		}
 	})
 	return p
 }
@@ -106,7 +112,10 @@ func TestKcatGroupConsumer(t *testing.T) {
 	// rebalance delay (group.initial.rebalance.delay.ms) is what
 	// gathers them.
 	const delay = 2 * time.Second
-	n := startNode(t, func(c *broker.Config) { c.GroupInitialRebalanceDelay = delay })
+	n := startNode(t, func(c *broker.Config) {
+		c.GroupInitialRebalanceDelay = delay
+		c.Logger = testutil.LogOnFailure(t)
+	})
 	ctx := testCtx(t, 45*time.Second)
 	adm := newAdmin(t, n.addr())
 	const (
