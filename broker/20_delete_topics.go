@@ -18,7 +18,11 @@ import (
 // once; its partition directories are renamed aside and removed in the
 // background, so the name can be created again at once, with a new topic
 // ID and empty logs. Mirror topics may be deleted (SPEC.md: only appends
-// are refused).
+// are refused). An internal topic (__consumer_offsets,
+// __transaction_state) answers INVALID_TOPIC_EXCEPTION, after
+// authorization: it holds every group's offsets or every transaction's
+// state (kafka-topics.sh refuses it on the client side; kmirror's broker
+// refuses it for every client).
 //
 // Authorization: DELETE on the cluster allows every topic; otherwise each
 // topic needs DELETE on itself, else TOPIC_AUTHORIZATION_FAILED, checked
@@ -64,6 +68,10 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 	az.deleteTopicsDenied(dels)
 	for i := range dels {
 		d := &dels[i]
+		if d.err == nil && isInternalTopic(d.t.Name()) {
+			d.err, d.msg = kerr.InvalidTopicException, "Topic "+d.t.Name()+" is an internal topic and is not allowed "+
+				"to be deleted: every group's committed offsets or every transaction's state is in it."
+		}
 		if d.err == nil {
 			if err := b.deleteTopic(d.t); err != nil {
 				b.log.Warn("deleting a topic failed", "topic", d.t.Name(), "err", err)

@@ -26,6 +26,11 @@ import (
 // adds nothing. Growing past 10000 new partitions in one request is
 // POLICY_VIOLATION (Kafka's per-operation record bound).
 //
+// An internal topic (__consumer_offsets, __transaction_state) answers
+// INVALID_TOPIC_EXCEPTION: a key's partition is its hash modulo the count,
+// so growing it would strand every group's offsets and every
+// transaction's state (kafka-topics.sh refuses it on the client side).
+//
 // A mirror topic answers POLICY_VIOLATION (errReadOnlyTopic) naming its
 // mirror: its partition count follows the source topic and only the sync
 // loop grows it (SPEC.md).
@@ -84,6 +89,14 @@ func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateO
 	t := b.partitions.Topic(rt.Topic)
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, ""
+	}
+	if isInternalTopic(t.Name()) {
+		// Kafka's kafka-topics.sh refuses it; the broker does too, for
+		// every client: a group or transactional id's partition is its
+		// hash modulo the count, so a new count moves every key to a
+		// partition that does not hold its state.
+		return kerr.InvalidTopicException.Code, fmt.Sprintf("The number of partitions of the internal topic %s cannot be "+
+			"changed: its coordinators' keys would move to partitions that do not hold their state.", t.Name())
 	}
 	if t.ReadOnly() {
 		return errReadOnlyTopic,
