@@ -14,7 +14,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 1
 
-.PHONY: build test test-race bench fuzz lint clean demo demo-cluster
+.PHONY: build test bench fuzz lint clean demo demo-cluster
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/kmirror

@@ -105,11 +105,11 @@ func countsOf(rs []*kgo.Record) map[int32]int64 {
 func TestCodecsRoundTrip(t *testing.T) {
 	t.Parallel()
 	n := startNode(t)
-	ctx := testCtx(t, 45*time.Second)
 	adm := newAdmin(t, n.addr())
 	for _, c := range codecs {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			ctx := testCtx(t, 45*time.Second) // its own: it may wait for a parallel slot
 			topic := "codec-" + c.name
 			createTopic(t, ctx, adm, topic, 3, nil)
 			want := testRecords(topic, 10000, 3, c.name)
@@ -309,6 +309,7 @@ func TestConsumeFromOffsetAfterRestart(t *testing.T) {
 		part := int32(i) // one partition per case, so cases run in parallel
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			ctx := testCtx(t, 45*time.Second) // its own: it may wait for a parallel slot
 			cons := newClient(t, n.addr(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: c.at}}))
 			if c.extra > 0 {
 				// The consumer sits at the log end (a valid position, in a
@@ -547,9 +548,10 @@ func TestListOffsetsAfterMilli(t *testing.T) {
 		// KIP-734; Kafka 3.7+ (KAFKA-16310) answers the record's offset.
 		{"max timestamp", -3, count - 1, ms + (count-1)*step},
 	}
+	// One after the other in the parent's slot: each is one lookup, and a
+	// parallel subtest could wait behind other tests until ctx is spent.
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			var o kadm.ListedOffset
 			if c.at >= 0 {
 				l, err := adm.ListOffsetsAfterMilli(ctx, c.at, topic)

@@ -145,7 +145,7 @@ func TestKcatGroupConsumer(t *testing.T) {
 			}
 		}
 	}
-	checkGroupDone := func(t *testing.T, group string) {
+	checkGroupDone := func(t *testing.T, ctx context.Context, group string) {
 		t.Helper()
 		if got := committedOffsets(t, ctx, adm, group, topic); !maps.Equal(got, ends) {
 			t.Errorf("committed offsets after kcat exited %v, want the end offsets %v", got, ends)
@@ -157,15 +157,17 @@ func TestKcatGroupConsumer(t *testing.T) {
 
 	t.Run("one consumer", func(t *testing.T) {
 		t.Parallel()
+		ctx := testCtx(t, 45*time.Second) // its own: it may wait for a parallel slot
 		const group = "kcat-group-one"
 		read := map[int32]map[int64]int{}
 		parseKcatGroup(t, runKcat(t, n.addr(), "", kcatGroupArgs(group, topic)...), parts, read)
 		checkAll(t, read)
-		checkGroupDone(t, group)
+		checkGroupDone(t, ctx, group)
 	})
 
 	t.Run("two consumers", func(t *testing.T) {
 		t.Parallel()
+		ctx := testCtx(t, 45*time.Second) // its own: it may wait for a parallel slot
 		const group = "kcat-group-two"
 		procs := []*kcatProcess{
 			startKcat(t, n.addr(), kcatGroupArgs(group, topic)...),
@@ -196,6 +198,6 @@ func TestKcatGroupConsumer(t *testing.T) {
 		// other, given its partitions, resumes at their end: nothing is
 		// read twice.
 		checkAll(t, read)
-		checkGroupDone(t, group)
+		checkGroupDone(t, ctx, group)
 	})
 }

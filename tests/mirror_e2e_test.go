@@ -42,14 +42,14 @@ func TestMirrorE2ECodecsAndTransactions(t *testing.T) {
 	for _, c := range codecs {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			env := env.in(t)
+			env := env.in(t, 40*time.Second)
 			topic := "codec-" + c.name
 			env.createSourceTopic(topic, 3, nil)
 			// Half the data is there before mirroring starts, half is
 			// mirrored as it is written.
-			produceTxnMix(t, ctx, env.seeds(), topic, c.codec, 3, false)
+			produceTxnMix(t, env.ctx, env.seeds(), topic, c.codec, 3, false)
 			env.mirrorTopic(topic)
-			produceTxnMix(t, ctx, env.seeds(), topic, c.codec, 3, false)
+			produceTxnMix(t, env.ctx, env.seeds(), topic, c.codec, 3, false)
 			env.waitCaughtUp(topic)
 			raw := env.checkIdentical(topic)
 
@@ -144,6 +144,7 @@ func TestMirrorE2EConsumers(t *testing.T) {
 			t.Parallel()
 			t.Run("kgo", func(t *testing.T) {
 				t.Parallel()
+				ctx := testCtx(t, 60*time.Second) // its own: it may wait for a parallel slot
 				checkSameRecords(t, "kgo from the source", consumeAll(t, ctx, env.seeds(), topic, c.committed, len(c.want)), c.want)
 				checkSameRecords(t, "kgo from the node", consumeAll(t, ctx, []string{env.n.addr()}, topic, c.committed, len(c.want)), c.want)
 			})

@@ -130,11 +130,14 @@ func rawFetchVersions() *kversion.Versions {
 // seeds are the source's addresses, for producers and consumers.
 func (e *mirrorEnv) seeds() []string { return e.src.ListenAddrs() }
 
-// in returns the env bound to subtest t: a failure inside a subtest must
-// fail that subtest on its own goroutine, not the parent.
-func (e *mirrorEnv) in(t *testing.T) *mirrorEnv {
+// in returns the env bound to subtest t, with a context of its own that
+// ends within d: a failure inside a subtest must fail that subtest on its
+// own goroutine, not the parent, and a parallel subtest that waited for
+// a slot (under -parallel, behind other tests) must not find the parent's
+// deadline spent (CI's race run did).
+func (e *mirrorEnv) in(t *testing.T, d time.Duration) *mirrorEnv {
 	c := *e
-	c.t = t
+	c.t, c.ctx = t, testCtx(t, d)
 	return &c
 }
 
