@@ -199,24 +199,32 @@ func TestGroupOffsetsMoveFromBadgerIntoTheLog(t *testing.T) {
 	}
 }
 
-// Deleting __consumer_offsets drops its groups here: the node leads none
-// of its partitions any more.
-func TestDeletedOffsetsTopicUnloadsItsGroups(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// brokerWithCommits starts a broker with topic "data" (one partition)
+// and commits offset at for each group, creating __consumer_offsets.
+func brokerWithCommits(ctx context.Context, t *testing.T, at int64, groups ...string) (*Broker, *kadm.Client) {
+	t.Helper()
 	b := newTestBroker(t, groupLogConfig(t.TempDir()))
 	adm := kadm.NewClient(newTestClient(t, b))
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "data"); err != nil {
 		t.Fatal(err)
 	}
 	var offs kadm.Offsets
-	offs.Add(kadm.Offset{Topic: "data", Partition: 0, At: 5, LeaderEpoch: -1})
-	for _, g := range []string{"g1", "g2", "g3"} {
+	offs.Add(kadm.Offset{Topic: "data", Partition: 0, At: at, LeaderEpoch: -1})
+	for _, g := range groups {
 		if resp, err := adm.CommitOffsets(ctx, g, offs); err != nil || resp.Error() != nil {
 			t.Fatalf("commit %s: %v %v", g, err, resp.Error())
 		}
 	}
+	return b, adm
+}
+
+// Deleting __consumer_offsets drops its groups here: the node leads none
+// of its partitions any more.
+func TestDeletedOffsetsTopicUnloadsItsGroups(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, _ := brokerWithCommits(ctx, t, 5, "g1", "g2", "g3")
 	if err := b.deleteTopic(b.partitions.Topic(meta.GroupTopic)); err != nil {
 		t.Fatal(err)
 	}

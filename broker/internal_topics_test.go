@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/meta"
@@ -19,16 +18,7 @@ func TestInternalTopicsRefuseDeletionAndGrowth(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b := newTestBroker(t, groupLogConfig(t.TempDir()))
-	adm := kadm.NewClient(newTestClient(t, b))
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "data"); err != nil {
-		t.Fatal(err)
-	}
-	var offs kadm.Offsets
-	offs.Add(kadm.Offset{Topic: "data", Partition: 0, At: 1, LeaderEpoch: -1})
-	if resp, err := adm.CommitOffsets(ctx, "g", offs); err != nil || resp.Error() != nil {
-		t.Fatalf("commit: %v %v", err, resp.Error())
-	}
+	b, adm := brokerWithCommits(ctx, t, 1, "g")
 	commitOneTransaction(ctx, t, b, "etl")
 
 	internal := map[string]int{meta.GroupTopic: DefaultOffsetsTopicPartitions, meta.TransactionTopic: DefaultTransactionTopicPartitions}
