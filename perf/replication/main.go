@@ -31,7 +31,9 @@
 // record in a fresh group; check the replicas once more; delete the
 // topic. Runs alternate between the systems (AB, BA, ...), --runs per
 // system, after one unmeasured --warmup-records run per system (Kafka's
-// JIT); the report gives every run and each system's medians.
+// JIT); the report gives every run and each system's medians. Then,
+// with --catchup-bytes above 0, a follower catch-up measurement on each
+// system (catchup.go).
 //
 // "nodes CPU s" is the three nodes' utime+stime during the producer (or
 // consumer) tool's run; "other CPU s" is the machine's busy time
@@ -71,6 +73,7 @@ type options struct {
 	out           string
 	kmirrorLog    string
 	keepDir       bool
+	catchupBytes  int64
 }
 
 const usage = `Usage: go run ./perf/replication [flags]
@@ -104,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.IntVar(&o.heapMB, "broker-heap-mb", 1024, "each Kafka node's -Xmx (kafka-server-start.sh's default is 1G)")
 	fs.StringVar(&o.out, "out", "", "also write the report and the progress log to this `file`")
 	fs.StringVar(&o.kmirrorLog, "kmirror-log-level", "warn", "the kmirror nodes' --log-level (their logs: node-N/kmirror.log in the run's directory)")
+	fs.Int64Var(&o.catchupBytes, "catchup-bytes", 512<<20, "record-value bytes of the follower catch-up measurement (catchup.go), once per system after the runs; 0 skips it")
 	fs.BoolVar(&o.keepDir, "keep-dir", false, "leave the run's directory (the kmirror nodes' data and logs) behind and print its path")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -133,6 +137,8 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 		return bad("--partitions: want 1-1000, got %d", o.partitions)
 	case o.runs < 1 || o.warmupRecords < 0:
 		return bad("--runs: want >= 1; --warmup-records: want >= 0")
+	case o.catchupBytes < 0:
+		return bad("--catchup-bytes: want >= 0")
 	case o.heapMB < 256:
 		return bad("--broker-heap-mb: want >= 256")
 	}
@@ -217,6 +223,15 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 				return err
 			}
 			rep.runs = append(rep.runs, r)
+		}
+	}
+	if o.catchupBytes > 0 {
+		for _, c := range clusters {
+			r, err := runCatchup(ctx, o, libs, c, log)
+			if err != nil {
+				return fmt.Errorf("catch-up: %w", err)
+			}
+			rep.catchups = append(rep.catchups, r)
 		}
 	}
 	return nil

@@ -30,6 +30,7 @@ type report struct {
 	opts     options
 	versions map[string]string
 	runs     []result
+	catchups []catchupResult
 	errs     []string
 }
 
@@ -170,7 +171,58 @@ func (r *report) Write(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeCatchups(w, r.catchups)
 	for _, e := range r.errs {
 		fmt.Fprintf(w, "ERROR: %s\n", e)
 	}
+}
+
+// catchupGoal is issue 21's: kmirror's follower catch-up at 0.9x or more
+// of a plain Fetch drain of the same partitions.
+const catchupGoal = 0.9
+
+// writeCatchups writes the catch-up measurements, if any.
+func writeCatchups(w io.Writer, cs []catchupResult) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "## follower catch-up (catchup.go)")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "a topic on two nodes filled (acks=all), then a third node added to every partition (AlterPartitionReassignments); catch-up is from that request "+
+		"to the poll (every %v) that saw the new replica's DescribeLogDirs size equal the leader's on every partition and it in every ISR; "+
+		"drain is plain Fetch requests from the same leaders at the follower's default sizes (%d KiB a partition, %d MiB a response, %v wait), "+
+		"one connection per leader, in this process. MB = MiB of log bytes.\n\n",
+		catchupPoll, followerFetchMaxBytes>>10, followerFetchResponseBytes>>20, followerFetchWait)
+	fmt.Fprintln(w, "| system | partitions | new replica | leaders | records | log MB | fill records/s | first byte s | all bytes s | catch-up s | resolution ms | polls | catch-up MB/s | drain s | drain requests | drain MB/s | catch-up/drain |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	by := map[string]catchupResult{}
+	for _, c := range cs {
+		by[c.system] = c
+		var ls []string
+		for p := range int32(c.partitions) {
+			ls = append(ls, fmt.Sprintf("p%d:%d", p, c.leaders[p]))
+		}
+		up, dr := mibPerSec(c.bytes, c.took), mibPerSec(c.drain.bytes, c.drain.took)
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %.1f | %.0f | %.3f | %.3f | %.3f | %d | %d | %.1f | %.3f | %d | %.1f | %s |\n", c.system, c.partitions, c.newReplica,
+			strings.Join(ls, " "), c.records, float64(c.bytes)/(1<<20), c.fill.recordsPerSec, c.firstBytes.Seconds(), c.bytesAt.Seconds(), c.took.Seconds(), c.resolution.Milliseconds(), c.polls,
+			up, c.drain.took.Seconds(), c.drain.requests, dr, ratio(up, dr))
+	}
+	fmt.Fprintln(w)
+	a, okA := by[systemKmirror]
+	b, okB := by[systemKafka]
+	if okA {
+		up, dr := mibPerSec(a.bytes, a.took), mibPerSec(a.drain.bytes, a.drain.took)
+		fmt.Fprintf(w, "kmirror catch-up / kmirror drain: %s (goal >= %.1fx: %s)\n", ratio(up, dr), catchupGoal, metOrMissed(dr > 0 && up/dr >= catchupGoal))
+	}
+	if okA && okB {
+		fmt.Fprintf(w, "catch-up MB/s kmirror / Kafka: %s\n", ratio(mibPerSec(a.bytes, a.took), mibPerSec(b.bytes, b.took)))
+	}
+	fmt.Fprintln(w)
+}
+
+func metOrMissed(met bool) string {
+	if met {
+		return "met"
+	}
+	return "missed"
 }
