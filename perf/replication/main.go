@@ -82,7 +82,10 @@ Starts a 3-node kmirror cluster and Apache Kafka 4.4.0's 3-node combined
 KRaft cluster on this machine, every node its own process, and runs
 kafka-producer-perf-test (acks=all) into a topic of replication factor 3
 on each, then kafka-consumer-perf-test after a former follower took over
-every partition's leadership. Kafka needs java and mvn (internal/realkafka).
+every partition's leadership. Then, unless --catchup-bytes is 0, times a
+third node catching up as a new replica of a filled topic on each system,
+next to a plain Fetch drain of the same data. Kafka needs java and mvn
+(internal/realkafka).
 
 Flags:
 `
