@@ -134,7 +134,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 				c.fail(kerr.TopicAlreadyExists, "Topic '%s' already exists.", c.name)
 			case err != nil:
 				b.log.Warn("creating a topic failed", "topic", c.name, "err", err)
-				c.fail(kerr.KafkaStorageError, "%v", err)
+				c.fail(metadataWriteError(err), "%v", err)
 			default:
 				st.TopicID = t.ID()
 			}

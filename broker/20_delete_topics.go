@@ -75,7 +75,7 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 		if d.err == nil {
 			if err := b.deleteTopic(d.t); err != nil {
 				b.log.Warn("deleting a topic failed", "topic", d.t.Name(), "err", err)
-				d.err, d.msg = kerr.KafkaStorageError, err.Error()
+				d.err, d.msg = metadataWriteError(err), err.Error()
 			}
 		}
 		st := kmsg.NewDeleteTopicsResponseTopic()

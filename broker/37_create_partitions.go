@@ -135,7 +135,7 @@ func (b *Broker) growPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateO
 	}
 	if err := b.partitions.Grow(t, rt.Count, pl); err != nil {
 		b.log.Warn("adding partitions failed", "topic", t.Name(), "partitions", rt.Count, "err", err)
-		return kerr.KafkaStorageError.Code, err.Error()
+		return metadataWriteError(err).Code, err.Error()
 	}
 	b.log.Info("partitions added", "topic", t.Name(), "partitions", rt.Count)
 	return 0, ""

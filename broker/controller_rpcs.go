@@ -39,6 +39,24 @@ func (b *Broker) controllerCall(what string, fn func(ctx context.Context, c *met
 	return code
 }
 
+// metadataWriteError is the Kafka error of a failed metadata change made
+// for an admin request (a topic created, deleted or grown): NOT_CONTROLLER
+// while the quorum has no leader or leadership moved (clients retry it
+// after a metadata refresh, as they retry Kafka's), REQUEST_TIMED_OUT when
+// the entry was not committed in time, KAFKA_STORAGE_ERROR otherwise.
+// WHY: every failure used to answer KAFKA_STORAGE_ERROR ("Disk error when
+// trying to access log file on the disk"), which clients do not retry and
+// which sent an operator to the disks during a controller election.
+func metadataWriteError(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, meta.ErrNotController):
+		return kerr.NotController
+	case errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut
+	}
+	return kerr.KafkaStorageError
+}
+
 // controllerErrorCode is the Kafka error code of a controller call's
 // error, as Kafka's QuorumController answers: NOT_CONTROLLER where
 // leadership moved (or this node never had it), STALE_BROKER_EPOCH for an

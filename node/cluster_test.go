@@ -626,3 +626,35 @@ func TestClusterDeletedTopicTakesItsOffsets(t *testing.T) {
 		})
 	}
 }
+
+// The controller, once its quorum lost its majority, answers a topic
+// creation NOT_CONTROLLER (or REQUEST_TIMED_OUT when it has already
+// stepped down and forwards to no one), which clients retry, never
+// KAFKA_STORAGE_ERROR: CI saw "Disk error when trying to access log file
+// on the disk" for a CreateTopics during a controller election on a
+// loaded machine.
+func TestClusterWithoutQuorumAnswersNotController(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, logsOnFailure(t))
+	ctl := c.controllerIndex()
+	cl := nodetest.Client(t, []string{c.nodes[ctl].Addr()})
+	for i := range 3 {
+		if i != ctl {
+			c.stop(i)
+		}
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "no-quorum", 1, 1
+	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 2000
+	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second) // a forward waits up to 30 s
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(ctl+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].ErrorCode; code != kerr.NotController.Code && code != kerr.RequestTimedOut.Code {
+		t.Fatalf("CreateTopics without a quorum: %v (%v), want NOT_CONTROLLER or REQUEST_TIMED_OUT",
+			kerr.ErrorForCode(code), resp.Topics[0].ErrorMessage)
+	}
+}
