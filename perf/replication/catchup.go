@@ -226,21 +226,9 @@ func createAssigned(ctx context.Context, cl *kgo.Client, topic string, assign ma
 // ISR and of one size, and the end offsets add up to records; it returns
 // the leaders' sizes by partition.
 func waitTwoReplicas(ctx context.Context, adm *kadm.Client, topic string, assign map[int32][]int32, records int64, within time.Duration) (map[int32]int64, error) {
-	deadline := time.Now().Add(within)
-	for {
-		sizes, err := twoReplicasCheck(ctx, adm, topic, assign, records)
-		if err == nil {
-			return sizes, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: replicas not in step within %v: %w", topic, within, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	return pollReplicas(ctx, topic, within, func() (map[int32]int64, error) {
+		return twoReplicasCheck(ctx, adm, topic, assign, records)
+	})
 }
 
 func twoReplicasCheck(ctx context.Context, adm *kadm.Client, topic string, assign map[int32][]int32, records int64) (map[int32]int64, error) {

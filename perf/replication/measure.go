@@ -254,9 +254,17 @@ type replicaState struct {
 // byte for byte), and that the end offsets add up to records. It is what
 // keeps the benchmark from measuring a cluster that does not replicate.
 func verifyReplicas(ctx context.Context, adm *kadm.Client, topic string, partitions int, records int64, within time.Duration) (replicaState, error) {
+	return pollReplicas(ctx, topic, within, func() (replicaState, error) {
+		return replicaCheck(ctx, adm, topic, partitions, records)
+	})
+}
+
+// pollReplicas runs check every 250 ms until it passes, for up to within;
+// it returns check's last answer, with its error wrapped once time is up.
+func pollReplicas[T any](ctx context.Context, topic string, within time.Duration, check func() (T, error)) (T, error) {
 	deadline := time.Now().Add(within)
 	for {
-		st, err := replicaCheck(ctx, adm, topic, partitions, records)
+		st, err := check()
 		if err == nil {
 			return st, nil
 		}
