@@ -86,15 +86,8 @@ func startMixedCluster(t *testing.T, voters, brokers int, tune ...func(*broker.C
 // logsOnFailure is a tune of startCluster that gives every node a logger
 // whose lines (info and above) the test prints if it fails.
 func logsOnFailure(t *testing.T) func(*broker.Config) {
-	var logs testutil.SyncBuffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the nodes' logs:\n%s", logs.String())
-		}
-	})
-	return func(cfg *broker.Config) {
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)).With("node", cfg.NodeID)
-	}
+	logs := testutil.LogOnFailure(t, slog.LevelInfo)
+	return func(cfg *broker.Config) { cfg.Logger = logs.With("node", cfg.NodeID) }
 }
 
 // stop closes node i (index, not id), keeping its data.

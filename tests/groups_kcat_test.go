@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os/exec"
 	"strconv"
@@ -114,7 +115,7 @@ func TestKcatGroupConsumer(t *testing.T) {
 	const delay = 2 * time.Second
 	n := startNode(t, func(c *broker.Config) {
 		c.GroupInitialRebalanceDelay = delay
-		c.Logger = testutil.LogOnFailure(t)
+		c.Logger = testutil.LogOnFailure(t, slog.LevelDebug)
 	})
 	ctx := testCtx(t, 45*time.Second)
 	adm := newAdmin(t, n.addr())

@@ -5,16 +5,18 @@ import (
 	"testing"
 )
 
-// LogOnFailure is a logger (debug level) whose records the test prints
-// only when it fails: the story of a rare failure (a group's rebalances, a
-// coordinator's loads) without the noise of every passing run.
-func LogOnFailure(t testing.TB) *slog.Logger {
+// LogOnFailure is a logger of records at level and above that the test
+// prints only when it fails: the story of a rare failure (a group's
+// rebalances, a coordinator's loads) without the noise of every passing
+// run. Loggers derived from it (With) share its buffer, so one call serves
+// every node of a cluster.
+func LogOnFailure(t testing.TB, level slog.Level) *slog.Logger {
 	t.Helper()
 	var buf SyncBuffer
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the node's log:\n%s", buf.String())
+			t.Logf("the logs:\n%s", buf.String())
 		}
 	})
-	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))
 }

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -30,7 +31,7 @@ func TestLogOnFailure(t *testing.T) {
 	t.Parallel()
 	for _, failed := range []bool{false, true} {
 		tb := &cleanupTB{failed: failed}
-		LogOnFailure(tb).Debug("group rebalanced", "generation", 7)
+		LogOnFailure(tb, slog.LevelDebug).Debug("group rebalanced", "generation", 7)
 		tb.end()
 		got := tb.logged.String()
 		if shown := strings.Contains(got, "group rebalanced") && strings.Contains(got, "generation=7"); shown != failed {
