@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -39,6 +40,9 @@ type ControllerChannel struct {
 	// than it must after one is a client's failover time
 	// (BENCHMARKS.md "cluster: the metadata quorum").
 	minBackoff, maxBackoff time.Duration
+	// readTimeout is kgo's wait for an answer on the channel's
+	// connections (channelReadTimeout; tests shorten it).
+	readTimeout time.Duration
 
 	mu      sync.Mutex
 	clients map[int32]*voterClient
@@ -60,6 +64,15 @@ var ErrChannelClosed = errors.New("meta: controller channel closed")
 // controller's listener does not advertise.
 var ErrControllerUnsupported = errors.New("meta: the controller listener does not serve this request")
 
+// channelReadTimeout is how long the channel waits for an answer on its
+// connection: longer than any caller's ctx (a forward's is 30 s), so the
+// caller alone bounds a request. kgo's default, 10 s for the requests
+// that carry no timeout of their own (the mirror RPCs, Envelope), cut
+// off a forwarded failover that took 11 s to answer, and the channel
+// sent it again: the second stop found its topic stopped already and
+// answered that, and the first one's report was lost.
+const channelReadTimeout = 2 * time.Minute
+
 // errNoController is the wait's reason while no controller is known.
 var errNoController = errors.New("no controller is elected")
 
@@ -69,7 +82,8 @@ func NewControllerChannel(voters []Voter, leader func() (int32, bool)) *Controll
 	return &ControllerChannel{
 		voters: voters, leader: leader,
 		minBackoff: 20 * time.Millisecond, maxBackoff: 100 * time.Millisecond,
-		clients: map[int32]*voterClient{},
+		readTimeout: channelReadTimeout,
+		clients:     map[int32]*voterClient{},
 	}
 }
 
@@ -136,11 +150,18 @@ func (ch *ControllerChannel) advertised(ctx context.Context, id int32, vc *voter
 	if keys != nil {
 		return keys, nil
 	}
-	resp, err := vc.cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrApiVersionsRequest())
+	// Named as kgo names itself: Kafka's listeners (and kfake) refuse
+	// an ApiVersions v3+ without a client software name.
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "kmirror", "1"
+	resp, err := vc.cl.SeedBrokers()[0].Request(ctx, req)
 	if err != nil {
 		return nil, ch.failed(id, vc, err)
 	}
 	av := resp.(*kmsg.ApiVersionsResponse)
+	if err := kerr.ErrorForCode(av.ErrorCode); err != nil {
+		return nil, fmt.Errorf("meta: controller channel: node %d refused ApiVersions: %w", id, err)
+	}
 	keys = map[int16]bool{}
 	for _, k := range av.ApiKeys {
 		keys[k.ApiKey] = true
@@ -185,7 +206,7 @@ func (ch *ControllerChannel) client(id int32) (*voterClient, error) {
 		// The mirror keys too: kgo refuses a key its version table lacks
 		// (BumpLeaderEpochs, 105).
 		cl, err := kgo.NewClient(kgo.SeedBrokers(v.Addr), kgo.ClientID("kmirror-controller-channel"),
-			kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+			kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)), kgo.RequestTimeoutOverhead(ch.readTimeout))
 		if err != nil {
 			return nil, fmt.Errorf("meta: controller channel: node %d at %s: %w", id, v.Addr, err)
 		}
@@ -210,8 +231,15 @@ func (ch *ControllerChannel) Close() {
 
 // isConnectionError reports whether err says the controller could not be
 // reached or the connection broke, which another attempt may not meet.
+// A timeout is one only while dialing: a request whose answer timed out
+// was sent, and may be being served (a forwarded stop, a topic
+// creation); sending it again would serve it twice.
 func isConnectionError(err error) bool {
 	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		var oe *net.OpError
+		return errors.As(err, &oe) && oe.Op == "dial"
+	}
 	var eof *kgo.ErrFirstReadEOF
 	return errors.As(err, &ne) || errors.As(err, &eof) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
