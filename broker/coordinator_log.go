@@ -65,9 +65,13 @@ type coordinatorLog struct {
 	// leadership is NOT_COORDINATOR.
 	loaded map[int32]partition.Leadership
 	// createMu makes one creation of the topic at a time; createFailed
-	// is when the last one failed.
-	createMu     sync.Mutex
-	createFailed time.Time
+	// is when the last one failed. pendingCreate is a creation the
+	// controller is to make, handed to the loader (ready), and creating
+	// is set while the loader's goroutine for it runs.
+	createMu      sync.Mutex
+	createFailed  time.Time
+	pendingCreate func() error
+	creating      bool
 
 	wake chan struct{}
 }
@@ -99,6 +103,7 @@ func (cl *coordinatorLog) run() {
 		case <-cl.wake:
 		case <-retry.C:
 		}
+		cl.startPendingCreate()
 		if failed := cl.follow(); failed {
 			retry.Reset(time.Second)
 		}
@@ -283,6 +288,16 @@ func replay(p *partition.Partition, apply func(batch.Batch) error) (int64, error
 // it created with create (see createCoordinatorTopic). One creation at a
 // time; after a failed one the others answer false for
 // coordinatorTopicRetry without trying.
+//
+// On the controller (or alone) the topic is created at once, and the
+// caller waits. Elsewhere the creation is forwarded to the controller,
+// and the loader sends it while ready answers false (the caller answers
+// COORDINATOR_NOT_AVAILABLE, which clients retry, as Kafka's brokers do
+// while their AutoTopicCreationManager waits): the controller serves a
+// node's forwarded requests in order, so a forwarded creation may wait
+// behind a failover this node forwarded, whose final sync waits for this
+// node's coordinators. A handler holding createMu for that wait stalled
+// every request for the node's groups until the failover gave up.
 func (cl *coordinatorLog) ready(create func() error) bool {
 	exists := func() bool {
 		return cl.b.image().Topic(cl.topic) != nil || cl.b.partitions.Topic(cl.topic) != nil
@@ -298,16 +313,55 @@ func (cl *coordinatorLog) ready(create func() error) bool {
 	if time.Since(cl.createFailed) < coordinatorTopicRetry {
 		return false
 	}
+	if cl.b.forwards(createTopicsKey) {
+		if cl.pendingCreate == nil {
+			cl.pendingCreate = create
+			cl.nudge()
+		}
+		return false
+	}
 	if err := create(); err != nil {
-		cl.createFailed = time.Now()
-		cl.b.log.Warn("creating an internal topic failed; its coordinator answers COORDINATOR_NOT_AVAILABLE until it exists",
-			"topic", cl.topic, "err", err)
+		cl.createFailedNow(err)
 		return false
 	}
 	// Load the new, empty partitions led here now rather than answer the
 	// client's next request COORDINATOR_LOAD_IN_PROGRESS.
 	cl.follow()
 	return exists()
+}
+
+// startPendingCreate starts the creation ready handed to the loader, if
+// any, on a goroutine of its own: the forward may wait long (see ready),
+// and the loader must go on loading the partitions meanwhile. Called by
+// the loader only, so the goroutine is counted in b.bg while the loader
+// is (Close waits for both).
+func (cl *coordinatorLog) startPendingCreate() {
+	cl.createMu.Lock()
+	defer cl.createMu.Unlock()
+	create := cl.pendingCreate
+	if create == nil || cl.creating {
+		return
+	}
+	cl.creating = true
+	cl.b.bg.Add(1)
+	go func() {
+		defer cl.b.bg.Done()
+		err := create()
+		cl.createMu.Lock()
+		cl.pendingCreate, cl.creating = nil, false
+		if err != nil {
+			cl.createFailedNow(err)
+		}
+		cl.createMu.Unlock()
+		cl.nudge() // load what the creation made led here
+	}()
+}
+
+// createFailedNow records a failed creation. REQUIRES: createMu held.
+func (cl *coordinatorLog) createFailedNow(err error) {
+	cl.createFailed = time.Now()
+	cl.b.log.Warn("creating an internal topic failed; its coordinator answers COORDINATOR_NOT_AVAILABLE until it exists",
+		"topic", cl.topic, "err", err)
 }
 
 // readOnce returns read's answer, read at the first call only.

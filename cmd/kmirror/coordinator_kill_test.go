@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/internal/testutil/eostest"
 )
 
@@ -76,11 +77,15 @@ func TestServeClusterKill9GroupCoordinatorDuringARebalance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	co := kadm.NewClient(cl).FindGroupCoordinators(ctx, "readers")["readers"]
+	// The first lookup has __consumer_offsets created (by the controller,
+	// asked by whichever node answered): COORDINATOR_NOT_AVAILABLE until
+	// it exists, as Kafka answers.
+	var co kadm.FindCoordinatorResponse
+	testutil.CheckFor(t, 20*time.Second, func() error {
+		co = kadm.NewClient(cl).FindGroupCoordinators(ctx, "readers")["readers"]
+		return co.Err
+	})
 	cl.Close()
-	if co.Err != nil {
-		t.Fatal(co.Err)
-	}
 
 	var mu sync.Mutex
 	seen := map[string]int{}
