@@ -122,6 +122,10 @@ type Broker struct {
 	readyOnce sync.Once
 	closing   chan struct{}
 	closeOnce sync.Once
+	// groupAsks bounds the mirror group sync's requests in flight to other
+	// nodes' coordinators (group_sync.go): the sync asks for all its
+	// groups at once, and each ask is a connection.
+	groupAsks chan struct{}
 	bg        sync.WaitGroup
 	stats     Stats
 }
@@ -198,6 +202,7 @@ func New(cfg Config) (*Broker, error) {
 		sessions:     newFetchSessions(fetchSessionSlots),
 		ready:        make(chan struct{}),
 		closing:      make(chan struct{}),
+		groupAsks:    make(chan struct{}, maxGroupAsks),
 	}
 	b.pids.src, b.pids.after = cfg.ProducerIDs, -1
 	if b.pids.src == nil {

@@ -28,31 +28,39 @@ import (
 // groupRPCTimeout bounds one request to another node's coordinator.
 const groupRPCTimeout = 10 * time.Second
 
+// maxGroupAsks bounds the sync's requests in flight to other nodes'
+// coordinators. A group waiting for its coordinator (being created,
+// loading, moving, down) holds no slot while it waits, so it cannot
+// starve the groups of live coordinators.
+const maxGroupAsks = 16
+
 // GroupActive reports whether group has members (at its coordinator). A
-// coordinator that cannot be asked counts as active: the sync leaves the
-// group alone rather than overwrite what its consumers commit.
-func (b *Broker) GroupActive(group string) bool {
+// coordinator that cannot be asked within ctx is an error: the sync
+// leaves the group alone rather than overwrite what its consumers commit,
+// and reports it (a failover's final sync names it), where counting it as
+// active would leave it out in silence.
+func (b *Broker) GroupActive(ctx context.Context, group string) (bool, error) {
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = []string{group}
-	r, err := b.atGroupCoordinator(group, req, func() kmsg.Response { return b.groups.DescribeGroups(req) })
+	r, err := b.atGroupCoordinator(ctx, group, req, func() kmsg.Response { return b.groups.DescribeGroups(req) })
 	if err != nil {
 		b.log.Warn("mirror group sync: asking the group's coordinator whether it is active; skipped", "group", group, "err", err)
-		return true
+		return false, err
 	}
 	resp := r.(*kmsg.DescribeGroupsResponse)
 	if len(resp.Groups) != 1 {
-		return false
+		return false, nil
 	}
 	switch resp.Groups[0].State {
 	case "Stable", "PreparingRebalance", "CompletingRebalance":
-		return true
+		return true, nil
 	}
-	return false
+	return false, nil
 }
 
 // CommitGroupOffsets commits offsets for group as a simple (memberless)
 // commit, at its coordinator.
-func (b *Broker) CommitGroupOffsets(group string, offs []state.GroupOffset) error {
+func (b *Broker) CommitGroupOffsets(ctx context.Context, group string, offs []state.GroupOffset) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version = 9
 	req.Group, req.Generation = group, -1
@@ -71,7 +79,7 @@ func (b *Broker) CommitGroupOffsets(group string, offs []state.GroupOffset) erro
 		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, &meta
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	r, err := b.atGroupCoordinator(group, req, func() kmsg.Response { return b.groups.OffsetCommit(req) })
+	r, err := b.atGroupCoordinator(ctx, group, req, func() kmsg.Response { return b.groups.OffsetCommit(req) })
 	if err != nil {
 		return fmt.Errorf("committing the offsets of group %s: %w", group, err)
 	}
@@ -93,10 +101,12 @@ func (b *Broker) CommitGroupOffsets(group string, offs []state.GroupOffset) erro
 // The coordinator is the leader of the group's partition of
 // __consumer_offsets, which is created first if it does not exist; while
 // it is being created or loaded, or its leadership moves, the request is
-// tried again for up to groupRPCTimeout, so that one sync (a failover's
-// final one above all) does not skip the group.
-func (b *Broker) atGroupCoordinator(group string, req kmsg.Request, local func() kmsg.Response) (kmsg.Response, error) {
-	deadline := time.Now().Add(groupRPCTimeout)
+// tried again for up to groupRPCTimeout (or until ctx ends, if sooner),
+// so that one sync (a failover's final one above all) does not skip the
+// group.
+func (b *Broker) atGroupCoordinator(ctx context.Context, group string, req kmsg.Request, local func() kmsg.Response) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, groupRPCTimeout)
+	defer cancel()
 	for {
 		var resp kmsg.Response
 		var err error
@@ -107,17 +117,19 @@ func (b *Broker) atGroupCoordinator(group string, req kmsg.Request, local func()
 		case kerr.CoordinatorLoadInProgress.Code:
 			err = errors.New("the group's partition of __consumer_offsets is loading")
 		default:
-			resp, err = b.atGroupCoordinatorOnce(group, req, local)
+			resp, err = b.atGroupCoordinatorOnce(ctx, group, req, local)
 			if err == nil && coordinatorMoving(resp) {
 				err = errors.New("the group's coordinator is moving")
 			}
 		}
-		if err == nil || time.Now().After(deadline) {
-			return resp, err
+		if err == nil {
+			return resp, nil
 		}
 		select {
 		case <-b.closing:
 			return nil, err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (gave up: %w)", err, context.Cause(ctx))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -150,7 +162,7 @@ func coordinatorMoving(resp kmsg.Response) bool {
 }
 
 // atGroupCoordinatorOnce is one try of atGroupCoordinator.
-func (b *Broker) atGroupCoordinatorOnce(group string, req kmsg.Request, local func() kmsg.Response) (kmsg.Response, error) {
+func (b *Broker) atGroupCoordinatorOnce(ctx context.Context, group string, req kmsg.Request, local func() kmsg.Response) (kmsg.Response, error) {
 	im := b.image()
 	if im == nil || !b.cfg.Cluster.Several() {
 		return local(), nil
@@ -162,7 +174,11 @@ func (b *Broker) atGroupCoordinatorOnce(group string, req kmsg.Request, local fu
 	if c.ID == b.cfg.NodeID {
 		return local(), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), groupRPCTimeout)
-	defer cancel()
+	select {
+	case b.groupAsks <- struct{}{}:
+		defer func() { <-b.groupAsks }()
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 	return b.askNode(ctx, c.ID, "kmirror-mirror-group-sync", groupRPCTimeout, req)
 }

@@ -24,7 +24,9 @@ type groupDest struct {
 	final map[string]bool
 }
 
-func (d groupDest) GroupActive(group string) bool { return d.c.b.GroupActive(group) }
+func (d groupDest) GroupActive(ctx context.Context, group string) (bool, error) {
+	return d.c.b.GroupActive(ctx, group)
+}
 
 // Bounds answers for partitions this mirror mirrors: its log start and
 // high watermark (what a consumer can read).
@@ -48,7 +50,7 @@ func (d groupDest) Bounds(topic string, partition int32) (int64, int64, bool) {
 // drops the offsets of topics stopped since Bounds answered for them: the
 // source was read without the lock, and a stop in between has made the
 // topic this node's.
-func (d groupDest) Commit(group string, offs []syncgroups.Offset) error {
+func (d groupDest) Commit(ctx context.Context, group string, offs []syncgroups.Offset) error {
 	if d.final == nil {
 		defer d.c.lockMirror(d.mirror)()
 		cur, err := d.c.store.GetMirror(d.mirror)
@@ -72,7 +74,7 @@ func (d groupDest) Commit(group string, offs []syncgroups.Offset) error {
 		out[i] = state.GroupOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch,
 			Metadata: o.Metadata}
 	}
-	return d.c.b.CommitGroupOffsets(group, out)
+	return d.c.b.CommitGroupOffsets(ctx, group, out)
 }
 
 // groupFilter reads a mirror's groups.include and groups.exclude (SPEC.md

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"context"
+
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
 )
@@ -41,10 +43,10 @@ type Node interface {
 	MergeTopicConfigs(name string, set map[string]string) (rejected map[string]error, err error)
 
 	// GroupActive reports whether a group has members on this node.
-	GroupActive(group string) bool
+	GroupActive(ctx context.Context, group string) (bool, error)
 	// CommitGroupOffsets commits offsets as an admin tool does
 	// (generation -1, no member).
-	CommitGroupOffsets(group string, offs []state.GroupOffset) error
+	CommitGroupOffsets(ctx context.Context, group string, offs []state.GroupOffset) error
 
 	ACLs() ([]state.ACL, error)
 	CreateACLs(acls []state.ACL) error

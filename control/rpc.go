@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/internal/pattern"
 	"github.com/kmirror/kmirror/internal/topicid"
+	"github.com/kmirror/kmirror/meta"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
@@ -66,6 +67,23 @@ func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 }
 
 func strp(s string) *string { return &s }
+
+// metadataWriteCode is the Kafka error code of a mirror RPC's failed
+// write: NOT_CONTROLLER when the metadata log refused the entry because
+// this node is not (or no longer) the controller, as in an election
+// (clients retry it at the new controller, as they retry Kafka's
+// controller), REQUEST_TIMED_OUT when the entry was not committed in
+// time, else UNKNOWN_SERVER_ERROR. The broker's metadataWriteError maps
+// topic admin the same way.
+func metadataWriteCode(err error) int16 {
+	switch {
+	case errors.Is(err, meta.ErrNotController):
+		return kerr.NotController.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut.Code
+	}
+	return kerr.UnknownServerError.Code
+}
 
 var mirrorNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
@@ -119,14 +137,14 @@ func (c *Plane) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Response {
 		return fail(mirrorapi.ErrClusterMirrorAlreadyExists, "cluster mirror %s already exists", r.MirrorName)
 	}
 	if err := c.store.PutMirror(m); err != nil {
-		code := kerr.UnknownServerError.Code
+		code := metadataWriteCode(err)
 		if errors.Is(err, state.ErrNoSecret) {
 			code = kerr.InvalidConfig.Code
 		}
 		return fail(code, "storing the mirror: %v", err)
 	}
 	if err := c.addFetchers(m); err != nil {
-		return fail(kerr.UnknownServerError.Code, "starting the mirror: %v", err)
+		return fail(metadataWriteCode(err), "starting the mirror: %v", err)
 	}
 	c.log.Info("cluster mirror created", "mirror", m.Name, "source_cluster_id", m.SourceClusterID)
 	return resp
@@ -273,7 +291,7 @@ func (c *Plane) start(r *mirrorapi.StartMirrorTopicsRequest, looked startLookup)
 		return resp // a dry run stores nothing
 	}
 	if err := c.store.PutMirror(m); err != nil {
-		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+		res.fail(metadataWriteCode(err), "storing the mirror: %v", err)
 	}
 	return resp
 }
@@ -344,7 +362,7 @@ func (c *Plane) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequest
 		return 0, ""
 	case startAlign:
 		if err := c.alignTopic(*m, info, t.NumPartitions); err != nil {
-			return kerr.UnknownServerError.Code, fmt.Sprintf("aligning %s: %v", t.TopicName, err)
+			return metadataWriteCode(err), fmt.Sprintf("aligning %s: %v", t.TopicName, err)
 		}
 		for p := int32(0); p < t.NumPartitions; p++ {
 			// A stopped partition starts over at LOG_ALIGNMENT.
@@ -353,7 +371,7 @@ func (c *Plane) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequest
 				continue
 			}
 			if err := c.setState(ps, state.StateLogAlignment, ""); err != nil {
-				return kerr.UnknownServerError.Code, fmt.Sprintf("partition %d: persisting LOG_ALIGNMENT: %v", p, err)
+				return metadataWriteCode(err), fmt.Sprintf("partition %d: persisting LOG_ALIGNMENT: %v", p, err)
 			}
 		}
 	}
@@ -366,7 +384,7 @@ func (c *Plane) startTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequest
 	m.Topics[t.TopicName] = state.StateMirroring
 	for p := int32(0); p < t.NumPartitions; p++ {
 		if err := c.startPartition(*m, t.TopicName, p); err != nil {
-			return kerr.UnknownServerError.Code, fmt.Sprintf("partition %d: %v", p, err)
+			return metadataWriteCode(err), fmt.Sprintf("partition %d: %v", p, err)
 		}
 	}
 	c.log.Info("mirroring topic", "mirror", m.Name, "topic", t.TopicName, "partitions", t.NumPartitions)
@@ -393,7 +411,7 @@ func (c *Plane) claimTopic(m *state.Mirror, t mirrorapi.StartMirrorTopicsRequest
 		err = c.b.SetTopicsMirror([]string{t.TopicName}, m.Name)
 	}
 	if err != nil {
-		return kerr.UnknownServerError.Code, err.Error(), sc, info
+		return metadataWriteCode(err), err.Error(), sc, info
 	}
 	return 0, "", sc, info
 }
@@ -482,9 +500,9 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 	for name := range toStop {
 		switch {
 		case err != nil:
-			outcomes[name] = outcome{kerr.UnknownServerError.Code, err.Error()}
+			outcomes[name] = outcome{metadataWriteCode(err), err.Error()}
 		case failed[name] != nil:
-			outcomes[name] = outcome{kerr.UnknownServerError.Code, failed[name].Error()}
+			outcomes[name] = outcome{metadataWriteCode(failed[name]), failed[name].Error()}
 		default:
 			done = append(done, name)
 		}
@@ -512,7 +530,7 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 		}
 	}
 	if err := c.store.PutMirror(m); err != nil {
-		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+		res.fail(metadataWriteCode(err), "storing the mirror: %v", err)
 	}
 	return resp
 }
@@ -526,7 +544,7 @@ func (c *Plane) stopTopic(m *state.Mirror, name string) (int16, string) {
 	}
 	failed, err := c.stopPartitions(*m, map[string][]int32{name: parts})
 	if err = errors.Join(err, failed[name]); err != nil {
-		return kerr.UnknownServerError.Code, err.Error()
+		return metadataWriteCode(err), err.Error()
 	}
 	c.releaseStopped(*m, []string{name})
 	return 0, ""
@@ -573,7 +591,7 @@ func (c *Plane) topicsOp(name string, topics []mirrorapi.MirrorTopicsRequestTopi
 		op(&m, t.TopicName, info.Partitions, &res)
 	}
 	if err := c.store.PutMirror(m); err != nil {
-		res.fail(kerr.UnknownServerError.Code, "storing the mirror: %v", err)
+		res.fail(metadataWriteCode(err), "storing the mirror: %v", err)
 	}
 	return res
 }
@@ -619,7 +637,7 @@ func (c *Plane) pause(r *mirrorapi.PauseMirrorTopicsRequest) kmsg.Response {
 				}
 			}
 			if failed != nil {
-				res.add(topic, kerr.UnknownServerError.Code, "pausing %s: %v", topic, failed)
+				res.add(topic, metadataWriteCode(failed), "pausing %s: %v", topic, failed)
 				return
 			}
 			m.Topics[topic] = state.StatePaused
@@ -655,7 +673,7 @@ func (c *Plane) resumeTopics(r *mirrorapi.ResumeMirrorTopicsRequest) kmsg.Respon
 					err = c.fm.StartPartition(m.Name, topic, p, local, fetch.StartResume)
 				}
 				if err != nil {
-					res.fail(kerr.UnknownServerError.Code, "resuming %s-%d: %v", topic, p, err)
+					res.fail(metadataWriteCode(err), "resuming %s-%d: %v", topic, p, err)
 				}
 			}
 		default:
@@ -678,7 +696,7 @@ func (c *Plane) recover(r *mirrorapi.RecoverMirrorTopicsRequest) kmsg.Response {
 				// is the one copied, the source still holds what we hold).
 				c.forgetRetry(partitionKey{m.Name, topic, p})
 				if err := c.startPartitionFrom(*m, topic, p, true); err != nil {
-					res.fail(kerr.UnknownServerError.Code, "recovering %s-%d: %v", topic, p, err)
+					res.fail(metadataWriteCode(err), "recovering %s-%d: %v", topic, p, err)
 				}
 			}
 		}
@@ -746,12 +764,12 @@ func (c *Plane) delete(r *mirrorapi.DeleteClusterMirrorRequest) kmsg.Response {
 	// bindings count as created here, never a record a later mirror of
 	// the same name would take for its own.
 	if err := c.store.DeleteMirrorSync(m.Name); err != nil {
-		return fail(kerr.UnknownServerError.Code, "deleting the mirror's sync record: %v", err)
+		return fail(metadataWriteCode(err), "deleting the mirror's sync record: %v", err)
 	}
 	c.removeFetchers(m.Name)
 	c.dropSource(m.Name)
 	if err := c.store.DeleteMirror(m.Name); err != nil {
-		return fail(kerr.UnknownServerError.Code, "%v", err)
+		return fail(metadataWriteCode(err), "%v", err)
 	}
 	mc := c.ctl(m.Name) // a mirror created again under this name starts with none
 	for key := range mc.retries {
@@ -765,7 +783,7 @@ func (c *Plane) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.ListClusterMirrorsResponse)
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
-		resp.ErrorCode = kerr.UnknownServerError.Code
+		resp.ErrorCode = metadataWriteCode(err)
 		return resp
 	}
 	for _, m := range mirrors {

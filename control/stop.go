@@ -269,8 +269,9 @@ func endsWithPIDReset(local partition.Follower) (int64, partition.Leadership, bo
 	return end, lead, err == nil && typ == batch.ControlMirrorPIDReset
 }
 
-// stopWait bounds how long a Stop runs before it answers (below an admin
-// client's 30 s request timeout), its final sync (up to 10 s) and its
+// stopWait bounds how long a Stop runs before it answers (below Kafka's
+// admin clients' 30 s request.timeout.ms; `kmirror mirrors` waits for
+// --timeout, 60 s), its final sync (up to 10 s) and its
 // own partitions' markers (up to markersCommitWait) included: the rest
 // is how long it waits for the partitions other nodes lead to be failed
 // over.

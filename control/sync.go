@@ -268,15 +268,17 @@ type stopReport struct {
 //     its fetcher is removed: from then on the local log end is final;
 //  2. the source's end offsets are read: against the final log end, they
 //     say how far behind the copy is (the stop's report);
-//  3. group offsets are synced, clamped to the final log end (see
+//  3. configs are copied (before the topic takes writes, so a retention
+//     or compaction setting of the source applies from the first one);
+//  4. group offsets are synced, clamped to the final log end (see
 //     sync/groups), so a consumer that committed at the source just
 //     before the stop resumes here where it stopped, or at the end of
 //     what was copied, and never past it; synced before 1, the clamp
 //     would use an end the fetcher still moves, and after the stop the
 //     topic is writable, so the end could already hold records of this
-//     node's own that a source offset must not point into;
-//  4. configs are copied (before the topic takes writes, so a retention
-//     or compaction setting of the source applies from the first one).
+//     node's own that a source offset must not point into. A group
+//     whose coordinator here cannot be asked within the bound is named
+//     in the report (FinalSyncFailed), never skipped in silence.
 //
 // A source that does not answer (or is another cluster now) skips 2-4
 // and the stop goes on: the report says so, with the last source offsets
@@ -431,15 +433,9 @@ func (c *Plane) finalSyncFrom(ctx context.Context, m state.Mirror, topics []stri
 	for _, t := range synced {
 		only[t] = true
 	}
-	f, err := groupFilter(m)
-	if err == nil {
-		_, err = syncgroups.Sync(ctx, adm, groupDest{c: c, mirror: m.Name, final: only}, f)
-	}
-	if err != nil {
-		for _, t := range synced {
-			note(t, "group offsets: %v", err)
-		}
-	}
+	// Configs before group offsets: the group part may wait its whole
+	// bound for a coordinator that is moving (sync/groups), and must not
+	// leave the configs no time.
 	configs, cfgErr := sourceTopicConfigs(ctx, adm, m, synced)
 	for _, t := range synced {
 		set, ok := configs[t]
@@ -447,6 +443,15 @@ func (c *Plane) finalSyncFrom(ctx context.Context, m state.Mirror, topics []stri
 			note(t, "configs: not described: %v", cfgErr)
 		} else if err := c.applyTopicConfigs(t, set); err != nil {
 			note(t, "configs: %v", err)
+		}
+	}
+	f, err := groupFilter(m)
+	if err == nil {
+		_, err = syncgroups.Sync(ctx, adm, groupDest{c: c, mirror: m.Name, final: only}, f)
+	}
+	if err != nil {
+		for _, t := range synced {
+			note(t, "group offsets: %v", err)
 		}
 	}
 	for t, ps := range problems {

@@ -34,8 +34,11 @@ func (c *testCluster) mirrorRPC(i int, req kmsg.Request) kmsg.Response {
 // node i itself (kgo would send an admin request to the controller its
 // metadata names, which may be a node just stopped).
 func (c *testCluster) tryMirrorRPC(i int, req kmsg.Request) (kmsg.Response, error) {
-	// A client per call, closed at once: the callers poll.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[i].Addr()), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)))
+	// A client per call, closed at once: the callers poll. A stop may
+	// take up to 25 s to answer (control's stopWait): kgo's default read
+	// timeout, 10 s, would cut it off.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[i].Addr()), kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)),
+		kgo.RequestTimeoutOverhead(30*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +236,14 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 	stop.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: topic}}
 	if r := c.mirrorRPC(alive, stop).(*mirrorapi.StopMirrorTopicsResponse); r.ErrorCode != 0 || r.Topics[0].ErrorCode != 0 {
 		t.Fatalf("StopMirrorTopics: %d %v %+v", r.ErrorCode, r.ErrorMessage, r.Topics)
+	} else if rt := r.Topics[0]; rt.FinalSync != mirrorapi.FinalSyncDone {
+		// Every group's coordinator has a live replica to move to: the
+		// final sync must have reached them all.
+		msg := "(no message)"
+		if rt.FinalSyncMessage != nil {
+			msg = *rt.FinalSyncMessage
+		}
+		t.Fatalf("final sync %d with node %d down: %s", rt.FinalSync, gone+1, msg)
 	}
 	c.allInState(alive, "dr", "STOPPED", partitions)
 	ends := sourceEnds(t, src, topic, partitions)

@@ -145,10 +145,11 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 	step("B caught up; offsets and bytes identical", "yes")
 
 	// 3. Failover to B.
-	if err := mirrorRPC(ctx, bn.cl, stopReq("dr")); err != nil {
+	synced, err := stopDemoTopic(ctx, bn.cl, "dr")
+	if err != nil {
 		return err
 	}
-	step("failover: stop mirroring on B (writable)", "ok")
+	step("failover: stop mirroring on B (writable)", synced)
 	if err := produceDemo(ctx, bn.Addr(), 1000, "b"); err != nil {
 		return fmt.Errorf("producing on B after failover: %w", err)
 	}
@@ -188,10 +189,11 @@ func demo(ctx context.Context, records int, out io.Writer, log *slog.Logger) err
 		return fmt.Errorf("reading the mirrored transactions on A: %w", err)
 	}
 	step("read_committed on A (mirrored): committed only", seen)
-	if err := mirrorRPC(ctx, a.cl, stopReq("back")); err != nil {
+	synced, err = stopDemoTopic(ctx, a.cl, "back")
+	if err != nil {
 		return err
 	}
-	step("stop the failback mirror: A is the primary again", "ok")
+	step("stop the failback mirror: A is the primary again", synced)
 	if err := produceDemo(ctx, a.Addr(), 100, "a2"); err != nil {
 		return err
 	}
@@ -338,11 +340,32 @@ func readDemoTxns(ctx context.Context, addr string, from map[int32]kgo.Offset) (
 	return fmt.Sprintf("%d committed, 0 aborted (%d in the log)", c, 2*demoTxnRecords), nil
 }
 
-func stopReq(mirror string) kmsg.Request {
-	r := mirrorapi.NewPtrStopMirrorTopicsRequest()
-	r.MirrorName = mirror
-	r.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: demoTopic}}
-	return r
+// stopDemoTopic fails the demo topic over (StopMirrorTopics on mirror)
+// and says how its final sync went. One that did not run, or failed, is
+// an error: the demo's source is up, so the stop must bring the group
+// offsets over, and a failover that left them behind must not print ok.
+func stopDemoTopic(ctx context.Context, cl *kgo.Client, mirror string) (string, error) {
+	req := mirrorapi.NewPtrStopMirrorTopicsRequest()
+	req.MirrorName = mirror
+	req.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: demoTopic}}
+	resp, err := mirrorCall(ctx, cl, req)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range resp.(*mirrorapi.StopMirrorTopicsResponse).Topics {
+		if t.Name != demoTopic {
+			continue
+		}
+		if t.FinalSync != mirrorapi.FinalSyncDone {
+			why := "no reason given"
+			if t.FinalSyncMessage != nil {
+				why = *t.FinalSyncMessage
+			}
+			return "", fmt.Errorf("stopping %s: its final sync did not complete (status %d): %s", demoTopic, t.FinalSync, why)
+		}
+		return "final sync done", nil
+	}
+	return "", fmt.Errorf("stopping %s: the answer does not name the topic", demoTopic)
 }
 
 // mirrorTo creates a mirror on n from source and starts the demo topic.
@@ -366,14 +389,20 @@ func ptr(s string) *string { return &s }
 
 // mirrorRPC sends a mirror request and turns its error codes into an error.
 func mirrorRPC(ctx context.Context, cl *kgo.Client, req kmsg.Request) error {
-	resp, err := cl.Request(ctx, req)
+	_, err := mirrorCall(ctx, cl, req)
+	return err
+}
+
+// mirrorCall is mirrorRPC that also returns the answer.
+func mirrorCall(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := requestMirror(ctx, cl, req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", mirrorapi.NameForKey(req.Key()), err)
+		return nil, fmt.Errorf("%s: %w", mirrorapi.NameForKey(req.Key()), err)
 	}
 	if err := responseError(resp); err != nil {
-		return fmt.Errorf("%s: %w", mirrorapi.NameForKey(req.Key()), err)
+		return nil, fmt.Errorf("%s: %w", mirrorapi.NameForKey(req.Key()), err)
 	}
-	return nil
+	return resp, nil
 }
 
 // waitCaughtUp prints the describe table until every partition's lag is 0.

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -195,8 +196,12 @@ var topicNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 func (f *mirrorsFlags) client() (*kgo.Client, error) {
 	// Every address is a seed: the request goes to whichever node
 	// answers, as with Kafka's tools.
+	// Only --timeout bounds a request: kgo's own read timeout (10 s for
+	// requests that carry none, as the mirror RPCs) would cut off a stop
+	// that answers after 10 s (it may take up to 25 s with a node down)
+	// and lose its report.
 	opts := []kgo.Opt{kgo.SeedBrokers(splitTopics(f.bootstrap)...), kgo.ClientID("kmirror-mirrors"),
-		kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil))}
+		kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)), kgo.RequestTimeoutOverhead(f.timeout)}
 	if f.commandConfig != "" {
 		ps, err := readProps(f.commandConfig)
 		if err != nil {
@@ -247,7 +252,7 @@ func (f *mirrorsFlags) run(ctx context.Context, action string, out io.Writer) er
 	if err != nil {
 		return err
 	}
-	resp, err := cl.Request(ctx, req)
+	resp, err := requestMirror(ctx, cl, req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("%s: no answer from %s within --timeout %v: %w", mirrorapi.NameForKey(req.Key()), f.bootstrap, f.timeout, err)
@@ -341,6 +346,58 @@ func (f *mirrorsFlags) request(action string) (kmsg.Request, error) {
 		return r, nil
 	}
 	return nil, fmt.Errorf("unknown action %s", action)
+}
+
+// requestMirror sends req and, while the answer says the controller
+// moved (controllerMoved: nothing was changed), sends it again after a
+// metadata refresh, until ctx ends; then the last answer is returned.
+// WHY: a controller election takes about a second, and an operator's
+// failover must not fail on one. kgo retries NOT_CONTROLLER only for the
+// admin requests it knows, not for the mirror RPCs.
+func requestMirror(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+	for {
+		resp, err := cl.Request(ctx, req)
+		if err != nil || !controllerMoved(resp) {
+			return resp, err
+		}
+		cl.ForceMetadataRefresh()
+		select {
+		case <-ctx.Done():
+			return resp, nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// controllerMoved reports whether resp is NOT_CONTROLLER as a whole, or
+// for every topic it names: the metadata log refused the request's
+// writes, so nothing of it was done and it can be sent again. An answer
+// that did some topics is never sent again (their reports, a stop's
+// above all, would be lost to a second answer).
+func controllerMoved(resp kmsg.Response) bool {
+	moved := kerr.NotController.Code
+	if a, ok := actionAnswerOf(resp); ok {
+		if a.code != 0 || len(a.topics) == 0 {
+			return a.code == moved
+		}
+		for _, t := range a.topics {
+			if t.ErrorCode != moved {
+				return false
+			}
+		}
+		return true
+	}
+	switch r := resp.(type) {
+	case *mirrorapi.ListClusterMirrorsResponse:
+		return r.ErrorCode == moved
+	case *mirrorapi.DescribeClusterMirrorsResponse: // reads only: always safe again
+		for _, m := range r.Mirrors {
+			if m.ErrorCode == moved {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // responseError turns the response's error codes into one line.

@@ -9,7 +9,9 @@
 // offset is clamped into what the local partition holds:
 // max(local log start, min(source offset, local log end)). An offset that
 // needed no clamp keeps its leader epoch and metadata; a clamped one gets
-// epoch -1 and no metadata. Partitions not mirrored here are skipped.
+// epoch -1 and no metadata. Partitions not mirrored here are skipped. A
+// group whose coordinator here cannot be asked is skipped too, and named
+// in the sync's error: never overwritten, never left out in silence.
 //
 // The package talks to the source with kadm and to this node through the
 // Dest interface; it runs on the control plane's loop, never on an event
@@ -24,21 +26,26 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kmirror/kmirror/internal/pattern"
 )
 
-// Dest is this node, as the sync sees it.
+// Dest is this node, as the sync sees it. Sync calls it for all groups
+// at once: Dest bounds its own requests in flight.
 type Dest interface {
-	// GroupActive reports whether group has members here.
-	GroupActive(group string) bool
+	// GroupActive reports whether group has members here. An error
+	// (its coordinator could not be asked within ctx) skips the group
+	// and is reported: the sync never overwrites offsets it could not
+	// prove are unused, and never hides that it left a group out.
+	GroupActive(ctx context.Context, group string) (bool, error)
 	// Bounds returns a mirrored partition's local log start and end; ok is
 	// false when topic/partition is not mirrored here by this mirror.
 	Bounds(topic string, partition int32) (start, end int64, ok bool)
 	// Commit stores group's offsets (a simple commit).
-	Commit(group string, offs []Offset) error
+	Commit(ctx context.Context, group string, offs []Offset) error
 }
 
 // Offset is one committed offset.
@@ -115,66 +122,91 @@ func Sync(ctx context.Context, src *kadm.Client, dst Dest, f Filter) (Result, er
 		}
 	}
 	sort.Strings(names)
-	var fetch []string
-	for _, group := range names {
-		if dst.GroupActive(group) {
-			res.SkippedActive++
-			continue
-		}
-		fetch = append(fetch, group)
-	}
 	// One OffsetFetch for all groups (v8+, per coordinator; kadm splits
 	// per group for older sources): a cycle over 100 groups is one round
-	// trip, not 100.
-	all := src.FetchManyOffsets(ctx, fetch...)
+	// trip, not 100. Groups active here are fetched too: which ones are
+	// is asked just before each commit, the moment it matters.
+	all := src.FetchManyOffsets(ctx, names...)
+	// Each group is then checked and committed at its coordinator here,
+	// all at once (Dest bounds its own requests in flight): a coordinator
+	// that cannot be asked holds up its own groups until ctx ends, not
+	// the groups after it in the list (a failover's final sync has one
+	// bound for all of them).
+	outcomes := make([]groupOutcome, len(names))
+	var wg sync.WaitGroup
+	for i, group := range names {
+		wg.Go(func() { outcomes[i] = syncGroup(ctx, dst, group, all) })
+	}
+	wg.Wait()
 	var errs []error
-	for _, group := range fetch {
-		fetched, ok := all[group]
+	for _, o := range outcomes {
 		switch {
-		case !ok:
-			errs = append(errs, fmt.Errorf("fetching offsets of %s: no answer", group))
-			continue
-		case fetched.Err != nil:
-			errs = append(errs, fmt.Errorf("fetching offsets of %s: %w", group, fetched.Err))
-			continue
-		}
-		// Checked again just before the commit: a consumer may have
-		// joined here while the offsets were fetched.
-		if dst.GroupActive(group) {
+		case o.err != nil:
+			errs = append(errs, o.err)
+		case o.active:
 			res.SkippedActive++
-			continue
+		case o.offsets > 0:
+			res.Groups++
+			res.Offsets += o.offsets
+			res.Clamped += o.clamped
 		}
-		var offs []Offset
-		fetched.Fetched.Each(func(o kadm.OffsetResponse) {
-			if o.Err != nil || o.At < 0 {
-				return
-			}
-			start, end, ok := dst.Bounds(o.Topic, o.Partition)
-			if !ok {
-				return
-			}
-			c, clamped := Clamp(Offset{Topic: o.Topic, Partition: o.Partition, Offset: o.At,
-				LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata}, start, end)
-			if clamped {
-				res.Clamped++
-			}
-			offs = append(offs, c)
-		})
-		if len(offs) == 0 {
-			continue
-		}
-		sort.Slice(offs, func(i, j int) bool {
-			if offs[i].Topic != offs[j].Topic {
-				return offs[i].Topic < offs[j].Topic
-			}
-			return offs[i].Partition < offs[j].Partition
-		})
-		if err := dst.Commit(group, offs); err != nil {
-			errs = append(errs, fmt.Errorf("committing offsets of %s: %w", group, err))
-			continue
-		}
-		res.Groups++
-		res.Offsets += len(offs)
 	}
 	return res, errors.Join(errs...)
+}
+
+// groupOutcome is what the sync did with one group.
+type groupOutcome struct {
+	active           bool // skipped: it has members here
+	offsets, clamped int  // committed, and of them clamped
+	err              error
+}
+
+// syncGroup commits group's source offsets here, clamped, unless the
+// group has members here.
+func syncGroup(ctx context.Context, dst Dest, group string, all kadm.FetchOffsetsResponses) groupOutcome {
+	fetched, ok := all[group]
+	switch {
+	case !ok:
+		return groupOutcome{err: fmt.Errorf("fetching offsets of %s: no answer", group)}
+	case fetched.Err != nil:
+		return groupOutcome{err: fmt.Errorf("fetching offsets of %s: %w", group, fetched.Err)}
+	}
+	active, err := dst.GroupActive(ctx, group)
+	switch {
+	case err != nil:
+		return groupOutcome{err: fmt.Errorf("group %s not synced: asking whether it has members here: %w", group, err)}
+	case active:
+		return groupOutcome{active: true}
+	}
+	var out groupOutcome
+	var offs []Offset
+	fetched.Fetched.Each(func(o kadm.OffsetResponse) {
+		if o.Err != nil || o.At < 0 {
+			return
+		}
+		start, end, ok := dst.Bounds(o.Topic, o.Partition)
+		if !ok {
+			return
+		}
+		c, clamped := Clamp(Offset{Topic: o.Topic, Partition: o.Partition, Offset: o.At,
+			LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata}, start, end)
+		if clamped {
+			out.clamped++
+		}
+		offs = append(offs, c)
+	})
+	if len(offs) == 0 {
+		return groupOutcome{}
+	}
+	sort.Slice(offs, func(i, j int) bool {
+		if offs[i].Topic != offs[j].Topic {
+			return offs[i].Topic < offs[j].Topic
+		}
+		return offs[i].Partition < offs[j].Partition
+	})
+	if err := dst.Commit(ctx, group, offs); err != nil {
+		return groupOutcome{err: fmt.Errorf("committing offsets of %s: %w", group, err)}
+	}
+	out.offsets = len(offs)
+	return out
 }

@@ -3,7 +3,10 @@ package groups
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,18 +70,28 @@ func TestClamp(t *testing.T) {
 // fakeDest records commits; partitions of topic "t" are mirrored with the
 // bounds given.
 type fakeDest struct {
+	mu      sync.Mutex // Sync calls it for several groups at once
 	active  map[string]bool
+	hang    map[string]bool // GroupActive waits for ctx to end for these
 	bounds  map[int32][2]int64
 	commits map[string][]Offset
 	fail    error
 }
 
-func (d *fakeDest) GroupActive(g string) bool { return d.active[g] }
+func (d *fakeDest) GroupActive(ctx context.Context, g string) (bool, error) {
+	if d.hang[g] {
+		<-ctx.Done()
+		return false, fmt.Errorf("coordinator node 2 is down: %w", ctx.Err())
+	}
+	return d.active[g], nil
+}
 func (d *fakeDest) Bounds(topic string, p int32) (int64, int64, bool) {
 	b, ok := d.bounds[p]
 	return b[0], b[1], ok && topic == "t"
 }
-func (d *fakeDest) Commit(g string, offs []Offset) error {
+func (d *fakeDest) Commit(_ context.Context, g string, offs []Offset) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.fail != nil {
 		return d.fail
 	}
@@ -140,5 +153,25 @@ func TestSyncAgainstKfake(t *testing.T) {
 	dst.fail = errors.New("disk full")
 	if _, err := Sync(ctx, adm, dst, f); err == nil {
 		t.Fatal("a failing commit was not reported")
+	}
+
+	// A group whose coordinator here cannot be asked until the sync's
+	// bound is neither synced nor counted as active: the sync names it in
+	// its error (a failover's final sync reports it), and the groups
+	// after it are synced still, within the same bound.
+	dst.fail, dst.commits = nil, map[string][]Offset{}
+	dst.hang = map[string]bool{"app-a": true}
+	bounded, cancelBounded := context.WithTimeout(ctx, time.Second)
+	defer cancelBounded()
+	res, err = Sync(bounded, adm, dst, f)
+	if err == nil || !strings.Contains(err.Error(), "group app-a not synced") ||
+		!strings.Contains(err.Error(), "coordinator node 2 is down") {
+		t.Fatalf("error %v, want one naming group app-a and why", err)
+	}
+	if _, synced := dst.commits["app-a"]; synced || len(dst.commits["app-b"]) != 1 {
+		t.Fatalf("commits %+v: want app-b only", dst.commits)
+	}
+	if res.Groups != 1 || res.SkippedActive != 1 {
+		t.Fatalf("result %+v: app-a counted as synced or as active", res)
 	}
 }
