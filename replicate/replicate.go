@@ -213,6 +213,11 @@ type fetcher struct {
 	mu      sync.Mutex
 	parts   map[key]*followed
 	changed chan struct{}
+	// interrupt cuts the Fetch on the wire short (nil when none is), and
+	// interrupted says it did: set does so when it adds partitions (see
+	// beginFetch).
+	interrupt   context.CancelFunc
+	interrupted bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -251,18 +256,48 @@ func (f *fetcher) set(ts []Target) {
 	f.mu.Lock()
 	old := f.parts
 	f.parts = make(map[key]*followed, len(ts))
+	added := false
 	for _, t := range ts {
 		k := key{t.TopicID, t.Partition}
 		fp := &followed{Target: t}
 		if o := old[k]; o != nil && o.LeaderEpoch == t.LeaderEpoch && o.Replica == t.Replica {
 			fp.retryAt = o.retryAt
 		}
+		added = added || old[k] == nil
 		f.parts[k] = fp
+	}
+	if added && f.interrupt != nil {
+		f.interrupted = true
+		f.interrupt()
 	}
 	f.mu.Unlock()
 	select {
 	case f.changed <- struct{}{}:
 	default:
+	}
+}
+
+// beginFetch is the context of one Fetch round trip, which set cuts short
+// when it adds partitions, and its end, which reports whether it did.
+// WHY: the leader holds a Fetch of partitions without new records for up
+// to replica.fetch.wait.max.ms (500 ms); a partition added meanwhile (a
+// new replica of a reassignment, a leader that moved to this fetcher's
+// leader) would wait out that long poll before its first fetch, and so
+// would its ISR (re)join and every acks=all write waiting on it. Kafka's
+// fetcher waits; cutting the round trip costs a reconnect, and nothing is
+// lost: no answer of it was applied, and the next Fetch asks from the
+// same log ends.
+func (f *fetcher) beginFetch(ctx context.Context) (context.Context, func() (interrupted bool)) {
+	fctx, cancel := context.WithCancel(ctx)
+	f.mu.Lock()
+	f.interrupt, f.interrupted = cancel, false
+	f.mu.Unlock()
+	return fctx, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.interrupt = nil
+		cancel()
+		return f.interrupted
 	}
 }
 
@@ -310,11 +345,12 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			connAddr = addr
 		}
-		resp, err := f.fetch(ctx, conn, ready)
-		if err != nil {
+		fctx, endFetch := f.beginFetch(ctx)
+		resp, err := f.fetch(fctx, conn, ready)
+		if interrupted := endFetch(); err != nil {
 			conn.Close() // a failed round trip closed it already; a refused answer leaves it open
 			conn = nil
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !interrupted {
 				warn("replica fetcher: fetching from the leader", "addr", addr, "err", err)
 				f.backoff(ready)
 			}

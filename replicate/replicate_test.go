@@ -529,3 +529,70 @@ func TestManagerFollow(t *testing.T) {
 		t.Fatalf("fetchers %v following %d after Follow(nil)", got, m.following())
 	}
 }
+
+// A partition added to a fetcher whose Fetch the leader holds in its long
+// poll (its other partitions have nothing new) is fetched at once, not
+// after replica.fetch.wait.max.ms: the fetcher cuts the held Fetch short
+// and asks again with the new partition. It used to wait the poll out
+// (500 ms by default), and so did a new replica's catch-up and ISR join.
+func TestFetcherFetchesAnAddedPartitionWithoutWaitingOutTheLongPoll(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	records := batch.AppendMirrorPIDReset(nil, batch.PIDReset{BaseOffset: 0, PartitionLeaderEpoch: 5, SourceClusterID: "c"})
+	held := make(chan struct{}, 16)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.Version = req.Version
+		hasNew := false
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.HighWatermark, sp.LogStartOffset = rp.Partition, 0, 0
+				if rp.Partition == 1 && rp.FetchOffset == 0 {
+					sp.HighWatermark, sp.RecordBatches = 1, records
+					hasNew = true
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		if !hasNew { // the long poll: nothing new, held until the test ends
+			held <- struct{}{}
+			c.SleepControl(func() { <-release })
+		}
+		return resp, nil, true
+	})
+	m := NewManager(Config{NodeID: 7, LeaderAddr: func(int32) (string, bool) { return c.ListenAddrs()[0], true },
+		MaxWait: time.Minute, Backoff: time.Hour})
+	t.Cleanup(m.Close)
+	idle, added := &fakeReplica{epoch: -1}, &fakeReplica{epoch: -1}
+	target := func(p int32, r *fakeReplica) Target {
+		return Target{Topic: "t", TopicID: [16]byte{1}, Partition: p, Replica: r, Leader: 1, LeaderEpoch: 5}
+	}
+	m.Follow([]Target{target(0, idle)})
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Fetch never reached the leader")
+	}
+	m.Follow([]Target{target(0, idle), target(1, added)})
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		if got := added.opsSoFar(); len(got) == 0 {
+			return fmt.Errorf("the added partition has not been fetched: the fetcher waits for the held Fetch (a minute)")
+		}
+		return nil
+	})
+	if got := added.opsSoFar(); got[0] != "append 1 batches hw 1 start 0" {
+		t.Fatalf("the added partition: %q", got)
+	}
+}
