@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/testutil"
@@ -79,17 +77,11 @@ func TestClusterFailoverNamesTheGroupsItCouldNotSync(t *testing.T) {
 	coordinators := map[string]int32{}
 	testutil.CheckFor(t, 20*time.Second, func() error {
 		for _, g := range groups {
-			fc := kmsg.NewPtrFindCoordinatorRequest()
-			fc.Version, fc.CoordinatorKeys = 4, []string{g}
-			r, err := ccl.SeedBrokers()[0].Request(t.Context(), fc)
+			id, err := groupCoordinator(t.Context(), ccl.SeedBrokers()[0], g)
 			if err != nil {
 				return err
 			}
-			fcr := r.(*kmsg.FindCoordinatorResponse).Coordinators[0]
-			if fcr.ErrorCode != 0 {
-				return fmt.Errorf("FindCoordinator of %s: %v", g, kerr.ErrorForCode(fcr.ErrorCode))
-			}
-			coordinators[g] = fcr.NodeID
+			coordinators[g] = id
 		}
 		return nil
 	})

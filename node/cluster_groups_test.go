@@ -17,6 +17,23 @@ import (
 	"github.com/kmirror/kmirror/meta"
 )
 
+// groupCoordinator is the node id that node answers FindCoordinator of
+// group with, or the answer's error: asked of that node itself (kgo would
+// ask any node it knows, which may be one just stopped).
+func groupCoordinator(ctx context.Context, node *kgo.Broker, group string) (int32, error) {
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version, fc.CoordinatorKeys = 4, []string{group}
+	kr, err := node.Request(ctx, fc)
+	if err != nil {
+		return -1, err
+	}
+	r := kr.(*kmsg.FindCoordinatorResponse)
+	if code := r.Coordinators[0].ErrorCode; code != 0 {
+		return -1, fmt.Errorf("FindCoordinator of %s: %w", group, kerr.ErrorForCode(code))
+	}
+	return r.Coordinators[0].NodeID, nil
+}
+
 // A group's committed offsets survive the loss of its coordinator: they
 // are replicated in __consumer_offsets, and the partition's new leader
 // loads them and coordinates the group; a commit there is what the old
@@ -49,19 +66,7 @@ func TestClusterGroupOffsetsSurviveTheCoordinator(t *testing.T) {
 		}
 		return clients[addr].SeedBrokers()[0]
 	}
-	coordinator := func(i int) (int32, error) {
-		fc := kmsg.NewPtrFindCoordinatorRequest()
-		fc.Version, fc.CoordinatorKeys = 4, []string{"g"}
-		kr, err := seed(i).Request(ctx, fc)
-		if err != nil {
-			return -1, err
-		}
-		r := kr.(*kmsg.FindCoordinatorResponse)
-		if code := r.Coordinators[0].ErrorCode; code != 0 {
-			return -1, kerr.ErrorForCode(code)
-		}
-		return r.Coordinators[0].NodeID, nil
-	}
+	coordinator := func(i int) (int32, error) { return groupCoordinator(ctx, seed(i), "g") }
 	first, err := coordinator(0)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -277,17 +276,10 @@ func TestClusterMirrorsOnLeadersAndFailsOverWithANodeDown(t *testing.T) {
 	testutil.CheckFor(t, 20*time.Second, func() error {
 		remote = 0
 		for gi, g := range groups {
-			fc := kmsg.NewPtrFindCoordinatorRequest()
-			fc.Version, fc.CoordinatorKeys = 4, []string{g}
-			r, err := acl.SeedBrokers()[0].Request(t.Context(), fc)
-			if err != nil {
-				return fmt.Errorf("FindCoordinator of %s at node %d (%s), node %d down: %w", g, alive+1, c.nodes[alive].Addr(), gone+1, err)
-			}
-			fcr := r.(*kmsg.FindCoordinatorResponse).Coordinators[0]
-			coordinator := fcr.NodeID
+			coordinator, err := groupCoordinator(t.Context(), acl.SeedBrokers()[0], g)
 			switch {
-			case fcr.ErrorCode != 0:
-				return fmt.Errorf("FindCoordinator of %s: %v", g, kerr.ErrorForCode(fcr.ErrorCode))
+			case err != nil:
+				return fmt.Errorf("at node %d (%s), node %d down: %w", alive+1, c.nodes[alive].Addr(), gone+1, err)
 			case coordinator == int32(gone+1):
 				return fmt.Errorf("FindCoordinator of %s names node %d, which is down", g, coordinator)
 			}
