@@ -304,6 +304,7 @@ func (c *Plane) awaitStops(mirror string, resp *mirrorapi.StopMirrorTopicsRespon
 				continue
 			}
 			done = append(done, resp.Topics[i].Name)
+			c.reportFinalEnds(mirror, &resp.Topics[i])
 			delete(waiting, i)
 		}
 		if len(waiting) == 0 || time.Now().After(deadline) {
@@ -326,6 +327,27 @@ func (c *Plane) awaitStops(mirror string, resp *mirrorapi.StopMirrorTopicsRespon
 	defer unlock()
 	if m, err := c.store.GetMirror(mirror); err == nil {
 		c.releaseStopped(m, done)
+	}
+}
+
+// reportFinalEnds sets a stopped topic's report to where each partition's
+// copy ended, as its leader persisted it at the stop (LastMirrorOffset,
+// what Describe shows from then on), and the lag from it. WHY: the final
+// sync noted the log ends of this node's replicas, and of a partition led
+// elsewhere that is a follower's, a fetch behind a leader whose fetcher
+// ran on until it failed the partition over: the report said the copy was
+// further behind than it was, and disagreed with the next Describe.
+func (c *Plane) reportFinalEnds(mirror string, rt *mirrorapi.MirrorTopicsResponseTopic) {
+	for i := range rt.Partitions {
+		sp := &rt.Partitions[i]
+		ps := c.partitionState(mirror, rt.Name, sp.PartitionIndex)
+		if ps.State != state.StateStopped || ps.LastMirrorOffset < 0 {
+			continue
+		}
+		sp.DestinationOffset = ps.LastMirrorOffset
+		if sp.SourceOffset >= 0 {
+			sp.Lag = max(sp.SourceOffset-sp.DestinationOffset, 0)
+		}
 	}
 }
 

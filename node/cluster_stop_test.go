@@ -114,3 +114,62 @@ func TestClusterLeadersFailOverWhileTheFinalSyncRuns(t *testing.T) {
 		t.Fatalf("producing to the failed-over topic: %v", err)
 	}
 }
+
+// A stop's report says where each partition's copy ended as its leader
+// failed it over (what Describe shows from then on), also for partitions
+// led by other nodes while the source was still being written to. It used
+// to note the controller's own replica of those partitions, a follower a
+// fetch behind a leader whose fetcher ran on until the stop reached it:
+// the report said the copy was further behind than it was, and the next
+// Describe disagreed with it.
+func TestClusterStopReportsWhereEachLeaderStopped(t *testing.T) {
+	t.Parallel()
+	const topic, partitions = "ledger", 6
+	src := kfaketest.Source(t, kfake.SeedTopics(partitions, topic))
+	scl := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
+	ctl := c.controllerIndex()
+	c.mirrorFrom(ctl, src, topic, partitions)
+
+	// The source is written to throughout the stop.
+	var producing atomic.Bool
+	producing.Store(true)
+	produced := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; producing.Load() && err == nil; i++ {
+			err = scl.ProduceSync(t.Context(), &kgo.Record{Value: fmt.Appendf(nil, "r-%d", i)}).FirstErr()
+		}
+		produced <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the leaders are mirroring new records
+	stop := mirrorapi.NewPtrStopMirrorTopicsRequest()
+	stop.MirrorName = "dr"
+	stop.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: topic}}
+	r := c.mirrorRPC(ctl, stop).(*mirrorapi.StopMirrorTopicsResponse)
+	producing.Store(false)
+	if err := <-produced; err != nil {
+		t.Fatalf("producing at the source: %v", err)
+	}
+	if r.ErrorCode != 0 || len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("StopMirrorTopics: %d %v %+v", r.ErrorCode, r.ErrorMessage, r.Topics)
+	}
+	reported := map[int32]int64{}
+	for _, p := range r.Topics[0].Partitions {
+		reported[p.PartitionIndex] = p.DestinationOffset
+	}
+	c.allInState(ctl, "dr", "STOPPED", partitions)
+	d := mirrorapi.NewPtrDescribeClusterMirrorsRequest()
+	d.MirrorNames = []string{"dr"}
+	dr := c.mirrorRPC(ctl, d).(*mirrorapi.DescribeClusterMirrorsResponse)
+	if len(dr.Mirrors) != 1 || len(dr.Mirrors[0].Topics) != 1 {
+		t.Fatalf("describe: %+v", dr.Mirrors)
+	}
+	for _, p := range dr.Mirrors[0].Topics[0].Partitions {
+		leader := c.leaderOf(ctl, topic, p.PartitionIndex)
+		if got := reported[p.PartitionIndex]; got != p.DestinationOffset || got < 0 {
+			t.Errorf("%s-%d (led by node %d, the controller is node %d): the stop reported the copy ending at %d, "+
+				"Describe at %d", topic, p.PartitionIndex, leader, ctl+1, got, p.DestinationOffset)
+		}
+	}
+}
