@@ -103,7 +103,9 @@ type Coordinator struct {
 var ErrClosed = errors.New("group: coordinator closed")
 
 // New loads every group from the store: each comes back Empty, with its
-// offsets and generation; members rejoin.
+// offsets and generation; members rejoin (the store keeps no membership:
+// a node that keeps group state in __consumer_offsets Loads it from
+// there, members included).
 func New(store Store, cfg Config) (*Coordinator, error) {
 	cfg = cfg.withDefaults()
 	c := &Coordinator{cfg: cfg, store: store, log: cfg.Logger, groups: map[string]*Group{}}

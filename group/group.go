@@ -3,6 +3,7 @@ package group
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -585,10 +586,52 @@ func (g *Group) expirePending(id string) {
 	g.mu.Unlock()
 }
 
-// persistMeta stores the generation and protocol type.
+// persistMeta stores the generation and protocol type, and for a Stable
+// group its membership (state.GroupMeta). A failed write is logged: a new
+// coordinator then loads an older generation, and the members' next
+// heartbeat makes them rejoin. REQUIRES: g.mu held.
 func (g *Group) persistMeta() {
-	if err := g.c.store.PutGroupMeta(state.GroupMeta{Group: g.name, ProtocolType: g.protocolType, Generation: g.generation}); err != nil {
+	m := state.GroupMeta{Group: g.name, ProtocolType: g.protocolType, Generation: g.generation}
+	if g.state == stateStable {
+		m.Protocol, m.Leader = g.protocol, g.leader
+		for _, mb := range g.members {
+			gm := state.GroupMember{ID: mb.id, InstanceID: mb.instanceID, ClientID: mb.clientID, ClientHost: mb.clientHost,
+				SessionTimeout: mb.session, RebalanceTimeout: mb.rebalance, Assignment: mb.assignment}
+			for _, p := range mb.protocols {
+				if p.Name == g.protocol {
+					gm.Subscription = p.Metadata
+				}
+			}
+			m.Members = append(m.Members, gm)
+		}
+		slices.SortFunc(m.Members, func(a, b state.GroupMember) int { return strings.Compare(a.ID, b.ID) })
+	}
+	if err := g.c.store.PutGroupMeta(m); err != nil {
 		g.c.log.Warn("storing group metadata failed", "group", g.name, "err", err)
+	}
+}
+
+// restoreMembers makes g the Stable generation m holds, as a new
+// coordinator of the group loads it: its members keep their ids and
+// assignments and are served without a rebalance, each on a fresh session
+// (Kafka's loaded members are timed out from the load, too). A member
+// that does not come back is expired as any other. REQUIRES: g.mu held,
+// or g not shared yet.
+func (g *Group) restoreMembers(m state.GroupMeta) {
+	if len(m.Members) == 0 {
+		return
+	}
+	g.state, g.protocol, g.leader = stateStable, m.Protocol, m.Leader
+	for _, gm := range m.Members {
+		g.joinSeq++
+		mb := &member{id: gm.ID, instanceID: gm.InstanceID, clientID: gm.ClientID, clientHost: gm.ClientHost,
+			session: gm.SessionTimeout, rebalance: gm.RebalanceTimeout, assignment: gm.Assignment, joinedAt: g.joinSeq,
+			protocols: []kmsg.JoinGroupRequestProtocol{{Name: m.Protocol, Metadata: gm.Subscription}}}
+		g.members[gm.ID] = mb
+		if gm.InstanceID != "" {
+			g.static[gm.InstanceID] = gm.ID
+		}
+		g.resetExpiry(mb)
 	}
 }
 

@@ -81,6 +81,10 @@ func (g *Group) completeSync(assignments []kmsg.SyncGroupRequestGroupAssignment)
 		}
 	}
 	g.state = stateStable
+	// Stored before any member hears of it, as Kafka answers SyncGroup
+	// once the group's record is appended: a new coordinator then serves
+	// this generation as it is.
+	g.persistMeta()
 	for _, m := range g.members {
 		if m.sync != nil {
 			resp := kmsg.NewPtrSyncGroupResponse()

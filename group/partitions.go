@@ -35,6 +35,7 @@ func (c *Coordinator) Load(belongs func(group string) bool, st *GroupsState) {
 	for name, m := range st.Metas {
 		g := install(name)
 		g.protocolType, g.generation = m.ProtocolType, m.Generation
+		g.restoreMembers(m)
 	}
 	for name, offs := range st.Offsets {
 		if len(offs) == 0 {

@@ -1,9 +1,12 @@
 package group
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -17,8 +20,10 @@ import (
 // topic, partition) holds an OffsetCommitValue (version 3: offset, leader
 // epoch, metadata, commit time), and one keyed GroupMetadataKey (version
 // 2: the group) a GroupMetadataValue (version 3: protocol type,
-// generation; kmirror's members rejoin after a coordinator moves, so none
-// are written). A null value is a tombstone: an offset deleted, a group
+// generation, and for a Stable generation its protocol, leader and
+// members with their subscriptions and assignments, so that a new
+// coordinator serves them without a rebalance, as Kafka's does). A null
+// value is a tombstone: an offset deleted, a group
 // deleted. The topic is compacted on these keys, so the latest record of
 // each key is the state.
 
@@ -47,6 +52,21 @@ func GroupRecord(m state.GroupMeta) batch.Record {
 	k.Version, k.Group = groupKeyVersion, m.Group
 	v := kmsg.NewGroupMetadataValue()
 	v.Version, v.ProtocolType, v.Generation = groupValueVersion, m.ProtocolType, m.Generation
+	if len(m.Members) > 0 {
+		v.Protocol, v.Leader = &m.Protocol, &m.Leader
+	}
+	v.CurrentStateTimestamp = -1
+	for _, gm := range m.Members {
+		vm := kmsg.NewGroupMetadataValueMember()
+		vm.MemberID, vm.ClientID, vm.ClientHost = gm.ID, gm.ClientID, gm.ClientHost
+		if gm.InstanceID != "" {
+			vm.InstanceID = &gm.InstanceID
+		}
+		vm.RebalanceTimeoutMillis = int32(gm.RebalanceTimeout / time.Millisecond)
+		vm.SessionTimeoutMillis = int32(gm.SessionTimeout / time.Millisecond)
+		vm.Subscription, vm.Assignment = gm.Subscription, gm.Assignment
+		v.Members = append(v.Members, vm)
+	}
 	return batch.Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 }
 
@@ -160,9 +180,40 @@ func (s *GroupsState) apply(key, value []byte, offsets map[string]map[topicParti
 		if err := v.ReadFrom(value); err != nil {
 			return fmt.Errorf("%w: group value of %q: %v", ErrOffsetsRecord, k.Group, err)
 		}
-		s.Metas[k.Group] = state.GroupMeta{Group: k.Group, ProtocolType: v.ProtocolType, Generation: max(v.Generation, 0)}
+		s.Metas[k.Group] = groupMetaOf(k.Group, &v)
 	}
 	return nil
+}
+
+// groupMetaOf is the group state a GroupMetadataValue holds. Members
+// come back only with the protocol and leader a Stable generation has
+// (what GroupRecord writes), and never from a value whose members lack a
+// session timeout (written by a Kafka before 0.10.1, which has no
+// rebalance timeout either): they rejoin.
+func groupMetaOf(group string, v *kmsg.GroupMetadataValue) state.GroupMeta {
+	m := state.GroupMeta{Group: group, ProtocolType: v.ProtocolType, Generation: max(v.Generation, 0)}
+	if v.Protocol == nil || v.Leader == nil || len(v.Members) == 0 {
+		return m
+	}
+	m.Protocol, m.Leader = *v.Protocol, *v.Leader
+	for _, vm := range v.Members {
+		if vm.SessionTimeoutMillis <= 0 || vm.MemberID == "" {
+			return state.GroupMeta{Group: group, ProtocolType: v.ProtocolType, Generation: m.Generation}
+		}
+		gm := state.GroupMember{ID: vm.MemberID, ClientID: vm.ClientID, ClientHost: vm.ClientHost,
+			SessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+			RebalanceTimeout: time.Duration(max(vm.RebalanceTimeoutMillis, vm.SessionTimeoutMillis)) * time.Millisecond,
+			// Cloned: the value is read from a buffer the caller reuses.
+			Subscription: bytes.Clone(vm.Subscription), Assignment: bytes.Clone(vm.Assignment)}
+		if vm.InstanceID != nil {
+			gm.InstanceID = *vm.InstanceID
+		}
+		m.Members = append(m.Members, gm)
+	}
+	if !slices.ContainsFunc(m.Members, func(gm state.GroupMember) bool { return gm.ID == m.Leader }) {
+		return state.GroupMeta{Group: group, ProtocolType: v.ProtocolType, Generation: m.Generation}
+	}
+	return m
 }
 
 // ApplyBatch applies every record of b, an uncompressed data batch: a

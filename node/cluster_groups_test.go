@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,5 +226,84 @@ func TestClusterConsumersResumeAfterTheCoordinatorDies(t *testing.T) {
 		if k != 1 {
 			t.Errorf("record %s consumed %d times: its commit was lost with the coordinator", v, k)
 		}
+	}
+}
+
+// A Stable group keeps its generation across the loss of its coordinator:
+// the generation's members and assignments are in __consumer_offsets, so
+// the partition's new leader serves them as they were and their
+// heartbeats go on, with no rebalance (as in Kafka). The new coordinator
+// used to load the group Empty, every member's heartbeat answered
+// UNKNOWN_MEMBER_ID, and the group rebalanced from scratch.
+func TestClusterGroupKeepsItsGenerationAcrossTheCoordinator(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.GroupInitialRebalanceDelay = 0 })
+	ctx := t.Context()
+	if _, err := c.client(0).CreateTopic(ctx, 3, 3, nil, "steady"); err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for _, n := range c.nodes {
+		addrs = append(addrs, n.Addr())
+	}
+	var assigned, lost atomic.Int32
+	member := nodetest.Client(t, addrs, kgo.ConsumerGroup("steady-group"), kgo.ConsumeTopics("steady"),
+		kgo.HeartbeatInterval(100*time.Millisecond), kgo.SessionTimeout(6*time.Second),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { assigned.Add(1) }),
+		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { lost.Add(1) }))
+	go func() { // polls until the client closes, so that it heartbeats and stays in the group
+		for ctx.Err() == nil {
+			if member.PollFetches(ctx).IsClientClosed() {
+				return
+			}
+		}
+	}()
+	stable := func(adm *kadm.Client) (kadm.DescribedGroup, error) {
+		described, err := adm.DescribeGroups(ctx, "steady-group")
+		if err != nil {
+			return kadm.DescribedGroup{}, err
+		}
+		g := described["steady-group"]
+		switch {
+		case g.Err != nil:
+			return g, g.Err
+		case g.State != "Stable" || len(g.Members) != 1:
+			return g, fmt.Errorf("group %s with %d members", g.State, len(g.Members))
+		}
+		return g, nil
+	}
+	var before kadm.DescribedGroup
+	testutil.CheckFor(t, 20*time.Second, func() (err error) { before, err = stable(c.client(0)); return err })
+	id, rounds := before.Members[0].MemberID, assigned.Load()
+	coordinator, err := groupCoordinator(ctx, nodetest.Client(t, []string{c.nodes[0].Addr()}).SeedBrokers()[0], "steady-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stop(int(coordinator - 1))
+	alive := int(coordinator) % 3 // the node after the stopped one
+	testutil.CheckFor(t, 30*time.Second, func() error {
+		g, err := stable(c.client(alive))
+		if err != nil {
+			return err
+		}
+		if g.Coordinator.NodeID == coordinator {
+			return fmt.Errorf("described by node %d, which is stopped", coordinator)
+		}
+		if g.Members[0].MemberID != id {
+			t.Fatalf("after node %d (the coordinator) stopped: member %s, before: %s (it rejoined)",
+				coordinator, g.Members[0].MemberID, id)
+		}
+		return nil
+	})
+	// The member's heartbeats reach the new coordinator, which keeps it:
+	// no partition was lost or assigned again.
+	time.Sleep(time.Second)
+	g, err := stable(c.client(alive))
+	switch {
+	case err != nil:
+		t.Fatalf("a second after the move: %v", err)
+	case g.Members[0].MemberID != id || assigned.Load() != rounds || lost.Load() != 0:
+		t.Fatalf("a second after the move: member %s (was %s), %d assignments (was %d), %d losses: the group rebalanced",
+			g.Members[0].MemberID, id, assigned.Load(), rounds, lost.Load())
 	}
 }

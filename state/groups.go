@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -34,6 +35,26 @@ type GroupMeta struct {
 	ProtocolType string
 	// Generation is the group's generation id, never negative.
 	Generation int32
+	// Protocol, Leader and Members are the membership of a Stable
+	// generation, as its SyncGroup left it (Kafka's GroupMetadataValue):
+	// a new coordinator serves those members without a rebalance. Empty
+	// for a generation that is not Stable. They travel in
+	// __consumer_offsets only: this store keeps the three fields above
+	// (a group's copy here is what replaying its partition rebuilds).
+	Protocol string
+	Leader   string
+	Members  []GroupMember
+}
+
+// GroupMember is one member of a Stable generation.
+type GroupMember struct {
+	ID, InstanceID       string // InstanceID "" for a dynamic member
+	ClientID, ClientHost string
+	// SessionTimeout and RebalanceTimeout are the member's, as it joined.
+	SessionTimeout, RebalanceTimeout time.Duration
+	// Subscription is its metadata for the generation's protocol, and
+	// Assignment what the leader's SyncGroup gave it.
+	Subscription, Assignment []byte
 }
 
 // CommitOffsets stores offs as group's committed offsets, replacing the

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -190,7 +191,7 @@ func FuzzDecodeGroupMeta(f *testing.F) {
 	f.Add(append(slices.Clone(good), 0))
 	f.Add([]byte{1, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkRecord(t, data, decodeGroupMeta, appendGroupMeta, eq[GroupMeta])
+		checkRecord(t, data, decodeGroupMeta, appendGroupMeta, func(a, b GroupMeta) bool { return reflect.DeepEqual(a, b) })
 	})
 }
 
