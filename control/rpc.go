@@ -48,6 +48,7 @@ func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 		defer c.lockStops(r.MirrorName)()
 		resp := c.stop(r).(*mirrorapi.StopMirrorTopicsResponse) // takes the mirror's lock, and drops it for the final sync
 		c.awaitStops(r.MirrorName, resp, deadline)
+		c.logStops(r.MirrorName, resp)
 		return resp, nil
 	case *mirrorapi.PauseMirrorTopicsRequest:
 		defer c.lockMirror(r.MirrorName)()
@@ -521,7 +522,6 @@ func (c *Plane) stop(r *mirrorapi.StopMirrorTopicsRequest) kmsg.Response {
 			if rep.msg != "" {
 				rt.FinalSyncMessage = strp(rep.msg)
 			}
-			c.logStop(m, name, code, rep)
 		}
 		if code != 0 && rep != nil {
 			// The final sync removed the fetchers; partitions this stop

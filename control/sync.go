@@ -459,26 +459,34 @@ func (c *Plane) finalSyncFrom(ctx context.Context, m state.Mirror, topics []stri
 	}
 }
 
-// logStop logs how a topic's stop went, loudly when it left records
-// behind at the source.
-func (c *Plane) logStop(m state.Mirror, topic string, code int16, rep *stopReport) {
-	if code != 0 {
-		return
-	}
-	var behind, unknown int64
-	for _, p := range rep.parts {
-		if p.Lag < 0 {
-			unknown++
+// logStops logs how each topic a Stop failed over went, once its report
+// is final (awaitStops: the ends its leaders persisted), loudly when it
+// left records behind at the source. Topics it did not stop (an error,
+// or stopped already: no partitions in the report) are not logged.
+func (c *Plane) logStops(mirror string, resp *mirrorapi.StopMirrorTopicsResponse) {
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != 0 || len(rt.Partitions) == 0 {
+			continue
 		}
-		behind += max(p.Lag, 0)
+		var behind, unknown int64
+		for _, p := range rt.Partitions {
+			if p.Lag < 0 {
+				unknown++
+			}
+			behind += max(p.Lag, 0)
+		}
+		reason := ""
+		if rt.FinalSyncMessage != nil {
+			reason = *rt.FinalSyncMessage
+		}
+		args := []any{"mirror", mirror, "topic", rt.Name, "final_sync", finalSyncName(rt.FinalSync), "reason", reason,
+			"records_behind", behind, "partitions_source_offset_unknown", unknown}
+		if behind > 0 || unknown > 0 || rt.FinalSync != mirrorapi.FinalSyncDone {
+			c.log.Warn("topic stopped, the copy may lack records the source holds", args...)
+			continue
+		}
+		c.log.Info("topic stopped after a final sync, nothing left behind", args...)
 	}
-	args := []any{"mirror", m.Name, "topic", topic, "final_sync", finalSyncName(rep.status), "reason", rep.msg,
-		"records_behind", behind, "partitions_source_offset_unknown", unknown}
-	if behind > 0 || unknown > 0 || rep.status != mirrorapi.FinalSyncDone {
-		c.log.Warn("topic stopped, the copy may lack records the source holds", args...)
-		return
-	}
-	c.log.Info("topic stopped after a final sync, nothing left behind", args...)
 }
 
 func finalSyncName(s int8) string {

@@ -1,7 +1,9 @@
 package node
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,6 +117,31 @@ func TestClusterLeadersFailOverWhileTheFinalSyncRuns(t *testing.T) {
 	}
 }
 
+// teeHandler sends every record to two handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (h teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.a.Enabled(ctx, l) || h.b.Enabled(ctx, l)
+}
+
+func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.a.Enabled(ctx, r.Level) {
+		_ = h.a.Handle(ctx, r.Clone())
+	}
+	if h.b.Enabled(ctx, r.Level) {
+		return h.b.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{h.a.WithAttrs(as), h.b.WithAttrs(as)}
+}
+
+func (h teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
+}
+
 // A stop's report says where each partition's copy ended as its leader
 // failed it over (what Describe shows from then on), also for partitions
 // led by other nodes while the source was still being written to. It used
@@ -127,7 +154,13 @@ func TestClusterStopReportsWhereEachLeaderStopped(t *testing.T) {
 	const topic, partitions = "ledger", 6
 	src := kfaketest.Source(t, kfake.SeedTopics(partitions, topic))
 	scl := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
+	// The nodes' warnings, read below for the stop's log line.
+	var warnings testutil.SyncBuffer
+	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) {
+		cfg.DefaultReplicationFactor = 3
+		cfg.Logger = slog.New(teeHandler{cfg.Logger.Handler(),
+			slog.NewTextHandler(&warnings, &slog.HandlerOptions{Level: slog.LevelWarn})})
+	})
 	ctl := c.controllerIndex()
 	c.mirrorFrom(ctl, src, topic, partitions)
 
@@ -155,8 +188,14 @@ func TestClusterStopReportsWhereEachLeaderStopped(t *testing.T) {
 		t.Fatalf("StopMirrorTopics: %d %v %+v", r.ErrorCode, r.ErrorMessage, r.Topics)
 	}
 	reported := map[int32]int64{}
+	var behind int64
 	for _, p := range r.Topics[0].Partitions {
 		reported[p.PartitionIndex] = p.DestinationOffset
+		behind += max(p.Lag, 0)
+	}
+	// The controller's log line says what the report says.
+	if want := fmt.Sprintf("records_behind=%d ", behind); behind > 0 && !strings.Contains(warnings.String(), want) {
+		t.Errorf("the report has %d records behind; the nodes' warnings do not say %q:\n%s", behind, want, warnings.String())
 	}
 	c.allInState(ctl, "dr", "STOPPED", partitions)
 	d := mirrorapi.NewPtrDescribeClusterMirrorsRequest()
