@@ -161,6 +161,11 @@ type Config struct {
 	// go there in an Envelope (forward.go). Nil: this node never forwards
 	// (a node alone, which is its own controller).
 	ControllerChannel ControllerChannel
+	// MirrorControllerChannel, when set, carries the forwarded mirror RPCs
+	// instead: they read the source, and a stop may take 25 s, while the
+	// controller serves a channel's requests in order (nil: they share
+	// ControllerChannel).
+	MirrorControllerChannel ControllerChannel
 	// MetadataLog is the node's metadata log as its CONTROLLER listener
 	// serves it to observers (broker-only nodes); nil without that
 	// listener.

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/meta"
+	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/netio"
 )
 
@@ -67,6 +68,18 @@ var forwardable = [maxAPIKey]bool{
 	51: true, // AlterUserScramCredentials
 
 	94: true, 95: true, 96: true, 102: true, 103: true, 104: true, 107: true, // the mirror RPCs that change a mirror
+}
+
+// isMirrorRPC reports the operator's mirror RPCs among the forwarded
+// keys: they read the source, a stop for up to 25 s.
+func isMirrorRPC(key int16) bool {
+	switch key {
+	case mirrorapi.KeyCreateClusterMirror, mirrorapi.KeyStartMirrorTopics, mirrorapi.KeyStopMirrorTopics,
+		mirrorapi.KeyPauseMirrorTopics, mirrorapi.KeyResumeMirrorTopics, mirrorapi.KeyDeleteClusterMirror,
+		mirrorapi.KeyRecoverMirrorTopics:
+		return true
+	}
+	return false
 }
 
 // isForwardable reports whether key is on the forwardable list.
@@ -136,7 +149,11 @@ func (b *Broker) forward(r *request, body []byte) (kmsg.Response, error) {
 	}()
 
 	name := nameForKey(r.hdr.Key)
-	kresp, err := b.cfg.ControllerChannel.Request(ctx, env)
+	ch := b.cfg.ControllerChannel
+	if isMirrorRPC(r.hdr.Key) && b.cfg.MirrorControllerChannel != nil {
+		ch = b.cfg.MirrorControllerChannel
+	}
+	kresp, err := ch.Request(ctx, env)
 	if err != nil {
 		code := kerr.RequestTimedOut
 		if errors.Is(err, meta.ErrNotController) {

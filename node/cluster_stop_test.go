@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -210,5 +211,75 @@ func TestClusterStopReportsWhereEachLeaderStopped(t *testing.T) {
 			t.Errorf("%s-%d (led by node %d, the controller is node %d): the stop reported the copy ending at %d, "+
 				"Describe at %d", topic, p.PartitionIndex, leader, ctl+1, got, p.DestinationOffset)
 		}
+	}
+}
+
+// A failover forwarded by a node that is not the controller does not hold
+// up that node's other forwarded requests: a topic created through it
+// while the stop's final sync waits at the source is created at once. The
+// mirror RPCs used to share the node's one connection to the controller,
+// which serves a connection's requests in order, so the creation waited
+// for the whole stop (up to 25 s).
+func TestClusterForwardedStopDoesNotHoldUpTopicAdmin(t *testing.T) {
+	t.Parallel()
+	const topic, partitions = "transfers", 3
+	src := kfaketest.Source(t, kfake.SeedTopics(partitions, topic))
+	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
+	ctl := c.controllerIndex()
+	via := (ctl + 1) % 3
+	c.mirrorFrom(via, src, topic, partitions)
+
+	// The final sync's group step waits at the source until released.
+	var holding atomic.Bool
+	release := make(chan struct{})
+	released := func() {
+		if holding.CompareAndSwap(true, false) {
+			close(release)
+		}
+	}
+	t.Cleanup(released) // before the source closes
+	held := make(chan struct{}, 1)
+	src.ControlKey(int16(kmsg.ListGroups), func(kmsg.Request) (kmsg.Response, error, bool) {
+		src.KeepControl()
+		if holding.Load() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			src.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	holding.Store(true)
+	stop := mirrorapi.NewPtrStopMirrorTopicsRequest()
+	stop.MirrorName = "dr"
+	stop.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: topic}}
+	answered := make(chan error, 1)
+	go func() {
+		_, err := c.tryMirrorRPC(via, stop)
+		answered <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stop's final sync never asked the source for its groups")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // the held final sync lasts up to 10 s
+	defer cancel()
+	// Sent to node via itself (kgo would send it to the controller).
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "created-during-the-failover", 1, 3
+	create.Topics, create.TimeoutMillis = append(create.Topics, ct), 5000
+	resp, err := create.RequestWith(ctx, nodetest.Client(t, []string{c.nodes[via].Addr()}).SeedBrokers()[0])
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("creating a topic through node %d while its forwarded stop is held: %v", via+1, err)
+	}
+	released()
+	if err := <-answered; err != nil {
+		t.Fatal(err)
 	}
 }

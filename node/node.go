@@ -56,12 +56,14 @@ type Node struct {
 	rec        *reconciler
 	recStarted bool
 	// channel sends forwarded requests to the controller (a node of
-	// several), lifeChannel the lifecycle's (registration, heartbeats,
-	// ISR changes, epoch raises) on connections of their own: the
-	// controller serves a connection's requests one at a time, and a
-	// heartbeat queued behind a slow forwarded request expired the
-	// node's session (it was fenced, its leaderships moved, while alive).
-	channel, lifeChannel *meta.ControllerChannel
+	// several), mirrorChannel the forwarded mirror RPCs, lifeChannel the
+	// lifecycle's (registration, heartbeats, ISR changes, epoch raises),
+	// each on connections of its own: the controller serves a
+	// connection's requests one at a time, and a heartbeat queued behind
+	// a slow forwarded request expired the node's session (it was fenced,
+	// its leaderships moved, while alive); a topic creation queued behind
+	// a forwarded failover (up to 25 s) waited for all of it.
+	channel, mirrorChannel, lifeChannel *meta.ControllerChannel
 	// closeOnce makes Close run once; later calls return its result.
 	closeOnce sync.Once
 	closeErr  error
@@ -142,8 +144,9 @@ func StartContext(ctx context.Context, cfg broker.Config, mirrors control.Config
 	}
 	if cfg.Cluster.Several() {
 		n.channel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
+		n.mirrorChannel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
 		n.lifeChannel = meta.NewControllerChannel(cfg.Cluster.Voters, n.log.Controller)
-		cfg.ControllerChannel = n.channel
+		cfg.ControllerChannel, cfg.MirrorControllerChannel = n.channel, n.mirrorChannel
 	}
 	n.life = newNodeLifecycle(cfg, n.store, n.log, n.controller, n.lifeChannel)
 	cfg.Controller, cfg.ProducerIDs, cfg.ISR = n.controller, n.life, n.life
@@ -217,6 +220,7 @@ func (n *Node) close() error {
 	}
 	if n.channel != nil {
 		n.channel.Close()
+		n.mirrorChannel.Close()
 		n.lifeChannel.Close()
 	}
 	if n.ctlLn != nil {
