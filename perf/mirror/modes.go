@@ -19,6 +19,7 @@ import (
 
 	"github.com/kmirror/kmirror/fetch"
 	"github.com/kmirror/kmirror/partition"
+	"github.com/kmirror/kmirror/perf/internal/pagecache"
 )
 
 // mirrorName is the mirror the benchmark's fetch.Manager runs.
@@ -52,6 +53,11 @@ func (r *mirrorRun) setup(context.Context) error {
 			return err
 		}
 		r.parts = append(r.parts, mp)
+	}
+	// The copy is written into pages just freed, as the drain it is
+	// compared with reads into warm buffers (pagecache.WarmFreePages).
+	if err := pagecache.WarmFreePages(r.ds.totalBytes + r.ds.totalBytes/4); err != nil {
+		return err
 	}
 	// The fetchers log every partition they start at info; only their
 	// warnings (reconnects, failures) belong in a benchmark's output.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/perf/internal/pagecache"
 )
 
 // The catch-up measurement (issue 21: "a follower catching up should
@@ -135,7 +136,7 @@ func runCatchup(ctx context.Context, o options, libs string, c cluster, log *slo
 	log.Info("catch-up: drained", "system", c.Name(), "mib_per_s", fmt.Sprintf("%.1f", mibPerSec(res.drain.bytes, res.drain.took)),
 		"requests", res.drain.requests)
 
-	if err := warmFreePages(res.bytes + res.bytes/4); err != nil {
+	if err := pagecache.WarmFreePages(res.bytes + res.bytes/4); err != nil {
 		return res, fmt.Errorf("%s: %w", c.Name(), err)
 	}
 	var req kadm.AlterPartitionAssignmentsReq
@@ -191,30 +192,6 @@ func runCatchup(ctx context.Context, o options, libs string, c cluster, log *slo
 		return res, fmt.Errorf("%s: %w", c.Name(), err)
 	}
 	return res, nil
-}
-
-// warmFreePages writes n bytes to a scratch file and deletes it, so that
-// the new replica's writes, next, land in page-cache pages the kernel has
-// just freed. WHY: on this VM (virtio-balloon free page reporting), the
-// first write into memory freed long ago faults on the host: dd into the
-// page cache ran at 413 MB/s on such pages and at 4.4 GB/s right after an
-// rm (2026-12-04). Without this, the system measured first paid that for
-// its whole catch-up (and left warm pages to the next one, once its topic
-// was deleted), and the drain it is compared with writes nothing.
-func warmFreePages(n int64) error {
-	f, err := os.CreateTemp("", "catchup-warm-*")
-	if err != nil {
-		return fmt.Errorf("warming free pages: %w", err)
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for left := n; left > 0; left -= int64(len(buf)) {
-		if _, err := f.Write(buf[:min(int64(len(buf)), left)]); err != nil {
-			return fmt.Errorf("warming free pages: %w", err)
-		}
-	}
-	return nil
 }
 
 // createAssigned creates topic with the replica lists of assign and

@@ -192,7 +192,7 @@ func writeCatchups(w io.Writer, cs []catchupResult) {
 		"to the poll (every %v) that saw the new replica's DescribeLogDirs size equal the leader's on every partition and it in every ISR; "+
 		"drain is plain Fetch requests from the same leaders at the follower's default sizes (%d KiB a partition, %d MiB a response, %v wait), "+
 		"one connection per leader, in this process. Just before the reassignment, 1.25x the log's bytes are written to a scratch file "+
-		"and deleted (warmFreePages: the new replica then writes into freshly freed pages, not ones the VM's balloon took back). "+
+		"and deleted (pagecache.WarmFreePages: the new replica then writes into freshly freed pages, not ones the VM's balloon took back). "+
 		"MB = MiB of log bytes.\n\n",
 		catchupPoll, followerFetchMaxBytes>>10, followerFetchResponseBytes>>20, followerFetchWait)
 	fmt.Fprintln(w, "| system | partitions | new replica | leaders | records | log MB | fill records/s | first byte s | all bytes s | catch-up s | resolution ms | polls | catch-up MB/s | drain s | drain requests | drain MB/s | catch-up/drain |")
