@@ -81,7 +81,7 @@ func (b *Broker) CommitGroupOffsets(ctx context.Context, group string, offs []st
 	}
 	r, err := b.atGroupCoordinator(ctx, group, req, func() kmsg.Response { return b.groups.OffsetCommit(req) })
 	if err != nil {
-		return fmt.Errorf("committing the offsets of group %s: %w", group, err)
+		return err // the sync names the group
 	}
 	for _, t := range r.(*kmsg.OffsetCommitResponse).Topics {
 		for _, p := range t.Partitions {

@@ -145,7 +145,9 @@ func (c *Plane) create(r *mirrorapi.CreateClusterMirrorRequest) kmsg.Response {
 		return fail(code, "storing the mirror: %v", err)
 	}
 	if err := c.addFetchers(m); err != nil {
-		return fail(metadataWriteCode(err), "starting the mirror: %v", err)
+		// Not a metadata write: the mirror is stored, so a retry would
+		// find it exists (only NOT_CONTROLLER is sent again).
+		return fail(kerr.UnknownServerError.Code, "starting the mirror: %v", err)
 	}
 	c.log.Info("cluster mirror created", "mirror", m.Name, "source_cluster_id", m.SourceClusterID)
 	return resp
@@ -783,7 +785,7 @@ func (c *Plane) list(r *mirrorapi.ListClusterMirrorsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*mirrorapi.ListClusterMirrorsResponse)
 	mirrors, err := c.store.Mirrors()
 	if err != nil {
-		resp.ErrorCode = metadataWriteCode(err)
+		resp.ErrorCode = kerr.UnknownServerError.Code
 		return resp
 	}
 	for _, m := range mirrors {

@@ -1,12 +1,14 @@
 package control
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/mirrorapi"
 	"github.com/kmirror/kmirror/partition"
 	"github.com/kmirror/kmirror/state"
@@ -76,7 +78,8 @@ func TestStopWaitsForTheISRToHoldTheMarkers(t *testing.T) {
 // nodes lead only until that deadline, then names those still STOPPING.
 func TestAwaitStopsEndsAtTheStopsDeadline(t *testing.T) {
 	t.Parallel()
-	f := newSyncFixture(t, "t")
+	var logs testutil.SyncBuffer
+	f := newSyncFixtureWith(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, "t")
 	f.n.startTopics(t, f.ctx, "t")
 	// Marked as being stopped, so that no drive fails it over meanwhile:
 	// it stands for a partition another node leads.
@@ -89,7 +92,8 @@ func TestAwaitStopsEndsAtTheStopsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp := mirrorapi.NewPtrStopMirrorTopicsRequest().ResponseKind().(*mirrorapi.StopMirrorTopicsResponse)
-	resp.Topics = []mirrorapi.MirrorTopicsResponseTopic{{Name: "t"}}
+	resp.Topics = []mirrorapi.MirrorTopicsResponseTopic{{Name: "t",
+		Partitions: []mirrorapi.StopMirrorTopicsResponsePartition{{PartitionIndex: 0, Lag: -1}}}}
 	began := time.Now()
 	f.n.ctl.awaitStops("m", resp, began.Add(-time.Second)) // the Stop's final sync used up its time
 	if waited := time.Since(began); waited > 2*time.Second {
@@ -98,5 +102,11 @@ func TestAwaitStopsEndsAtTheStopsDeadline(t *testing.T) {
 	if rt := resp.Topics[0]; rt.ErrorCode != kerr.RequestTimedOut.Code || rt.ErrorMessage == nil ||
 		!strings.Contains(*rt.ErrorMessage, "partitions [0] of t are still STOPPING") {
 		t.Fatalf("answer %+v, want REQUEST_TIMED_OUT naming partition 0", rt)
+	}
+	// Logged as what it is: not stopped yet, its leaders go on.
+	f.n.ctl.logStops("m", resp)
+	if out := logs.String(); !strings.Contains(out, "topic stop answered before every partition was STOPPED") ||
+		strings.Contains(out, "topic stopped") {
+		t.Fatalf("log:\n%s", out)
 	}
 }

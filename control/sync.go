@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/fetch"
@@ -465,6 +466,12 @@ func (c *Plane) finalSyncFrom(ctx context.Context, m state.Mirror, topics []stri
 // or stopped already: no partitions in the report) are not logged.
 func (c *Plane) logStops(mirror string, resp *mirrorapi.StopMirrorTopicsResponse) {
 	for _, rt := range resp.Topics {
+		if rt.ErrorCode == kerr.RequestTimedOut.Code && len(rt.Partitions) > 0 && rt.ErrorMessage != nil {
+			// awaitStops gave up waiting: the leaders go on.
+			c.log.Warn("topic stop answered before every partition was STOPPED", "mirror", mirror, "topic", rt.Name,
+				"reason", *rt.ErrorMessage)
+			continue
+		}
 		if rt.ErrorCode != 0 || len(rt.Partitions) == 0 {
 			continue
 		}

@@ -246,6 +246,11 @@ func (g *Group) rejoinStatic(req *kmsg.JoinGroupRequest, from joinCaller,
 	if g.state == stateStable && !changed {
 		g.c.log.Info("static member rejoined without a rebalance", "group", g.name, "instance", instance)
 		g.resetExpiry(old)
+		// Its new id is stored, as Kafka stores the group on a static
+		// member's replacement: a coordinator that loads the group later
+		// would otherwise map the instance to the old id and fence the
+		// live process (FENCED_INSTANCE_ID).
+		g.persistMeta()
 		resp := g.joinResponse(old, req.Version, true)
 		if wasLeader && req.Version < 9 {
 			// Before v9 the leader cannot be told to skip the

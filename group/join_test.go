@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/state"
 )
 
 func TestJoinGroupRefusals(t *testing.T) {
@@ -521,7 +522,8 @@ func TestJoinGroupStaticMember(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := newCoordinator(t, nil, Config{})
+			store := newMemStore()
+			c := newCoordinator(t, store, Config{})
 			a, b := newClient(t, c, "g", "a"), newClient(t, c, "g", "b")
 			a.instance, b.instance = "inst-a", "inst-b"
 			a.version, b.version = tt.version, tt.version
@@ -578,6 +580,14 @@ func TestJoinGroupStaticMember(t *testing.T) {
 					t.Fatalf("assignment %q", sync.MemberAssignment)
 				}
 				wantCode(t, "new process heartbeat", restarted.heartbeat(), nil)
+				// The stored generation names the new id: a coordinator
+				// that loads it serves the new process, not the old one.
+				stored, _ := store.meta("g")
+				if !slices.ContainsFunc(stored.Members, func(m state.GroupMember) bool {
+					return m.ID == resp.MemberID && m.InstanceID == restarted.instance
+				}) {
+					t.Fatalf("stored members %+v lack %s as %s", stored.Members, restarted.instance, resp.MemberID)
+				}
 			}
 
 			// The old process is fenced.

@@ -215,9 +215,13 @@ type fetcher struct {
 	changed chan struct{}
 	// interrupt cuts the Fetch on the wire short (nil when none is), and
 	// interrupted says it did: set does so when it adds partitions (see
-	// beginFetch).
-	interrupt   context.CancelFunc
-	interrupted bool
+	// beginFetch), at most once per MaxWait (lastInterrupt). added counts
+	// the sets that added partitions, so that a Fetch built before one
+	// of them is cut short too.
+	interrupt     context.CancelFunc
+	interrupted   bool
+	lastInterrupt time.Time
+	added         uint64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -266,8 +270,15 @@ func (f *fetcher) set(ts []Target) {
 		added = added || old[k] == nil
 		f.parts[k] = fp
 	}
-	if added && f.interrupt != nil {
-		f.interrupted = true
+	if added {
+		f.added++
+	}
+	// At most once per MaxWait: a burst of new partitions (topics created
+	// one after another) must not cut every Fetch of the others short;
+	// one added within it waits for the Fetch on the wire, a long poll
+	// at most.
+	if added && f.interrupt != nil && time.Since(f.lastInterrupt) >= f.cfg.MaxWait {
+		f.interrupted, f.lastInterrupt = true, time.Now()
 		f.interrupt()
 	}
 	f.mu.Unlock()
@@ -287,10 +298,18 @@ func (f *fetcher) set(ts []Target) {
 // fetcher waits; cutting the round trip costs a reconnect, and nothing is
 // lost: no answer of it was applied, and the next Fetch asks from the
 // same log ends.
-func (f *fetcher) beginFetch(ctx context.Context) (context.Context, func() (interrupted bool)) {
+//
+// seen is f.added when the Fetch's partitions were read (ready): a set
+// that added partitions since, before there was a round trip to cut, cuts
+// this one at once.
+func (f *fetcher) beginFetch(ctx context.Context, seen uint64) (context.Context, func() (interrupted bool)) {
 	fctx, cancel := context.WithCancel(ctx)
 	f.mu.Lock()
 	f.interrupt, f.interrupted = cancel, false
+	if f.added != seen {
+		f.interrupted = true
+		cancel()
+	}
 	f.mu.Unlock()
 	return fctx, func() bool {
 		f.mu.Lock()
@@ -299,6 +318,13 @@ func (f *fetcher) beginFetch(ctx context.Context) (context.Context, func() (inte
 		cancel()
 		return f.interrupted
 	}
+}
+
+// addedSoFar is f.added (beginFetch).
+func (f *fetcher) addedSoFar() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.added
 }
 
 func (f *fetcher) stop() {
@@ -323,6 +349,7 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 	}
 	for ctx.Err() == nil {
+		seen := f.addedSoFar()
 		ready, next := f.ready(time.Now())
 		addr, ok := f.cfg.LeaderAddr(f.leader)
 		if len(ready) == 0 || !ok {
@@ -345,7 +372,10 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			connAddr = addr
 		}
-		fctx, endFetch := f.beginFetch(ctx)
+		if f.addedSoFar() != seen {
+			continue // partitions joined since ready: ask for them too
+		}
+		fctx, endFetch := f.beginFetch(ctx, seen)
 		resp, err := f.fetch(fctx, conn, ready)
 		if interrupted := endFetch(); err != nil {
 			conn.Close() // a failed round trip closed it already; a refused answer leaves it open

@@ -201,7 +201,7 @@ func (f *mirrorsFlags) client() (*kgo.Client, error) {
 	// that answers after 10 s (it may take up to 25 s with a node down)
 	// and lose its report.
 	opts := []kgo.Opt{kgo.SeedBrokers(splitTopics(f.bootstrap)...), kgo.ClientID("kmirror-mirrors"),
-		kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)), kgo.RequestTimeoutOverhead(f.timeout)}
+		kgo.MaxVersions(mirrorapi.WithMirrorKeys(nil)), kgo.RequestTimeoutOverhead(readTimeout(f.timeout))}
 	if f.commandConfig != "" {
 		ps, err := readProps(f.commandConfig)
 		if err != nil {
@@ -220,6 +220,13 @@ func (f *mirrorsFlags) client() (*kgo.Client, error) {
 		opts = append(opts, parsed.KgoOpts()...)
 	}
 	return kgo.NewClient(opts...)
+}
+
+// readTimeout is kgo's wait for an answer for a --timeout of d, within
+// the bounds kgo accepts (it refuses to build a client outside 100 ms to
+// 15 min); the command's context still ends at d.
+func readTimeout(d time.Duration) time.Duration {
+	return min(max(d, 100*time.Millisecond), 15*time.Minute)
 }
 
 func readProps(file string) ([]props.Property, error) {
@@ -377,15 +384,17 @@ func requestMirror(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.
 func controllerMoved(resp kmsg.Response) bool {
 	moved := kerr.NotController.Code
 	if a, ok := actionAnswerOf(resp); ok {
-		if a.code != 0 || len(a.topics) == 0 {
-			return a.code == moved
+		if a.code != 0 && a.code != moved {
+			return false
 		}
+		// A topic answered without error was done, whatever the
+		// top-level code says (a stop whose last write was refused).
 		for _, t := range a.topics {
-			if t.ErrorCode != moved {
+			if t.ErrorCode != moved && (a.code != moved || t.ErrorCode == 0) {
 				return false
 			}
 		}
-		return true
+		return a.code == moved || len(a.topics) > 0
 	}
 	switch r := resp.(type) {
 	case *mirrorapi.ListClusterMirrorsResponse:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,11 +41,29 @@ func TestControllerMovedOnlyWhenNothingWasDone(t *testing.T) {
 		{"all done", stop(0, 0, 0), false},
 		{"no topics, no error", stop(0), false},
 		{"another top-level error", stop(other, moved), false},
+		{"top-level NOT_CONTROLLER after a topic was done", stop(moved, 0), false},
+		{"top-level NOT_CONTROLLER, the topic refused too", stop(moved, moved), true},
 		{"create", create, true},
 		{"describe", describe, true},
 	} {
 		if got := controllerMoved(c.resp); got != c.want {
 			t.Errorf("%s: controllerMoved %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// Every --timeout gives a client kgo accepts: kgo refuses a read timeout
+// outside 100 ms to 15 min, and a --timeout of 20m or 50ms used to fail
+// every action.
+func TestMirrorsClientForAnyTimeout(t *testing.T) {
+	t.Parallel()
+	for _, d := range []time.Duration{time.Millisecond, 50 * time.Millisecond, time.Minute, 20 * time.Minute, 24 * time.Hour} {
+		f := &mirrorsFlags{bootstrap: "127.0.0.1:1", timeout: d}
+		cl, err := f.client()
+		if err != nil {
+			t.Errorf("--timeout %v: %v", d, err)
+			continue
+		}
+		cl.Close()
 	}
 }

@@ -165,18 +165,23 @@ type groupOutcome struct {
 // group has members here.
 func syncGroup(ctx context.Context, dst Dest, group string, all kadm.FetchOffsetsResponses) groupOutcome {
 	fetched, ok := all[group]
+	var fetchErr error
 	switch {
 	case !ok:
-		return groupOutcome{err: fmt.Errorf("fetching offsets of %s: no answer", group)}
+		fetchErr = fmt.Errorf("fetching offsets of %s: no answer", group)
 	case fetched.Err != nil:
-		return groupOutcome{err: fmt.Errorf("fetching offsets of %s: %w", group, fetched.Err)}
+		fetchErr = fmt.Errorf("fetching offsets of %s: %w", group, fetched.Err)
 	}
+	// Asked first, fetched or not: a group with members here is skipped
+	// whatever the source answered for it.
 	active, err := dst.GroupActive(ctx, group)
 	switch {
 	case err != nil:
 		return groupOutcome{err: fmt.Errorf("group %s not synced: asking whether it has members here: %w", group, err)}
 	case active:
 		return groupOutcome{active: true}
+	case fetchErr != nil:
+		return groupOutcome{err: fetchErr}
 	}
 	var out groupOutcome
 	var offs []Offset
