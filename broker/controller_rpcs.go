@@ -48,13 +48,7 @@ func (b *Broker) controllerCall(what string, fn func(ctx context.Context, c *met
 // trying to access log file on the disk"), which clients do not retry and
 // which sent an operator to the disks during a controller election.
 func metadataWriteError(err error) *kerr.Error {
-	switch {
-	case errors.Is(err, meta.ErrNotController):
-		return kerr.NotController
-	case errors.Is(err, context.DeadlineExceeded):
-		return kerr.RequestTimedOut
-	}
-	return kerr.KafkaStorageError
+	return meta.WriteError(err, kerr.KafkaStorageError)
 }
 
 // controllerErrorCode is the Kafka error code of a controller call's

@@ -70,20 +70,11 @@ func (c *Plane) Handle(req kmsg.Request) (kmsg.Response, error) {
 func strp(s string) *string { return &s }
 
 // metadataWriteCode is the Kafka error code of a mirror RPC's failed
-// write: NOT_CONTROLLER when the metadata log refused the entry because
-// this node is not (or no longer) the controller, as in an election
-// (clients retry it at the new controller, as they retry Kafka's
-// controller), REQUEST_TIMED_OUT when the entry was not committed in
-// time, else UNKNOWN_SERVER_ERROR. The broker's metadataWriteError maps
-// topic admin the same way.
+// write (meta.WriteError): NOT_CONTROLLER in an election, which `kmirror
+// mirrors` sends again at the new controller, REQUEST_TIMED_OUT when the
+// entry was not committed in time, else UNKNOWN_SERVER_ERROR.
 func metadataWriteCode(err error) int16 {
-	switch {
-	case errors.Is(err, meta.ErrNotController):
-		return kerr.NotController.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		return kerr.RequestTimedOut.Code
-	}
-	return kerr.UnknownServerError.Code
+	return meta.WriteError(err, kerr.UnknownServerError).Code
 }
 
 var mirrorNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
