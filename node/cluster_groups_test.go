@@ -171,10 +171,7 @@ func TestClusterConsumersResumeAfterTheCoordinatorDies(t *testing.T) {
 	if _, err := c.client(0).CreateTopic(ctx, 3, 3, nil, "events"); err != nil {
 		t.Fatal(err)
 	}
-	var addrs []string
-	for _, n := range c.nodes {
-		addrs = append(addrs, n.Addr())
-	}
+	addrs := c.addrs()
 	prod := nodetest.Client(t, addrs, kgo.DefaultProduceTopic("events"), kgo.RequiredAcks(kgo.AllISRAcks()))
 	const n = 600
 	for i := range n {
@@ -214,13 +211,7 @@ func TestClusterConsumersResumeAfterTheCoordinatorDies(t *testing.T) {
 		t.Fatal(co.Err)
 	}
 	c.stop(int(co.NodeID - 1))
-	var live []string
-	for _, nd := range c.nodes {
-		if nd != nil {
-			live = append(live, nd.Addr())
-		}
-	}
-	second := nodetest.Client(t, live, opts...)
+	second := nodetest.Client(t, c.addrs(), opts...)
 	consume(second, n)
 	for v, k := range seen {
 		if k != 1 {
@@ -242,10 +233,7 @@ func TestClusterGroupKeepsItsGenerationAcrossTheCoordinator(t *testing.T) {
 	if _, err := c.client(0).CreateTopic(ctx, 3, 3, nil, "steady"); err != nil {
 		t.Fatal(err)
 	}
-	var addrs []string
-	for _, n := range c.nodes {
-		addrs = append(addrs, n.Addr())
-	}
+	addrs := c.addrs()
 	var assigned, lost atomic.Int32
 	member := nodetest.Client(t, addrs, kgo.ConsumerGroup("steady-group"), kgo.ConsumeTopics("steady"),
 		kgo.HeartbeatInterval(100*time.Millisecond), kgo.SessionTimeout(6*time.Second),

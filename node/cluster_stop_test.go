@@ -21,6 +21,34 @@ import (
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
+// holdFinalSync makes src hold every ListGroups, the final sync's group
+// step, until released is called (at the test's cleanup too, before src
+// closes); held receives once one is held.
+func holdFinalSync(t *testing.T, src *kfake.Cluster) (held <-chan struct{}, released func()) {
+	var holding atomic.Bool
+	release := make(chan struct{})
+	released = func() {
+		if holding.CompareAndSwap(true, false) {
+			close(release)
+		}
+	}
+	t.Cleanup(released)
+	heldCh := make(chan struct{}, 1)
+	src.ControlKey(int16(kmsg.ListGroups), func(kmsg.Request) (kmsg.Response, error, bool) {
+		src.KeepControl()
+		if holding.Load() {
+			select {
+			case heldCh <- struct{}{}:
+			default:
+			}
+			src.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	holding.Store(true)
+	return heldCh, released
+}
+
 // A stop in a cluster (issue 22's failover time): the partitions other
 // nodes lead are failed over by their leaders while the controller's
 // final sync reads the source, not after it. Held here in the sync's
@@ -50,23 +78,7 @@ func TestClusterLeadersFailOverWhileTheFinalSyncRuns(t *testing.T) {
 		t.Fatalf("the controller, node %d, leads every partition: nothing to fail over elsewhere", ctl+1)
 	}
 
-	// The final sync's group step waits at the source until released.
-	var holding atomic.Bool
-	release := make(chan struct{})
-	released := func() {
-		if holding.CompareAndSwap(true, false) {
-			close(release)
-		}
-	}
-	t.Cleanup(released) // before the source closes
-	src.ControlKey(int16(kmsg.ListGroups), func(kmsg.Request) (kmsg.Response, error, bool) {
-		src.KeepControl()
-		if holding.Load() {
-			src.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
-	holding.Store(true)
+	_, released := holdFinalSync(t, src)
 	stop := mirrorapi.NewPtrStopMirrorTopicsRequest()
 	stop.MirrorName = "dr"
 	stop.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: topic}}
@@ -229,28 +241,7 @@ func TestClusterForwardedStopDoesNotHoldUpTopicAdmin(t *testing.T) {
 	via := (ctl + 1) % 3
 	c.mirrorFrom(via, src, topic, partitions)
 
-	// The final sync's group step waits at the source until released.
-	var holding atomic.Bool
-	release := make(chan struct{})
-	released := func() {
-		if holding.CompareAndSwap(true, false) {
-			close(release)
-		}
-	}
-	t.Cleanup(released) // before the source closes
-	held := make(chan struct{}, 1)
-	src.ControlKey(int16(kmsg.ListGroups), func(kmsg.Request) (kmsg.Response, error, bool) {
-		src.KeepControl()
-		if holding.Load() {
-			select {
-			case held <- struct{}{}:
-			default:
-			}
-			src.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
-	holding.Store(true)
+	held, released := holdFinalSync(t, src)
 	stop := mirrorapi.NewPtrStopMirrorTopicsRequest()
 	stop.MirrorName = "dr"
 	stop.Topics = []mirrorapi.MirrorTopicsRequestTopic{{TopicName: topic}}

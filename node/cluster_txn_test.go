@@ -36,15 +36,7 @@ func TestClusterExactlyOnceAcrossNodes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			live := func() []string {
-				var addrs []string
-				for _, n := range c.nodes {
-					if n != nil {
-						addrs = append(addrs, n.Addr())
-					}
-				}
-				return addrs
-			}
+			live := c.addrs
 			const n = 300
 			loop := eostest.New("", "etl")
 			loop.Produce(ctx, t, live(), n)
