@@ -29,9 +29,10 @@ import (
 const groupRPCTimeout = 10 * time.Second
 
 // maxGroupAsks bounds the sync's requests in flight to other nodes'
-// coordinators. A group waiting for its coordinator (being created,
-// loading, moving, down) holds no slot while it waits, so it cannot
-// starve the groups of live coordinators.
+// coordinators. A group waiting for its coordinator to be created, loaded
+// or moved holds no slot while it waits, so it cannot starve the groups of
+// live coordinators; a request to a node that does not answer (a dial or
+// a read that hangs) holds its slot until the sync's ctx ends.
 const maxGroupAsks = 16
 
 // GroupActive reports whether group has members (at its coordinator). A
