@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -261,7 +262,14 @@ func TestClusterGroupKeepsItsGenerationAcrossTheCoordinator(t *testing.T) {
 		return g, nil
 	}
 	var before kadm.DescribedGroup
-	testutil.CheckFor(t, 20*time.Second, func() (err error) { before, err = stable(c.client(0)); return err })
+	// Stable at the coordinator comes before the client's OnPartitionsAssigned:
+	// wait for both, so that a late callback is not taken for a rebalance.
+	testutil.CheckFor(t, 20*time.Second, func() (err error) {
+		if before, err = stable(c.client(0)); err == nil && assigned.Load() == 0 {
+			err = errors.New("the member has not been assigned its partitions yet")
+		}
+		return err
+	})
 	id, rounds := before.Members[0].MemberID, assigned.Load()
 	coordinator, err := groupCoordinator(ctx, nodetest.Client(t, []string{c.nodes[0].Addr()}).SeedBrokers()[0], "steady-group")
 	if err != nil {
