@@ -22,14 +22,15 @@ func init() { regKey(apiVersionsKey, 0, 4, (*Broker).handleApiVersions) }
 
 func (b *Broker) handleApiVersions(r *request) (kmsg.Response, error) {
 	resp := r.kreq.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = appendApiKeys(resp.ApiKeys, b.scope(r.conn))
+	resp.ApiKeys = b.appendApiKeys(resp.ApiKeys, b.scope(r.conn))
 	return resp, nil
 }
 
-// appendApiKeys appends the keys a listener of scope serves.
-func appendApiKeys(dst []kmsg.ApiVersionsResponseApiKey, scope listenerScope) []kmsg.ApiVersionsResponseApiKey {
+// appendApiKeys appends the keys a listener of scope serves, less those of
+// a protocol the configuration turns off.
+func (b *Broker) appendApiKeys(dst []kmsg.ApiVersionsResponseApiKey, scope listenerScope) []kmsg.ApiVersionsResponseApiKey {
 	for key, h := range handlers {
-		if h == nil || !scope.serves(int16(key)) {
+		if h == nil || !scope.serves(int16(key)) || !b.protocolEnabled(int16(key)) {
 			continue
 		}
 		min := h.min
@@ -51,6 +52,18 @@ func (b *Broker) apiVersionsFallback(out []byte, scope listenerScope) []byte {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = appendApiKeys(nil, scope)
+	resp.ApiKeys = b.appendApiKeys(nil, scope)
 	return resp.AppendTo(out)
+}
+
+// protocolEnabled reports whether key's protocol is on: the consumer group
+// protocol's keys are listed only with "consumer" in
+// group.coordinator.rebalance.protocols (clients then keep to the
+// classic protocol; a request sent anyway is UNSUPPORTED_VERSION).
+func (b *Broker) protocolEnabled(key int16) bool {
+	switch key {
+	case consumerGroupHeartbeatKey, consumerGroupDescribeKey:
+		return b.cfg.ConsumerProtocol()
+	}
+	return true
 }

@@ -234,6 +234,12 @@ func New(cfg Config) (*Broker, error) {
 		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
 		PartitionExists:       b.partitionExists,
 		Logger:                cfg.Logger,
+
+		ConsumerProtocol:          cfg.ConsumerProtocol(),
+		ConsumerSessionTimeout:    cfg.GroupConsumerSessionTimeout,
+		ConsumerHeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
+		ConsumerAssignors:         cfg.GroupConsumerAssignors,
+		Topics:                    b.groupTopics,
 	})
 	if err != nil {
 		b.partitions.Close()
@@ -339,6 +345,17 @@ func (b *Broker) Stats() *Stats { return &b.stats }
 
 // partitionExists reports whether a topic partition exists (for offset
 // commits).
+// groupTopics are the topics consumer group subscriptions resolve to.
+func (b *Broker) groupTopics() []group.TopicMeta {
+	ts := b.partitions.Topics()
+	out := make([]group.TopicMeta, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, group.TopicMeta{Name: t.Name(), ID: t.ID(), Partitions: int32(len(t.Partitions())),
+			Internal: isInternalTopic(t.Name())})
+	}
+	return out
+}
+
 func (b *Broker) partitionExists(topic string, partition int32) bool {
 	t := b.partitions.Topic(topic)
 	return t != nil && t.Partition(partition) != nil

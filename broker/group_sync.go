@@ -53,7 +53,7 @@ func (b *Broker) GroupActive(ctx context.Context, group string) (bool, error) {
 		return false, nil
 	}
 	switch resp.Groups[0].State {
-	case "Stable", "PreparingRebalance", "CompletingRebalance":
+	case "Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling":
 		return true, nil
 	}
 	return false, nil

@@ -9,28 +9,24 @@ import (
 )
 
 // ListGroups lists groups, filtered by state (v4+, case-insensitive) and
-// type (v5+: every kmirror group is "classic").
+// type (v5+: "classic" or "consumer").
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool {
-		return strings.EqualFold(t, "classic")
-	}) {
-		return resp // the filter names only types no group has
+	matches := func(filter []string, v string) bool {
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
 	for _, g := range c.sortedGroups() {
 		g.mu.Lock()
-		st, pt := g.state, g.protocolType
-		g.mu.Unlock()
-		if st == stateDead {
-			continue
+		dead, pt, st, typ := g.state == stateDead, g.protocolType, g.state.String(), "classic"
+		if g.consumer != nil {
+			st, typ = g.consumer.state(), "consumer"
 		}
-		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool {
-			return strings.EqualFold(s, st.String())
-		}) {
+		g.mu.Unlock()
+		if dead || !matches(req.StatesFilter, st) || !matches(req.TypesFilter, typ) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.name, pt, st.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.name, pt, st, typ
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp
@@ -52,24 +48,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		}
 		if g := c.group(name, false); g != nil {
 			g.mu.Lock()
-			dg.State, dg.ProtocolType, dg.Protocol = g.state.String(), g.protocolType, g.protocol
-			for _, m := range g.sortedMembers() {
-				dm := kmsg.NewDescribeGroupsResponseGroupMember()
-				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
-				if m.instanceID != "" {
-					inst := m.instanceID
-					dm.InstanceID = &inst
-				}
-				for _, p := range m.protocols {
-					if p.Name == g.protocol {
-						dm.ProtocolMetadata = p.Metadata
-					}
-				}
-				if g.state == stateStable {
-					dm.MemberAssignment = m.assignment
-				}
-				dg.Members = append(dg.Members, dm)
-			}
+			g.describe(&dg)
 			g.mu.Unlock()
 		}
 		if dg.State == stateDead.String() && dg.ErrorCode == 0 && req.Version >= 6 {
@@ -111,7 +90,7 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 	switch {
 	case g.state == stateDead:
 		return kerr.GroupIDNotFound.Code
-	case g.state != stateEmpty:
+	case g.state != stateEmpty || g.consumer.active():
 		return kerr.NonEmptyGroup.Code
 	}
 	if err := c.store.DeleteGroup(name); err != nil {
@@ -123,4 +102,41 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 	c.removeIfDead(g)
 	c.log.Info("group deleted", "group", name)
 	return 0
+}
+
+// describe fills dg with g as DescribeGroups shows it. A consumer group
+// shows its state, "consumer" and its assignor, and its members without
+// protocol bytes (ConsumerGroupDescribe has the rest), as Kafka 4 does.
+// REQUIRES: g.mu held.
+func (g *Group) describe(dg *kmsg.DescribeGroupsResponseGroup) {
+	if cg := g.consumer; cg != nil {
+		dg.State, dg.ProtocolType, dg.Protocol = cg.state(), g.protocolType, cg.assignor
+		for _, m := range cg.sortedMembers() {
+			dm := kmsg.NewDescribeGroupsResponseGroupMember()
+			dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
+			if m.instanceID != "" {
+				dm.InstanceID = &m.instanceID
+			}
+			dg.Members = append(dg.Members, dm)
+		}
+		return
+	}
+	dg.State, dg.ProtocolType, dg.Protocol = g.state.String(), g.protocolType, g.protocol
+	for _, m := range g.sortedMembers() {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
+		if m.instanceID != "" {
+			inst := m.instanceID
+			dm.InstanceID = &inst
+		}
+		for _, p := range m.protocols {
+			if p.Name == g.protocol {
+				dm.ProtocolMetadata = p.Metadata
+			}
+		}
+		if g.state == stateStable {
+			dm.MemberAssignment = m.assignment
+		}
+		dg.Members = append(dg.Members, dm)
+	}
 }

@@ -42,6 +42,19 @@ type Config struct {
 	// PartitionExists reports whether a topic partition exists; commits to
 	// others are refused with UNKNOWN_TOPIC_OR_PARTITION.
 	PartitionExists func(topic string, partition int32) bool
+	// ConsumerProtocol enables the consumer group protocol (KIP-848:
+	// "consumer" in group.coordinator.rebalance.protocols).
+	ConsumerProtocol bool
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are
+	// group.consumer.session.timeout.ms (45 s) and
+	// group.consumer.heartbeat.interval.ms (5 s).
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors is group.consumer.assignors: the server-side
+	// assignors members may name, the first the default.
+	ConsumerAssignors []string
+	// Topics are the topics that exist, for resolving consumer group
+	// subscriptions; nil means none.
+	Topics func() []TopicMeta
 	// Logger receives group events; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -54,6 +67,9 @@ const (
 	DefaultMinSessionTimeout     = 6 * time.Second
 	DefaultMaxSessionTimeout     = 30 * time.Minute
 	DefaultMaxMetadataBytes      = 4096
+
+	DefaultConsumerSessionTimeout    = 45 * time.Second
+	DefaultConsumerHeartbeatInterval = 5 * time.Second
 )
 
 // NoInitialRebalanceDelay disables the initial rebalance delay (a zero
@@ -75,6 +91,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMetadataBytes == 0 {
 		c.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if c.ConsumerSessionTimeout == 0 {
+		c.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if c.ConsumerHeartbeatInterval == 0 {
+		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = DefaultAssignors
+	}
+	if c.Topics == nil {
+		c.Topics = func() []TopicMeta { return nil }
 	}
 	if c.PartitionExists == nil {
 		c.PartitionExists = func(string, int32) bool { return true }
@@ -188,9 +216,12 @@ func (c *Coordinator) sortedGroups() []*Group {
 }
 
 // newMemberID is Kafka's form: client id, a dash, a random UUID.
-func newMemberID(clientID string) string {
+func newMemberID(clientID string) string { return clientID + "-" + newUUID() }
+
+// newUUID is a random UUID in its hyphenated form.
+func newUUID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	u := hex.EncodeToString(b[:])
-	return clientID + "-" + u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
+	return u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
 }

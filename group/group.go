@@ -71,6 +71,10 @@ type Group struct {
 	// producer id (txn_offsets.go).
 	txnOffsets map[int64]map[topicPartition]state.GroupOffset
 	joinSeq    int64
+	// consumer is the group's state on the consumer protocol (KIP-848,
+	// consumer_group.go), nil for a classic group. A group has members
+	// of one protocol at a time.
+	consumer *consumerGroup
 
 	// rebalanceTimer ends PreparingRebalance (the initial delay, then the
 	// rebalance timeout); syncTimer ends CompletingRebalance.
@@ -110,6 +114,11 @@ func (c *Coordinator) JoinGroup(req *kmsg.JoinGroupRequest, clientID, clientHost
 		return fail(kerr.CoordinatorNotAvailable)
 	}
 	g.mu.Lock()
+	if g.consumer.active() {
+		g.mu.Unlock()
+		return fail(kerr.InconsistentGroupProtocol)
+	}
+	g.consumer = nil // an empty consumer group turns classic with its first member
 	if !g.accepts(req) {
 		g.mu.Unlock()
 		return fail(kerr.InconsistentGroupProtocol)
@@ -652,6 +661,7 @@ func (g *Group) shutdownWith(code *kerr.Error) {
 	for _, t := range g.pending {
 		t.Stop()
 	}
+	g.stopConsumerTimers()
 	for _, m := range g.members {
 		if m.expiry != nil {
 			m.expiry.Stop()

@@ -30,7 +30,8 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := g.commitCheck(req); err != nil {
+	partitionCheck, err := g.commitCheck(req)
+	if err != nil {
 		return fillCommitResponse(resp, req, err.Code)
 	}
 	now := c.cfg.Now().UnixMilli()
@@ -46,6 +47,8 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 				meta = *rp.Metadata
 			}
 			switch {
+			case partitionCheck != nil && !partitionCheck(rt.Topic, rp.Partition):
+				codes[i][j] = kerr.StaleMemberEpoch.Code
 			case len(meta) > c.cfg.MaxMetadataBytes:
 				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 			case !c.cfg.PartitionExists(rt.Topic, rp.Partition):
@@ -97,27 +100,32 @@ func storeErrorCode(err error) int16 {
 	return kerr.CoordinatorNotAvailable.Code
 }
 
-// commitCheck validates who commits. REQUIRES: g.mu held.
-func (g *Group) commitCheck(req *kmsg.OffsetCommitRequest) *kerr.Error {
+// commitCheck validates who commits; a consumer group member's commit at
+// an older epoch is valid by partition, which partition (non-nil then)
+// reports. REQUIRES: g.mu held.
+func (g *Group) commitCheck(req *kmsg.OffsetCommitRequest) (partition func(topic string, p int32) bool, err *kerr.Error) {
+	if g.consumer.active() {
+		return g.consumerMemberCheck(req.MemberID, req.Generation, req.Version >= 9)
+	}
 	if req.Generation < 0 && req.MemberID == "" {
 		if len(g.members) > 0 {
 			// Kafka refuses a simple commit into an active group: it
 			// would race the members' own commits.
-			return kerr.UnknownMemberID
+			return nil, kerr.UnknownMemberID
 		}
-		return nil
+		return nil, nil
 	}
 	m, err := g.memberCheck(req.MemberID, req.InstanceID, req.Generation)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if g.state == stateCompletingRebalance {
-		return kerr.RebalanceInProgress
+		return nil, kerr.RebalanceInProgress
 	}
 	if m.join == nil {
 		g.resetExpiry(m)
 	}
-	return nil
+	return nil, nil
 }
 
 func fillCommitResponse(resp *kmsg.OffsetCommitResponse, req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommitResponse {
@@ -290,6 +298,14 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 // kmirror can tell).
 func (g *Group) subscribedTopics() map[string]bool {
 	out := map[string]bool{}
+	if g.consumer != nil {
+		if g.consumer.active() {
+			for _, t := range g.consumer.topics {
+				out[t.Name] = true
+			}
+		}
+		return out
+	}
 	if g.protocolType != "consumer" {
 		return out
 	}

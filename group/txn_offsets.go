@@ -36,6 +36,11 @@ func (c *Coordinator) TxnCommitCheck(group, memberID string, instanceID *string,
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.consumer.active() {
+		// Kafka's rule for transactional commits: the epoch matches.
+		_, err := g.consumerMemberCheck(memberID, generation, false)
+		return err
+	}
 	_, err := g.memberCheck(memberID, instanceID, generation)
 	return err
 }

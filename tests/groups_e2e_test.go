@@ -375,10 +375,11 @@ type groupMember struct {
 	err  error
 }
 
-func startGroupMember(t *testing.T, ctx context.Context, addr, group, name string, l *deliveryLog, gates ...*pauseGate) *groupMember {
+func startGroupMember(t *testing.T, ctx context.Context, addr, group, name string, protocol []kgo.Opt, l *deliveryLog,
+	gates ...*pauseGate) *groupMember {
 	t.Helper()
 	m := &groupMember{name: name, stop: make(chan struct{}), done: make(chan struct{})}
-	m.cl = newGroupClient(t, addr,
+	m.cl = newGroupClient(t, addr, append(slices.Clone(protocol),
 		kgo.ClientID(name),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(l.topic),
@@ -396,7 +397,7 @@ func startGroupMember(t *testing.T, ctx context.Context, addr, group, name strin
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
 			l.revoked(name, r[l.topic], true)
 		}),
-	)
+	)...)
 	go m.run(ctx, l, gates)
 	return m
 }
@@ -469,13 +470,30 @@ func (g *pauseGate) wait(ctx context.Context, l *deliveryLog, stop <-chan struct
 // ends committed at the log end.
 func TestGroupConsumersAcrossRebalances(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, noRebalanceDelay)
+	testGroupAcrossRebalances(t, "grp-rebalance", nil, "classic")
+}
+
+// TestConsumerProtocolGroupAcrossRebalances is the same run on the
+// consumer group protocol (KIP-848): the coordinator assigns, and members
+// hand partitions over one heartbeat at a time.
+func TestConsumerProtocolGroupAcrossRebalances(t *testing.T) {
+	t.Parallel()
+	testGroupAcrossRebalances(t, "grp-848", []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer(), kgo.StickyBalancer()),
+		kgo.ServerSideBalancer()}, "consumer")
+}
+
+// testGroupAcrossRebalances runs the group of members with the protocol
+// options; the group must be of type groupType.
+func testGroupAcrossRebalances(t *testing.T, name string, protocol []kgo.Opt, groupType string) {
+	// A hand-over takes a heartbeat or two on the consumer protocol:
+	// they come every 500 ms rather than Kafka's 5 s.
+	n := startNode(t, noRebalanceDelay, func(c *broker.Config) { c.GroupConsumerHeartbeatInterval = 500 * time.Millisecond })
 	ctx := testCtx(t, 50*time.Second)
 	adm := newAdmin(t, n.addr())
+	topic, group := name, name
 	const (
-		topic, group = "grp-rebalance", "grp-rebalance"
-		parts        = 6
-		records      = 20000
+		parts   = 6
+		records = 20000
 	)
 	createTopic(t, ctx, adm, topic, parts, nil)
 	produceSpread(t, ctx, n.addr(), topic, records, parts)
@@ -492,8 +510,8 @@ func TestGroupConsumersAcrossRebalances(t *testing.T) {
 	// partitions, records of which are still unread.
 	joined := &pauseGate{at: 6000, open: make(chan struct{})}
 	left := &pauseGate{at: 13000, open: make(chan struct{})}
-	a := startGroupMember(t, ctx, n.addr(), group, "member-a", l, joined, left)
-	b := startGroupMember(t, ctx, n.addr(), group, "member-b", l, joined, left)
+	a := startGroupMember(t, ctx, n.addr(), group, "member-a", protocol, l, joined, left)
+	b := startGroupMember(t, ctx, n.addr(), group, "member-b", protocol, l, joined, left)
 	members := []*groupMember{a, b}
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -513,10 +531,13 @@ func TestGroupConsumersAcrossRebalances(t *testing.T) {
 	case <-ctx.Done():
 		fail("first %d records: %v", joined.at, ctx.Err())
 	}
-	c := startGroupMember(t, ctx, n.addr(), group, "member-c", l, joined, left)
+	c := startGroupMember(t, ctx, n.addr(), group, "member-c", protocol, l, joined, left)
 	members = append(members, c)
 	testutil.CheckFor(t, testutil.Left(ctx), testutil.Named("member-c to own partitions", func() error { return l.ownership("member-a", "member-b", "member-c") }))
 	close(joined.open)
+	if listed, err := adm.ListGroups(ctx); err != nil || listed[group].GroupType != groupType {
+		t.Fatalf("ListGroups: %v, %+v; want the group of type %s", err, listed[group], groupType)
+	}
 
 	select {
 	case <-l.reached(left.at):

@@ -548,9 +548,11 @@ func listedGroups(t *testing.T, ctx context.Context, adm *kadm.Client) []string 
 }
 
 // TestKafkaToolsConsumerGroups reads a topic with a console consumer in a
-// group (the classic protocol: JoinGroup, SyncGroup, commits on close),
-// then lists, describes, resets (to the earliest offsets, checked with
-// kadm FetchOffsets) and deletes the group with kafka-consumer-groups.
+// group, on the classic protocol (JoinGroup, SyncGroup) and on the
+// consumer protocol (group.protocol=consumer: ConsumerGroupHeartbeat,
+// KIP-848), committing on close; then lists, describes, resets (to the
+// earliest offsets, checked with kadm FetchOffsets) and deletes the group
+// with kafka-consumer-groups.
 func TestKafkaToolsConsumerGroups(t *testing.T) {
 	// Not parallel with the other tests: see jvmTestsFirst.
 	forEachJava(t, func(t *testing.T, k javaKafka) {
@@ -559,64 +561,81 @@ func TestKafkaToolsConsumerGroups(t *testing.T) {
 		adm := newAdmin(t, n.addr())
 		const (
 			topic = "tools-groups"
-			group = "tools-group"
 			count = 30
 			parts = 3
 		)
 		createTopic(t, ctx, adm, topic, parts, nil)
 		produceSpread(t, ctx, n.addr(), topic, count, parts)
 		ends := endOffsets(t, ctx, adm, topic)
-
-		k.consoleConsume(t, ctx, n.addr(), topic, count, "--group", group, "--from-beginning")
-		if got := committedOffsets(t, ctx, adm, group, topic); !maps.Equal(got, ends) {
-			t.Fatalf("after the console consumer of group %s exited: committed offsets %v, want the end offsets %v", group, got, ends)
-		}
-
-		bs := []string{"--bootstrap-server", n.addr()}
-		groups := func(args ...string) string {
-			t.Helper()
-			return k.run(t, ctx, "kafka-consumer-groups", append(bs, args...)...)
-		}
-		if out := groups("--list"); !hasLine(out, group) {
-			t.Fatalf("kafka-consumer-groups --list: want a line %q, got:\n%s", group, out)
-		}
-
-		out := groups("--describe", "--group", group)
-		rows := parseGroupDescribe(out, group, topic)
-		if len(rows) != parts {
-			t.Fatalf("kafka-consumer-groups --describe --group %s: want %d rows of %s, got %d:\n%s", group, parts, topic, len(rows), out)
-		}
-		for p, end := range ends {
-			e := strconv.FormatInt(end, 10)
-			want := groupRow{p, e, e, "0", "-", "-"}
-			if rows[p] != want {
-				t.Errorf("kafka-consumer-groups --describe: partition %d row %+v, want %+v (committed at the end, lag 0, no member)", p, rows[p], want)
-			}
-		}
-		if t.Failed() {
-			t.Fatalf("output:\n%s", out)
-		}
-
-		out = groups("--reset-offsets", "--to-earliest", "--execute", "--group", group, "--topic", topic)
-		zeros := map[int32]int64{}
-		for p := range ends {
-			zeros[p] = 0
-		}
-		if got := committedOffsets(t, ctx, adm, group, topic); !maps.Equal(got, zeros) {
-			t.Fatalf("after kafka-consumer-groups --reset-offsets --to-earliest --execute: kadm FetchOffsets %v, want %v\n%s", got, zeros, out)
-		}
-
-		out = groups("--delete", "--group", group)
-		if want := "Deletion of requested consumer groups ('" + group + "') was successful."; !hasLine(out, want) {
-			t.Fatalf("kafka-consumer-groups --delete: want %q, got:\n%s", want, out)
-		}
-		if gs := listedGroups(t, ctx, adm); slices.Contains(gs, group) {
-			t.Fatalf("after kafka-consumer-groups --delete: kadm lists groups %v, want no %s", gs, group)
-		}
-		if out := groups("--list"); hasLine(out, group) {
-			t.Fatalf("kafka-consumer-groups --list after --delete: want no line %q, got:\n%s", group, out)
+		for _, protocol := range []string{"classic", "consumer"} {
+			t.Run(protocol, func(t *testing.T) {
+				k.checkConsumerGroupTools(t, ctx, n.addr(), adm, topic, "tools-group-"+protocol, protocol, ends)
+			})
 		}
 	})
+}
+
+// checkConsumerGroupTools runs TestKafkaToolsConsumerGroups' steps for
+// group on the group protocol.
+func (k javaKafka) checkConsumerGroupTools(t *testing.T, ctx context.Context, addr string, adm *kadm.Client,
+	topic, group, protocol string, ends map[int32]int64) {
+	count := 0
+	for _, end := range ends {
+		count += int(end)
+	}
+	k.consoleConsume(t, ctx, addr, topic, count, "--group", group, "--from-beginning",
+		"--consumer-property", "group.protocol="+protocol)
+	if got := committedOffsets(t, ctx, adm, group, topic); !maps.Equal(got, ends) {
+		t.Fatalf("after the console consumer of group %s exited: committed offsets %v, want the end offsets %v", group, got, ends)
+	}
+	if listed, err := adm.ListGroups(ctx); err != nil || listed[group].GroupType != protocol {
+		t.Fatalf("ListGroups: %v, %+v; want %s of type %s", err, listed[group], group, protocol)
+	}
+
+	bs := []string{"--bootstrap-server", addr}
+	groups := func(args ...string) string {
+		t.Helper()
+		return k.run(t, ctx, "kafka-consumer-groups", append(bs, args...)...)
+	}
+	if out := groups("--list"); !hasLine(out, group) {
+		t.Fatalf("kafka-consumer-groups --list: want a line %q, got:\n%s", group, out)
+	}
+
+	out := groups("--describe", "--group", group)
+	rows := parseGroupDescribe(out, group, topic)
+	if len(rows) != len(ends) {
+		t.Fatalf("kafka-consumer-groups --describe --group %s: want %d rows of %s, got %d:\n%s", group, len(ends), topic, len(rows), out)
+	}
+	for p, end := range ends {
+		e := strconv.FormatInt(end, 10)
+		want := groupRow{p, e, e, "0", "-", "-"}
+		if rows[p] != want {
+			t.Errorf("kafka-consumer-groups --describe: partition %d row %+v, want %+v (committed at the end, lag 0, no member)", p, rows[p], want)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("output:\n%s", out)
+	}
+
+	out = groups("--reset-offsets", "--to-earliest", "--execute", "--group", group, "--topic", topic)
+	zeros := map[int32]int64{}
+	for p := range ends {
+		zeros[p] = 0
+	}
+	if got := committedOffsets(t, ctx, adm, group, topic); !maps.Equal(got, zeros) {
+		t.Fatalf("after kafka-consumer-groups --reset-offsets --to-earliest --execute: kadm FetchOffsets %v, want %v\n%s", got, zeros, out)
+	}
+
+	out = groups("--delete", "--group", group)
+	if want := "Deletion of requested consumer groups ('" + group + "') was successful."; !hasLine(out, want) {
+		t.Fatalf("kafka-consumer-groups --delete: want %q, got:\n%s", want, out)
+	}
+	if gs := listedGroups(t, ctx, adm); slices.Contains(gs, group) {
+		t.Fatalf("after kafka-consumer-groups --delete: kadm lists groups %v, want no %s", gs, group)
+	}
+	if out := groups("--list"); hasLine(out, group) {
+		t.Fatalf("kafka-consumer-groups --list after --delete: want no line %q, got:\n%s", group, out)
+	}
 }
 
 // TestKafkaToolsPerf runs kafka-producer-perf-test and

@@ -356,6 +356,29 @@ var serverSettings = []setting{
 			return err
 		}},
 
+	{Def: settings.Def{Name: "group.coordinator.rebalance.protocols", Doc: "the group protocols served: classic, and consumer for the consumer group protocol of Kafka 4 clients (KIP-848) (default classic,consumer)"},
+		apply: func(c *broker.Config, v string) error {
+			c.GroupRebalanceProtocols = settings.Items(v)
+			return nil
+		}},
+	{Def: settings.Def{Name: "group.consumer.session.timeout.ms", Doc: "a consumer-protocol member that does not heartbeat this long is removed, an integer >= 1 (default 45000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.GroupConsumerSessionTimeout = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "group.consumer.heartbeat.interval.ms", Doc: "how often consumer-protocol members heartbeat, an integer >= 1 below the session timeout (default 5000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.GroupConsumerHeartbeatInterval = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "group.consumer.assignors", Doc: "the server-side assignors of consumer-protocol groups, the first the default: uniform, range (default uniform,range)"},
+		apply: func(c *broker.Config, v string) error {
+			c.GroupConsumerAssignors = settings.Items(v)
+			return nil
+		}},
+
 	// Client quotas.
 	{Def: settings.Def{Name: "quota.window.num", Doc: "client quota rates are measured over this many samples, an integer >= 1 (default 11)"},
 		apply: func(c *broker.Config, v string) error {
