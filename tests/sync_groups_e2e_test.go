@@ -262,6 +262,28 @@ func syncNow(t *testing.T, n *ctlNode, mirror string, kinds ...string) {
 // log start on the node.
 func TestSyncGroupFailoverNoSkipNoRereads(t *testing.T) {
 	t.Parallel()
+	forEachGroupProtocol(t, testSyncGroupFailoverNoSkipNoRereads)
+}
+
+// forEachGroupProtocol runs fn in a parallel subtest per group protocol
+// of the node's consumers: classic, and consumer (KIP-848), the Kafka 4
+// applications that fail over.
+func forEachGroupProtocol(t *testing.T, fn func(t *testing.T, protocol []kgo.Opt)) {
+	for _, c := range []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{"classic", nil},
+		{"consumer", []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer(), kgo.StickyBalancer()), kgo.ServerSideBalancer()}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, c.opts)
+		})
+	}
+}
+
+func testSyncGroupFailoverNoSkipNoRereads(t *testing.T, protocol []kgo.Opt) {
 	ctx := testCtx(t, 30*time.Second)
 	src, srcCl := startSource(t)
 	srcAdm := kadm.NewClient(srcCl)
@@ -323,7 +345,7 @@ func TestSyncGroupFailoverNoSkipNoRereads(t *testing.T) {
 	}
 
 	// The group resumes on the node and reads through the new records.
-	dc := joinGroup(t, n.addr(), group, topic)
+	dc := joinGroup(t, n.addr(), group, topic, protocol...)
 	onNode := consumeThrough(t, ctx, dc, lastOffsets(after))
 	checkExactlyOnce(t, fmt.Sprintf("group %s: %d records read at the source then %d on the node after the failover", group, len(atSource), len(onNode)),
 		append(asMirrorRecords(atSource), asMirrorRecords(onNode)...), sortedUnion(asMirrorRecords(all), asMirrorRecords(after)))
@@ -423,6 +445,10 @@ func TestSyncGroupFailoverClamped(t *testing.T) {
 // idle group beside it is, on the first cycle.
 func TestSyncGroupSkipsActiveGroups(t *testing.T) {
 	t.Parallel()
+	forEachGroupProtocol(t, testSyncGroupSkipsActiveGroups)
+}
+
+func testSyncGroupSkipsActiveGroups(t *testing.T, protocol []kgo.Opt) {
 	ctx := testCtx(t, 30*time.Second)
 	src, srcCl := startSource(t)
 	srcAdm := kadm.NewClient(srcCl)
@@ -466,7 +492,7 @@ func TestSyncGroupSkipsActiveGroups(t *testing.T) {
 
 	// A member of busy on the node reads the mirror topic and commits
 	// there; it stays in the group.
-	member := joinGroup(t, n.addr(), busy, topic)
+	member := joinGroup(t, n.addr(), busy, topic, protocol...)
 	read := consumeThrough(t, ctx, member, lastOffsets(all))
 	checkExactlyOnce(t, "the node's member of "+busy, asMirrorRecords(read), asMirrorRecords(all))
 	if err := member.CommitUncommittedOffsets(ctx); err != nil {
