@@ -275,6 +275,16 @@ func (gl *groupLog) PutGroupMeta(m state.GroupMeta) error {
 	return gl.store.PutGroupMeta(m)
 }
 
+// AppendGroupRecords writes the consumer group protocol's records of name
+// to its partition (Badger keeps no copy: a loader replays them).
+func (gl *groupLog) AppendGroupRecords(name string, recs []batch.Record) error {
+	p, lead, err := gl.partitionOf(name)
+	if err != nil || p == nil {
+		return err
+	}
+	return gl.append(p, lead, recs)
+}
+
 func (gl *groupLog) DeleteOffsets(name, topic string, partitions []int32) error {
 	p, lead, err := gl.partitionOf(name)
 	if err != nil {

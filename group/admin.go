@@ -93,6 +93,12 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 	case g.state != stateEmpty || g.consumer.active():
 		return kerr.NonEmptyGroup.Code
 	}
+	if g.consumer != nil {
+		g.consumer.unwritten = append(g.consumer.unwritten, consumerGroupTombstones(name)...)
+		if err := g.writeConsumer(); err != nil {
+			return err.Code
+		}
+	}
 	if err := c.store.DeleteGroup(name); err != nil {
 		c.log.Warn("deleting a group failed", "group", name, "err", err)
 		return storeErrorCode(err)

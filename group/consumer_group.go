@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/batch"
 )
 
 // The consumer group protocol (KIP-848): a member heartbeats
@@ -57,6 +59,9 @@ type consumerGroup struct {
 	topics map[TopicID]TopicMeta
 	// assignor is the name of the assignor of the last target.
 	assignor string
+	// unwritten are the records of changes not yet written to the
+	// store (consumer_records.go); writeConsumer writes them.
+	unwritten []batch.Record
 }
 
 // consumerMember is one member of a consumer group.
@@ -151,6 +156,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 			return fail(kerr.UnknownMemberID, "")
 		}
 		g.removeConsumerMember(m, "member "+m.id+" left the group")
+		if err := g.writeConsumer(); err != nil {
+			return fail(err, "")
+		}
 		resp.MemberEpoch = leaveEpoch
 		return resp
 	case staticLeaveEpoch:
@@ -166,6 +174,10 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 		// epoch it left at.
 		m.rec.previousEpoch, m.rec.epoch = m.rec.epoch, staticLeaveEpoch
 		stopTimer(&m.revocation)
+		cg.unwritten = append(cg.unwritten, consumerCurrentRecord(g.name, m))
+		if err := g.writeConsumer(); err != nil {
+			return fail(err, "")
+		}
 		resp.MemberEpoch = staticLeaveEpoch
 		return resp
 	}
@@ -173,11 +185,15 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 	if err != nil {
 		return fail(err, "")
 	}
+	var metaBefore, currentBefore []byte
+	if !added {
+		metaBefore, currentBefore = consumerMemberRecord(g.name, m).Value, consumerCurrentRecord(g.name, m).Value
+	}
 	m.clientID, m.clientHost = clientID, clientHost
 	// One new epoch for whatever changed: a member, a subscription, the
 	// subscribed topics.
 	if changed := m.subscribe(req, matcher); g.refreshTopics() || changed || added {
-		cg.epoch++
+		g.bumpConsumerEpoch()
 	}
 	if cg.epoch > cg.targetEpoch {
 		g.computeTarget()
@@ -191,6 +207,17 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 	before := m.rec.assigned
 	m.rec = m.rec.reconcile(cg.targetEpoch, cg.target[m.id], cg.heldByOthers(m.id), m.owned)
 	m.noteAssignedAt()
+	if meta := consumerMemberRecord(g.name, m); !bytes.Equal(meta.Value, metaBefore) {
+		cg.unwritten = append(cg.unwritten, meta)
+	}
+	if current := consumerCurrentRecord(g.name, m); !bytes.Equal(current.Value, currentBefore) {
+		cg.unwritten = append(cg.unwritten, current)
+	}
+	// What the answer tells the member is in the log first: a new
+	// coordinator then knows it too.
+	if err := g.writeConsumer(); err != nil {
+		return fail(err, "")
+	}
 	g.armConsumerTimers(m)
 	resp.MemberEpoch = m.rec.epoch
 	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
@@ -392,8 +419,14 @@ func (g *Group) computeTarget() {
 		spec.Members[id] = am
 	}
 	cg.assignor = g.pickAssignor()
-	cg.target = Assignors[cg.assignor].Assign(spec)
-	cg.targetEpoch = cg.epoch
+	target := Assignors[cg.assignor].Assign(spec)
+	for _, id := range slices.Sorted(maps.Keys(target)) {
+		if prev, ok := cg.target[id]; !ok || !sameAssignment(prev, target[id]) {
+			cg.unwritten = append(cg.unwritten, consumerTargetMemberRecord(g.name, id, target[id]))
+		}
+	}
+	cg.target, cg.targetEpoch = target, cg.epoch
+	cg.unwritten = append(cg.unwritten, consumerTargetEpochRecord(g.name, cg.targetEpoch))
 	g.c.log.Info("consumer group target assignment", "group", g.name, "epoch", cg.epoch, "members", len(cg.members),
 		"assignor", cg.assignor)
 }
@@ -466,13 +499,17 @@ func (g *Group) fenceConsumerMember(m *consumerMember, why string, still func() 
 		return
 	}
 	g.removeConsumerMember(m, "member "+m.id+" "+why)
+	if err := g.writeConsumer(); err != nil {
+		g.c.log.Warn("writing a consumer group member's removal failed; a new coordinator of the group fences it",
+			"group", g.name, "member", m.id, "err", err)
+	}
 }
 
 // removeConsumerMember drops m and moves the group epoch, so that the
 // others share what it had. REQUIRES: g.mu held.
 func (g *Group) removeConsumerMember(m *consumerMember, reason string) {
 	g.dropConsumerMember(m)
-	g.consumer.epoch++
+	g.bumpConsumerEpoch()
 	g.c.log.Info("consumer group member removed", "group", g.name, "reason", reason, "epoch", g.consumer.epoch)
 }
 
@@ -483,9 +520,35 @@ func (g *Group) dropConsumerMember(m *consumerMember) {
 	stopTimer(&m.revocation)
 	delete(cg.members, m.id)
 	delete(cg.target, m.id)
+	cg.unwritten = append(cg.unwritten, consumerMemberTombstones(g.name, m.id)...)
 	if m.instanceID != "" && cg.static[m.instanceID] == m.id {
 		delete(cg.static, m.instanceID)
 	}
+}
+
+// bumpConsumerEpoch moves the group epoch. REQUIRES: g.mu held.
+func (g *Group) bumpConsumerEpoch() {
+	g.consumer.epoch++
+	g.consumer.unwritten = append(g.consumer.unwritten, consumerEpochRecord(g.name, g.consumer.epoch))
+}
+
+// writeConsumer writes the records of the group's changes, in the order
+// they were made; the error is what the heartbeat answers (a write that
+// lost the partition's leadership is NOT_COORDINATOR). Records that failed
+// stay queued ahead of the next change's, so that the log catches up with
+// the memory at the next write that succeeds; until then the member is
+// not told what the log does not hold. REQUIRES: g.mu held.
+func (g *Group) writeConsumer() *kerr.Error {
+	recs := g.consumer.unwritten
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := g.c.store.AppendGroupRecords(g.name, recs); err != nil {
+		g.c.log.Warn("writing consumer group records failed", "group", g.name, "records", len(recs), "err", err)
+		return kerr.ErrorForCode(storeErrorCode(err)).(*kerr.Error)
+	}
+	g.consumer.unwritten = nil
+	return nil
 }
 
 // stopConsumerTimers stops every member's timers (the group is unloaded

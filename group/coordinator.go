@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/state"
 )
 
@@ -24,6 +25,11 @@ type Store interface {
 	GroupOffsets(group string) ([]state.GroupOffset, error)
 	DeleteOffsets(group, topic string, partitions []int32) error
 	PutGroupMeta(m state.GroupMeta) error
+	// AppendGroupRecords writes records of group as they are (the
+	// consumer group protocol's, consumer_records.go) where the
+	// coordinator's log keeps them; a store that keeps no log keeps
+	// nothing (the members then rejoin after a restart).
+	AppendGroupRecords(group string, recs []batch.Record) error
 	DeleteGroup(group string) error
 	Groups() ([]state.GroupMeta, error)
 }

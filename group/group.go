@@ -118,7 +118,16 @@ func (c *Coordinator) JoinGroup(req *kmsg.JoinGroupRequest, clientID, clientHost
 		g.mu.Unlock()
 		return fail(kerr.InconsistentGroupProtocol)
 	}
-	g.consumer = nil // an empty consumer group turns classic with its first member
+	if g.consumer != nil {
+		// An empty consumer group turns classic with its first member;
+		// its records go, so that a new coordinator loads it classic.
+		g.consumer.unwritten = append(g.consumer.unwritten, consumerGroupTombstones(g.name)...)
+		if err := g.writeConsumer(); err != nil {
+			g.mu.Unlock()
+			return fail(err)
+		}
+		g.consumer = nil
+	}
 	if !g.accepts(req) {
 		g.mu.Unlock()
 		return fail(kerr.InconsistentGroupProtocol)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/batch"
 	"github.com/kmirror/kmirror/internal/testutil"
 	"github.com/kmirror/kmirror/state"
 )
@@ -35,12 +36,40 @@ type memStore struct {
 	failCommits error
 	// pendingWrites counts CommitPendingOffsets calls that succeeded.
 	pendingWrites int
+	// log holds the records AppendGroupRecords wrote, in order, as a
+	// partition of __consumer_offsets would; failAppends makes it fail.
+	log         []batch.Record
+	failAppends error
 }
 
 var _ Store = (*memStore)(nil)
 
 func newMemStore() *memStore {
 	return &memStore{metas: map[string]state.GroupMeta{}, offsets: map[string]map[topicPartition]state.GroupOffset{}}
+}
+
+func (s *memStore) AppendGroupRecords(_ string, recs []batch.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failAppends != nil {
+		return s.failAppends
+	}
+	s.log = append(s.log, recs...)
+	return nil
+}
+
+// replay is the GroupsState of every record AppendGroupRecords wrote.
+func (s *memStore) replay(t *testing.T) *GroupsState {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := NewGroupsState()
+	for _, r := range s.log {
+		if err := st.Apply(r.Key, r.Value); err != nil {
+			t.Fatalf("replaying the store's records: %v", err)
+		}
+	}
+	return st
 }
 
 func (s *memStore) CommitOffsets(group string, offs []state.GroupOffset) error {
@@ -146,6 +175,8 @@ type badgerStore struct{ *state.Store }
 func (badgerStore) CommitPendingOffsets(string, int64, int16, []state.GroupOffset) error {
 	return errors.New("a Badger store keeps no pending offsets")
 }
+
+func (badgerStore) AppendGroupRecords(string, []batch.Record) error { return nil }
 
 func (s badgerStore) MaterializeOffsets(group string, offs []state.GroupOffset) error {
 	return s.CommitOffsets(group, offs)

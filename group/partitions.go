@@ -37,6 +37,9 @@ func (c *Coordinator) Load(belongs func(group string) bool, st *GroupsState) {
 		g.protocolType, g.generation = m.ProtocolType, m.Generation
 		g.restoreMembers(m)
 	}
+	for name, cs := range st.Consumer {
+		install(name).restoreConsumer(cs)
+	}
 	for name, offs := range st.Offsets {
 		if len(offs) == 0 {
 			continue

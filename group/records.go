@@ -100,12 +100,14 @@ type GroupsState struct {
 	// Pending are the offsets of transactional batches no marker has
 	// decided yet: by producer id, then group.
 	Pending map[int64]map[string]map[topicPartition]state.GroupOffset
+	// Consumer are the consumer groups (KIP-848, consumer_records.go).
+	Consumer map[string]*ConsumerGroupState
 }
 
 // NewGroupsState returns an empty state.
 func NewGroupsState() *GroupsState {
 	return &GroupsState{Metas: map[string]state.GroupMeta{}, Offsets: map[string]map[topicPartition]state.GroupOffset{},
-		Pending: map[int64]map[string]map[topicPartition]state.GroupOffset{}}
+		Pending: map[int64]map[string]map[topicPartition]state.GroupOffset{}, Consumer: map[string]*ConsumerGroupState{}}
 }
 
 // TxnOffsetRecords are the records of offsets group commits in a
@@ -122,9 +124,9 @@ func TxnOffsetRecords(group string, offs []state.GroupOffset) []batch.Record {
 // decode.
 var ErrOffsetsRecord = errors.New("group: malformed __consumer_offsets record")
 
-// Apply applies one record, committed (not in a transaction). Keys of other types (Kafka 4's consumer and
-// share group records, key versions 3 and up) are skipped: kmirror writes
-// none, and a log that holds them came from elsewhere.
+// Apply applies one record, committed (not in a transaction). Keys of
+// types kmirror does not write (Kafka 4's share and streams group records,
+// key versions 9 and up) are skipped.
 func (s *GroupsState) Apply(key, value []byte) error { return s.apply(key, value, s.Offsets, false) }
 
 // apply applies one record; offset records go into offsets (s.Offsets, or
@@ -135,7 +137,10 @@ func (s *GroupsState) apply(key, value []byte, offsets map[string]map[topicParti
 	if len(key) < 2 {
 		return fmt.Errorf("%w: a key of %d bytes", ErrOffsetsRecord, len(key))
 	}
-	switch int16(binary.BigEndian.Uint16(key)) {
+	switch typ := int16(binary.BigEndian.Uint16(key)); typ {
+	case consumerGroupKey, consumerPartitionsKey, consumerMemberKey, consumerTargetKey, consumerTargetMemberKey,
+		consumerCurrentKey:
+		return s.applyConsumer(typ, key, value)
 	case offsetKeyVersionOld, offsetKeyVersion:
 		var k kmsg.OffsetCommitKey
 		if err := k.ReadFrom(key); err != nil {

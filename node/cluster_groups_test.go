@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,17 +230,37 @@ func TestClusterConsumersResumeAfterTheCoordinatorDies(t *testing.T) {
 // UNKNOWN_MEMBER_ID, and the group rebalanced from scratch.
 func TestClusterGroupKeepsItsGenerationAcrossTheCoordinator(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) { cfg.GroupInitialRebalanceDelay = 0 })
+	for _, tc := range []struct {
+		name     string
+		protocol []kgo.Opt
+	}{
+		{"classic", nil},
+		// The consumer protocol (KIP-848): the member keeps its epoch
+		// and assignment from the group's records.
+		{"consumer", []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer(), kgo.StickyBalancer()), kgo.ServerSideBalancer()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testGroupKeepsItsGenerationAcrossTheCoordinator(t, tc.protocol)
+		})
+	}
+}
+
+func testGroupKeepsItsGenerationAcrossTheCoordinator(t *testing.T, protocol []kgo.Opt) {
+	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) {
+		cfg.GroupInitialRebalanceDelay = 0
+		cfg.GroupConsumerHeartbeatInterval = 100 * time.Millisecond
+	})
 	ctx := t.Context()
 	if _, err := c.client(0).CreateTopic(ctx, 3, 3, nil, "steady"); err != nil {
 		t.Fatal(err)
 	}
 	addrs := c.addrs()
 	var assigned, lost atomic.Int32
-	member := nodetest.Client(t, addrs, kgo.ConsumerGroup("steady-group"), kgo.ConsumeTopics("steady"),
+	member := nodetest.Client(t, addrs, append(slices.Clone(protocol), kgo.ConsumerGroup("steady-group"), kgo.ConsumeTopics("steady"),
 		kgo.HeartbeatInterval(100*time.Millisecond), kgo.SessionTimeout(6*time.Second),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { assigned.Add(1) }),
-		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { lost.Add(1) }))
+		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { lost.Add(1) }))...)
 	go func() { // polls until the client closes, so that it heartbeats and stays in the group
 		for ctx.Err() == nil {
 			if member.PollFetches(ctx).IsClientClosed() {
