@@ -19,6 +19,9 @@ import (
 // built-in default, DEFAULT_CONFIG otherwise (the Config struct cannot
 // tell "set to the default" from "not set"). Synonyms list that chain.
 //
+// GROUP lists the consumer group configs: the group's own (GROUP_CONFIG),
+// else the broker's group.consumer.* value.
+//
 // BROKER named by this node's id lists every broker config of Kafka 4.4
 // and kmirror's own settings (broker_configs_kafka.go), with this node's
 // dynamic value (DYNAMIC_BROKER_CONFIG), the cluster default
@@ -76,6 +79,8 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 			res.Configs, cerr = b.describeBrokerConfigs(rr.ResourceName, &opts)
 		case rr.ResourceType == configResourceClusterMirror:
 			res.Configs, cerr = b.describeMirrorConfigs(rr.ResourceName, &opts)
+		case rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
+			res.Configs, cerr = b.describeGroupConfigs(rr.ResourceName, &opts)
 		default:
 			cerr = unsupportedResource(rr.ResourceType)
 		}

@@ -13,9 +13,11 @@ import (
 // IncrementalAlterConfigs: v0-1
 //
 // Behavior:
-// Changes the listed configs of a TOPIC or of the BROKER (named by this
+// Changes the listed configs of a TOPIC, of the BROKER (named by this
 // node's id for its per-broker configs, or "" for the cluster default;
-// the node's win over the default). Ops: SET, DELETE, APPEND and SUBTRACT
+// the node's win over the default), or of a GROUP (group_configs.go: its
+// consumer.session.timeout.ms and consumer.heartbeat.interval.ms, within
+// Kafka's bounds, else INVALID_CONFIG). Ops: SET, DELETE, APPEND and SUBTRACT
 // (list configs such as cleanup.policy; the list starts from the value in
 // effect when the resource does not set it). Every entry of a resource is
 // checked before anything changes, then the resource changes at once:

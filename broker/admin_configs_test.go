@@ -186,7 +186,8 @@ func TestDescribeConfigsRefusals(t *testing.T) {
 		{"not a node id", kmsg.ConfigResourceTypeBroker, "one", kerr.InvalidRequest},
 		{"broker logger", kmsg.ConfigResourceTypeBrokerLogger, "1", kerr.InvalidRequest},
 		{"cluster mirror", configResourceClusterMirror, "m", kerr.InvalidRequest},
-		{"group", kmsg.ConfigResourceTypeGroupConfig, "g", kerr.InvalidRequest},
+		{"group", kmsg.ConfigResourceTypeGroupConfig, "g", nil},
+		{"empty group name", kmsg.ConfigResourceTypeGroupConfig, "", kerr.InvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := kmsg.NewPtrDescribeConfigsRequest()

@@ -238,6 +238,7 @@ func New(cfg Config) (*Broker, error) {
 		ConsumerProtocol:          cfg.ConsumerProtocol(),
 		ConsumerSessionTimeout:    cfg.GroupConsumerSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
+		GroupConsumerConfig:       b.groupConsumerConfig,
 		ConsumerAssignors:         cfg.GroupConsumerAssignors,
 		Topics:                    b.groupTopics,
 	})

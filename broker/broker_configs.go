@@ -253,7 +253,7 @@ func unsupportedResource(typ kmsg.ConfigResourceType) *configError {
 		return newConfigError(kerr.InvalidRequest, "BROKER_LOGGER resources are not supported: kmirror has no runtime log levels")
 	case configResourceClusterMirror:
 		return newConfigError(kerr.InvalidRequest, "CLUSTER_MIRROR resources need the mirror control plane, which this node does not run")
-	case kmsg.ConfigResourceTypeClientMetrics, kmsg.ConfigResourceTypeGroupConfig:
+	case kmsg.ConfigResourceTypeClientMetrics:
 		return newConfigError(kerr.InvalidRequest, "%s resources are not supported", typ)
 	}
 	return newConfigError(kerr.InvalidRequest, "Unknown resource type %d", int8(typ))
@@ -292,6 +292,8 @@ type configTarget struct {
 	// mirror names a CLUSTER_MIRROR resource, served by the control plane.
 	mirror string
 	admin  MirrorAdmin
+	// group names a GROUP resource (group_configs.go).
+	group string
 }
 
 // alterTarget resolves an AlterConfigs or IncrementalAlterConfigs resource.
@@ -314,6 +316,8 @@ func (b *Broker) alterTarget(typ kmsg.ConfigResourceType, name string) (configTa
 			return configTarget{node: true, other: id}, nil
 		}
 		return configTarget{node: name != ""}, b.checkBrokerName(name, false)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return configTarget{group: name}, checkGroupName(name)
 	case configResourceClusterMirror:
 		admin := b.admin()
 		if admin == nil {
@@ -335,6 +339,16 @@ func (tg configTarget) current(b *Broker) map[string]string {
 	}
 	if tg.topic != nil {
 		return tg.topic.Configs()
+	}
+	if tg.group != "" {
+		cs, err := b.store.GroupConfigs(tg.group)
+		if err != nil {
+			b.log.Warn("reading a group's configs", "group", tg.group, "err", err)
+		}
+		if cs == nil {
+			cs = map[string]string{}
+		}
+		return cs
 	}
 	if tg.other != 0 {
 		cs, err := b.store.NodeConfigs(tg.other)
@@ -376,6 +390,8 @@ func (tg configTarget) validate(name, value string) *configError {
 		err = tg.admin.ValidateMirrorConfig(name, value)
 	case tg.topic != nil:
 		err = validateTopicConfig(name, value)
+	case tg.group != "":
+		return validateGroupConfig(name, value)
 	default:
 		return validateBrokerConfig(name, value)
 	}
@@ -395,6 +411,10 @@ func (tg configTarget) known(name string) bool {
 		_, ok := lookupTopicConfig(name)
 		return ok
 	}
+	if tg.group != "" {
+		_, ok := lookupGroupConfig(name)
+		return ok
+	}
 	return knownBrokerConfig(name)
 }
 
@@ -408,6 +428,9 @@ func (tg configTarget) isList(name string) bool {
 		tc, ok := lookupTopicConfig(name)
 		return ok && tc.Type == settings.List
 	}
+	if tg.group != "" {
+		return false
+	}
 	return brokerConfigDef(name).Type == settings.List
 }
 
@@ -415,7 +438,7 @@ func (tg configTarget) isList(name string) bool {
 // does not set name: the value in effect. (Kafka starts from the config's
 // built-in default; the effective value is what an operator sees.)
 func (tg configTarget) fallback(b *Broker, name string) string {
-	if tg.admin != nil {
+	if tg.admin != nil || tg.group != "" {
 		return ""
 	}
 	if tg.topic != nil {
@@ -463,6 +486,13 @@ func (b *Broker) commit(tg configTarget, old, next map[string]string) *configErr
 		}
 	}
 	if len(set) == 0 && len(del) == 0 {
+		return nil
+	}
+	if tg.group != "" {
+		if err := b.store.SetGroupConfigs(tg.group, set, del); err != nil {
+			b.log.Error("altering group configs", "group", tg.group, "err", err)
+			return newConfigError(kerr.UnknownServerError, "altering the configs of group %s: %v", tg.group, err)
+		}
 		return nil
 	}
 	if tg.other != 0 {

@@ -220,7 +220,8 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 	}
 	g.armConsumerTimers(m)
 	resp.MemberEpoch = m.rec.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	_, interval := c.cfg.GroupConsumerConfig(g.name)
+	resp.HeartbeatIntervalMillis = int32(interval / time.Millisecond)
 	if req.MemberEpoch == joinEpoch || req.Topics != nil || !sameAssignment(before, m.rec.assigned) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		for _, id := range sortedTopicIDs(m.rec.assigned) {
@@ -474,7 +475,8 @@ func (g *Group) armConsumerTimers(m *consumerMember) {
 	if m.session != nil {
 		m.session.Stop()
 	}
-	m.session = time.AfterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
+	session, _ := g.c.cfg.GroupConsumerConfig(g.name)
+	m.session = time.AfterFunc(session, func() {
 		g.fenceConsumerMember(m, "session expired", func() bool { return true })
 	})
 	switch {

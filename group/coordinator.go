@@ -55,6 +55,10 @@ type Config struct {
 	// group.consumer.session.timeout.ms (45 s) and
 	// group.consumer.heartbeat.interval.ms (5 s).
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// GroupConsumerConfig is a group's own session timeout and heartbeat
+	// interval (the GROUP config resource), falling back to the two
+	// above; nil means the two above for every group.
+	GroupConsumerConfig func(group string) (session, heartbeat time.Duration)
 	// ConsumerAssignors is group.consumer.assignors: the server-side
 	// assignors members may name, the first the default.
 	ConsumerAssignors []string
@@ -103,6 +107,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConsumerHeartbeatInterval == 0 {
 		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	if c.GroupConsumerConfig == nil {
+		session, heartbeat := c.ConsumerSessionTimeout, c.ConsumerHeartbeatInterval
+		c.GroupConsumerConfig = func(string) (time.Duration, time.Duration) { return session, heartbeat }
 	}
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = DefaultAssignors

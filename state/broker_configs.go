@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strconv"
 )
@@ -85,4 +86,26 @@ func (s *Store) setConfigsAt(prefix string, set map[string]string, del []string)
 		}
 		return nil
 	})
+}
+
+// GroupConfigs returns the dynamic configs of group (the GROUP resource,
+// kafka-configs --entity-type groups), which a group may have before it
+// exists. The map is never nil.
+func (s *Store) GroupConfigs(group string) (map[string]string, error) {
+	return s.configsAt(groupConfigPrefix(group))
+}
+
+// SetGroupConfigs is SetBrokerConfigs for group's configs.
+func (s *Store) SetGroupConfigs(group string, set map[string]string, del []string) error {
+	if group == "" || len(group) > maxGroupNameLen {
+		return fmt.Errorf("state: set group configs: a group name of %d bytes", len(group))
+	}
+	return s.setConfigsAt(groupConfigPrefix(group), set, del)
+}
+
+// groupConfigPrefix is the key prefix of group's configs: the name in hex,
+// then '/', so that no group's scan reaches another's keys (a group name
+// may hold any byte, '/' too).
+func groupConfigPrefix(group string) string {
+	return string(hex.AppendEncode([]byte(keyGroupConfigPrefix), []byte(group))) + "/"
 }

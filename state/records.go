@@ -15,6 +15,7 @@ const (
 	keyTopicIDPrefix      = "v1/topic-id/"
 	keyBrokerConfigPrefix = "v1/broker-config/"
 	keyNodeConfigPrefix   = "v1/node-config/"
+	keyGroupConfigPrefix  = "v1/group-config/"
 	keyGroupPrefix        = "v1/group/"
 	keyGroupOffsetPrefix  = "v1/group-offset/"
 )

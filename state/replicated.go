@@ -34,7 +34,7 @@ import (
 // refuses an Op outside them.
 var (
 	replicatedPrefixes = []string{keyTopicPrefix, keyTopicIDPrefix, keyBrokerConfigPrefix, keyNodeConfigPrefix,
-		keyACLPrefix, keySCRAMPrefix, keyQuotaPrefix, keyMirrorPrefix, keyMirrorPartitionPrefix,
+		keyGroupConfigPrefix, keyACLPrefix, keySCRAMPrefix, keyQuotaPrefix, keyMirrorPrefix, keyMirrorPartitionPrefix,
 		keyMirrorACLPrefix, keyMirrorQuotaPrefix, keyMirrorSyncPrefix, keyBrokerPrefix, keyPartitionPrefix}
 	replicatedKeys = []string{keyNextProducerID, keySecretSalt, keyLogClusterID}
 )

@@ -770,3 +770,34 @@ func TestBadgerLogger(t *testing.T) {
 		t.Fatal("Open logged nothing")
 	}
 }
+
+// Each group's configs are its own, whatever bytes the names hold: group
+// "a" never reads the configs of "a/b".
+func TestGroupConfigs(t *testing.T) {
+	t.Parallel()
+	s := openMem(t)
+	if err := s.SetGroupConfigs("a", map[string]string{"consumer.session.timeout.ms": "50000"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetGroupConfigs("a/b", map[string]string{"consumer.heartbeat.interval.ms": "6000"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for group, want := range map[string]map[string]string{
+		"a":   {"consumer.session.timeout.ms": "50000"},
+		"a/b": {"consumer.heartbeat.interval.ms": "6000"},
+		"b":   {},
+	} {
+		if got, err := s.GroupConfigs(group); err != nil || !maps.Equal(got, want) {
+			t.Fatalf("configs of %q: %v, %v; want %v", group, got, err, want)
+		}
+	}
+	if err := s.SetGroupConfigs("", map[string]string{"x": "1"}, nil); err == nil {
+		t.Fatal("configs of the group \"\" were stored")
+	}
+	if err := s.SetGroupConfigs("a", nil, []string{"consumer.session.timeout.ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GroupConfigs("a"); len(got) != 0 {
+		t.Fatalf("configs of a after the delete: %v", got)
+	}
+}

@@ -404,6 +404,22 @@ func TestKafkaToolsConfigs(t *testing.T) {
 				t.Errorf("kafka-configs --describe --entity-name 1 --all: %s=%q, want %q\n%s", name, all[name], want, out)
 			}
 		}
+
+		// A consumer group's own configs (KIP-848), set before the group
+		// exists; kafka-configs knows the entity type from Kafka 4.0.
+		if strings.HasPrefix(k.version, "3.") {
+			return
+		}
+		groupArgs := []string{"--entity-type", "groups", "--entity-name", "tools-config-group"}
+		out = configsTool(append([]string{"--alter", "--add-config", "consumer.session.timeout.ms=50000"}, groupArgs...)...)
+		if want := "Completed updating config for group tools-config-group."; !hasLine(out, want) {
+			t.Fatalf("kafka-configs --alter --entity-type groups: want %q, got:\n%s", want, out)
+		}
+		out = configsTool(append([]string{"--describe"}, groupArgs...)...)
+		got := describedConfigs(t, out, "Dynamic configs for group tools-config-group are:")
+		if want := map[string]string{"consumer.session.timeout.ms": "50000"}; !maps.Equal(got, want) {
+			t.Fatalf("kafka-configs --describe --entity-type groups: dynamic configs %v, want %v\n%s", got, want, out)
+		}
 	})
 }
 
