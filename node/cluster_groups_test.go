@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -247,7 +248,9 @@ func TestClusterGroupKeepsItsGenerationAcrossTheCoordinator(t *testing.T) {
 }
 
 func testGroupKeepsItsGenerationAcrossTheCoordinator(t *testing.T, protocol []kgo.Opt) {
-	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) {
+	logs := testutil.LogOnFailure(t, slog.LevelInfo)
+	c := startCluster(t, 3, func(cfg *broker.Config) {
+		cfg.Logger = logs.With("node", cfg.NodeID)
 		cfg.GroupInitialRebalanceDelay = 0
 		cfg.GroupConsumerHeartbeatInterval = 100 * time.Millisecond
 	})
@@ -258,7 +261,7 @@ func testGroupKeepsItsGenerationAcrossTheCoordinator(t *testing.T, protocol []kg
 	addrs := c.addrs()
 	var assigned, lost atomic.Int32
 	member := nodetest.Client(t, addrs, append(slices.Clone(protocol), kgo.ConsumerGroup("steady-group"), kgo.ConsumeTopics("steady"),
-		kgo.HeartbeatInterval(100*time.Millisecond), kgo.SessionTimeout(6*time.Second),
+		kgo.HeartbeatInterval(100*time.Millisecond), kgo.SessionTimeout(6*time.Second), nodetest.ClientLogs(logs),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { assigned.Add(1) }),
 		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { lost.Add(1) }))...)
 	go func() { // polls until the client closes, so that it heartbeats and stays in the group

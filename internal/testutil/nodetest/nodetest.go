@@ -15,6 +15,8 @@
 package nodetest
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -61,4 +63,28 @@ func Client(t testing.TB, addrs []string, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// ClientLogs sends a kgo client's records at info and above to logs, so
+// that a test whose failure depends on what the client saw (a heartbeat's
+// error, a rejoin) prints it beside the nodes' logs (testutil.LogOnFailure).
+func ClientLogs(logs *slog.Logger) kgo.Opt {
+	return kgo.WithLogger(slogKgo{logs.With("client", "kgo")})
+}
+
+type slogKgo struct{ l *slog.Logger }
+
+func (s slogKgo) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (s slogKgo) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelInfo
+	switch level {
+	case kgo.LogLevelError:
+		lv = slog.LevelError
+	case kgo.LogLevelWarn:
+		lv = slog.LevelWarn
+	case kgo.LogLevelDebug:
+		lv = slog.LevelDebug
+	}
+	s.l.Log(context.Background(), lv, msg, keyvals...)
 }
