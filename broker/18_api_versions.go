@@ -58,12 +58,15 @@ func (b *Broker) apiVersionsFallback(out []byte, scope listenerScope) []byte {
 
 // protocolEnabled reports whether key's protocol is on: the consumer group
 // protocol's keys are listed only with "consumer" in
-// group.coordinator.rebalance.protocols (clients then keep to the
+// group.coordinator.rebalance.protocols, the share groups' only with
+// "share" (clients then keep to the
 // classic protocol; a request sent anyway is UNSUPPORTED_VERSION).
 func (b *Broker) protocolEnabled(key int16) bool {
 	switch key {
 	case consumerGroupHeartbeatKey, consumerGroupDescribeKey:
 		return b.cfg.ConsumerProtocol()
+	case shareGroupHeartbeatKey, shareGroupDescribeKey:
+		return b.cfg.ShareProtocol()
 	}
 	return true
 }

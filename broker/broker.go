@@ -240,6 +240,11 @@ func New(cfg Config) (*Broker, error) {
 		ConsumerHeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
 		GroupConsumerConfig:       b.groupConsumerConfig,
 		ConsumerAssignors:         cfg.GroupConsumerAssignors,
+		ShareProtocol:             cfg.ShareProtocol(),
+		ShareSessionTimeout:       cfg.GroupShareSessionTimeout,
+		ShareHeartbeatInterval:    cfg.GroupShareHeartbeatInterval,
+		ShareMaxSize:              cfg.GroupShareMaxSize,
+		GroupShareConfig:          b.groupShareConfig,
 		Topics:                    b.groupTopics,
 	})
 	if err != nil {

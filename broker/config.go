@@ -122,7 +122,9 @@ type Config struct {
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
 	// GroupRebalanceProtocols is group.coordinator.rebalance.protocols:
 	// "classic" always, "consumer" for the consumer group protocol
-	// (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+	// (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe), "share"
+	// for share groups (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe;
+	// not in the default until kmirror serves ShareFetch).
 	GroupRebalanceProtocols []string
 	// GroupConsumerSessionTimeout and GroupConsumerHeartbeatInterval are
 	// the consumer protocol's group.consumer.session.timeout.ms (45 s)
@@ -132,6 +134,12 @@ type Config struct {
 	// GroupConsumerAssignors is group.consumer.assignors (uniform,range):
 	// the server-side assignors, the first the default.
 	GroupConsumerAssignors []string
+	// GroupShareSessionTimeout, GroupShareHeartbeatInterval and
+	// GroupShareMaxSize are group.share.session.timeout.ms (45 s),
+	// group.share.heartbeat.interval.ms (5 s) and group.share.max.size
+	// (200 members).
+	GroupShareSessionTimeout, GroupShareHeartbeatInterval time.Duration
+	GroupShareMaxSize                                     int
 	// Cluster is the node's KRaft settings; the zero value is a node
 	// alone, a one-voter quorum that needs no network.
 	Cluster ClusterConfig
@@ -405,6 +413,9 @@ func DefaultConfig() Config {
 		GroupConsumerSessionTimeout:    group.DefaultConsumerSessionTimeout,
 		GroupConsumerHeartbeatInterval: group.DefaultConsumerHeartbeatInterval,
 		GroupConsumerAssignors:         group.DefaultAssignors,
+		GroupShareSessionTimeout:       group.DefaultShareSessionTimeout,
+		GroupShareHeartbeatInterval:    group.DefaultShareHeartbeatInterval,
+		GroupShareMaxSize:              group.DefaultShareMaxSize,
 
 		Security: Security{SASLMechanisms: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}},
 		Transactions: TxnSettings{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour,
@@ -724,6 +735,13 @@ func (c *Config) Validate() error {
 	case c.GroupConsumerHeartbeatInterval <= 0 || c.GroupConsumerHeartbeatInterval >= c.GroupConsumerSessionTimeout:
 		return bad("group.consumer.heartbeat.interval.ms", "must be > 0 and < group.consumer.session.timeout.ms (%v), got %v",
 			c.GroupConsumerSessionTimeout, c.GroupConsumerHeartbeatInterval)
+	case c.GroupShareSessionTimeout <= 0:
+		return bad("group.share.session.timeout.ms", "must be > 0, got %v", c.GroupShareSessionTimeout)
+	case c.GroupShareHeartbeatInterval <= 0 || c.GroupShareHeartbeatInterval >= c.GroupShareSessionTimeout:
+		return bad("group.share.heartbeat.interval.ms", "must be > 0 and < group.share.session.timeout.ms (%v), got %v",
+			c.GroupShareSessionTimeout, c.GroupShareHeartbeatInterval)
+	case c.GroupShareMaxSize < 1 || c.GroupShareMaxSize > 1000:
+		return bad("group.share.max.size", "must be between 1 and 1000, got %d", c.GroupShareMaxSize)
 	}
 	if err := checkRebalanceProtocols(c.GroupRebalanceProtocols); err != nil {
 		return err
@@ -814,15 +832,18 @@ func checkRebalanceProtocols(protocols []string) error {
 	}
 	for _, p := range protocols {
 		switch p {
-		case "classic", "consumer":
-		case "streams", "share":
-			return bad("%s groups are not served by kmirror yet: leave %s out", p, p)
+		case "classic", "consumer", "share":
+		case "streams":
+			return bad("streams groups are not served by kmirror yet: leave streams out")
 		default:
-			return bad("%q is not a rebalance protocol (classic, consumer)", p)
+			return bad("%q is not a rebalance protocol (classic, consumer, share)", p)
 		}
 	}
 	return nil
 }
+
+// ShareProtocol reports whether share groups are on.
+func (c Config) ShareProtocol() bool { return slices.Contains(c.GroupRebalanceProtocols, "share") }
 
 // ConsumerProtocol reports whether the consumer group protocol is on.
 func (c Config) ConsumerProtocol() bool {

@@ -189,11 +189,14 @@ func expectServing(t *testing.T, b *Broker) {
 // controller's own (controllerOnlyAPIs), except that Produce advertises v0
 // as its floor while refusing v0-2 (Kafka 4.0 does the same, KAFKA-18659:
 // librdkafka compresses only when the broker lists Produce v0). The
-// inter-node keys are served on the CONTROLLER listener only.
+// inter-node keys are served on the CONTROLLER listener only; the share
+// groups' only with "share" in group.coordinator.rebalance.protocols (not
+// the default).
 func wantApiKeys() []kmsg.ApiVersionsResponseApiKey {
 	var want []kmsg.ApiVersionsResponseApiKey
 	for key, h := range handlers {
-		if h == nil || slices.Contains(controllerOnlyAPIs, int16(key)) {
+		if h == nil || slices.Contains(controllerOnlyAPIs, int16(key)) ||
+			key == shareGroupHeartbeatKey || key == shareGroupDescribeKey {
 			continue
 		}
 		k := kmsg.ApiVersionsResponseApiKey{ApiKey: int16(key), MinVersion: h.min, MaxVersion: h.max}

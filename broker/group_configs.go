@@ -3,6 +3,7 @@ package broker
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,7 +14,8 @@ import (
 
 // The GROUP config resource (kafka-configs --entity-type groups, KIP-848):
 // a group's own session timeout and heartbeat interval on the consumer
-// protocol, over the broker's group.consumer.* defaults. They live in the
+// protocol and as a share group, over the broker's group.consumer.* and
+// group.share.* defaults. They live in the
 // metadata log (state's group configs), so that whichever node coordinates
 // the group applies them, and may be set before the group exists, as in
 // Kafka. A change reaches a member at its next heartbeat.
@@ -22,8 +24,8 @@ import (
 type groupConfig struct {
 	name, brokerName, doc string
 	// min and max are Kafka's bounds for the group's value: the defaults
-	// of group.consumer.min/max.session.timeout.ms and
-	// group.consumer.min/max.heartbeat.interval.ms.
+	// of group.<kind>.min/max.session.timeout.ms and
+	// group.<kind>.min/max.heartbeat.interval.ms.
 	min, max int32
 	// broker is the broker's value, which an unset group config takes.
 	broker func(*Config) time.Duration
@@ -36,6 +38,12 @@ var groupConfigs = []groupConfig{
 	{name: "consumer.session.timeout.ms", brokerName: "group.consumer.session.timeout.ms", min: 45000, max: 60000,
 		doc:    "The timeout to detect client failures when using the consumer group protocol.",
 		broker: func(c *Config) time.Duration { return c.GroupConsumerSessionTimeout }},
+	{name: "share.heartbeat.interval.ms", brokerName: "group.share.heartbeat.interval.ms", min: 5000, max: 15000,
+		doc:    "The heartbeat interval given to the members of the share group.",
+		broker: func(c *Config) time.Duration { return c.GroupShareHeartbeatInterval }},
+	{name: "share.session.timeout.ms", brokerName: "group.share.session.timeout.ms", min: 45000, max: 60000,
+		doc:    "The timeout to detect client failures when using the share group protocol.",
+		broker: func(c *Config) time.Duration { return c.GroupShareSessionTimeout }},
 }
 
 func lookupGroupConfig(name string) (*groupConfig, bool) {
@@ -63,11 +71,15 @@ func validateGroupConfig(name, value string) *configError {
 	return nil
 }
 
-func minName(gc *groupConfig) string {
-	return "group.consumer.min" + gc.brokerName[len("group.consumer"):]
-}
-func maxName(gc *groupConfig) string {
-	return "group.consumer.max" + gc.brokerName[len("group.consumer"):]
+// minName and maxName are the broker configs of gc's bounds:
+// group.consumer.session.timeout.ms's are group.consumer.min.session.timeout.ms
+// and group.consumer.max.session.timeout.ms.
+func minName(gc *groupConfig) string { return boundName(gc, "min") }
+func maxName(gc *groupConfig) string { return boundName(gc, "max") }
+
+func boundName(gc *groupConfig, bound string) string {
+	kind, rest, _ := strings.Cut(strings.TrimPrefix(gc.brokerName, "group."), ".")
+	return "group." + kind + "." + bound + "." + rest
 }
 
 // checkGroupName refuses the GROUP resource "".
@@ -107,10 +119,20 @@ func (b *Broker) describeGroupConfigs(name string, opts *describeOpts) ([]kmsg.D
 }
 
 // groupConsumerConfig is the session timeout and heartbeat interval of
-// group on the consumer protocol: its own, else the broker's. A store that
-// cannot be read gives the broker's (logged).
+// group on the consumer protocol: its own, else the broker's.
 func (b *Broker) groupConsumerConfig(group string) (session, heartbeat time.Duration) {
-	session, heartbeat = b.cfg.GroupConsumerSessionTimeout, b.cfg.GroupConsumerHeartbeatInterval
+	return b.groupTimeouts(group, "consumer.", b.cfg.GroupConsumerSessionTimeout, b.cfg.GroupConsumerHeartbeatInterval)
+}
+
+// groupShareConfig is groupConsumerConfig for a share group.
+func (b *Broker) groupShareConfig(group string) (session, heartbeat time.Duration) {
+	return b.groupTimeouts(group, "share.", b.cfg.GroupShareSessionTimeout, b.cfg.GroupShareHeartbeatInterval)
+}
+
+// groupTimeouts reads group's <prefix>session.timeout.ms and
+// <prefix>heartbeat.interval.ms, else the broker's session and
+// heartbeat. A store that cannot be read gives the broker's (logged).
+func (b *Broker) groupTimeouts(group, prefix string, session, heartbeat time.Duration) (time.Duration, time.Duration) {
 	set, err := b.store.GroupConfigs(group)
 	if err != nil {
 		b.log.Warn("reading a group's configs; the broker's apply", "group", group, "err", err)
@@ -122,5 +144,5 @@ func (b *Broker) groupConsumerConfig(group string) (session, heartbeat time.Dura
 		}
 		return dflt
 	}
-	return ms("consumer.session.timeout.ms", session), ms("consumer.heartbeat.interval.ms", heartbeat)
+	return ms(prefix+"session.timeout.ms", session), ms(prefix+"heartbeat.interval.ms", heartbeat)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // ListGroups lists groups, filtered by state (v4+, case-insensitive) and
-// type (v5+: "classic" or "consumer").
+// type (v5+: "classic", "consumer" or "share").
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	matches := func(filter []string, v string) bool {
@@ -18,8 +18,11 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	for _, g := range c.sortedGroups() {
 		g.mu.Lock()
 		dead, pt, st, typ := g.state == stateDead, g.protocolType, g.state.String(), "classic"
-		if g.consumer != nil {
+		switch {
+		case g.consumer != nil:
 			st, typ = g.consumer.state(), "consumer"
+		case g.share != nil:
+			st, typ = g.share.state(), "share"
 		}
 		g.mu.Unlock()
 		if dead || !matches(req.StatesFilter, st) || !matches(req.TypesFilter, typ) {
@@ -90,8 +93,14 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 	switch {
 	case g.state == stateDead:
 		return kerr.GroupIDNotFound.Code
-	case g.state != stateEmpty || g.consumer.active():
+	case g.state != stateEmpty || g.consumer.active() || (g.share != nil && len(g.share.members) > 0):
 		return kerr.NonEmptyGroup.Code
+	}
+	if g.share != nil {
+		g.share.unwritten = append(g.share.unwritten, shareGroupTombstones(name)...)
+		if err := g.writeShare(); err != nil {
+			return err.Code
+		}
 	}
 	if g.consumer != nil {
 		g.consumer.unwritten = append(g.consumer.unwritten, consumerGroupTombstones(name)...)
@@ -115,6 +124,11 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 // protocol bytes (ConsumerGroupDescribe has the rest), as Kafka 4 does.
 // REQUIRES: g.mu held.
 func (g *Group) describe(dg *kmsg.DescribeGroupsResponseGroup) {
+	if g.share != nil {
+		// Not a classic group: Kafka describes it as one that does not
+		// exist (ShareGroupDescribe has it).
+		return
+	}
 	if cg := g.consumer; cg != nil {
 		dg.State, dg.ProtocolType, dg.Protocol = cg.state(), g.protocolType, cg.assignor
 		for _, m := range cg.sortedMembers() {

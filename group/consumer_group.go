@@ -140,6 +140,8 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 		return fail(kerr.CoordinatorNotAvailable, "")
 	case len(g.members) > 0:
 		return fail(kerr.GroupIDNotFound, "group "+g.name+" is a classic group with members")
+	case g.share != nil:
+		return fail(kerr.GroupIDNotFound, "group "+g.name+" is a share group")
 	}
 	if g.consumer == nil {
 		if req.MemberEpoch != joinEpoch {

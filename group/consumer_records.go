@@ -215,7 +215,8 @@ func (s *GroupsState) applyConsumer(typ int16, key, value []byte) error {
 	kr := kbin.Reader{Src: key[2:]}
 	group := kr.String()
 	var member string
-	if typ == consumerMemberKey || typ == consumerTargetMemberKey || typ == consumerCurrentKey {
+	perMember := typ == consumerMemberKey || typ == consumerTargetMemberKey || typ == consumerCurrentKey
+	if perMember {
 		member = kr.String()
 	}
 	if err := kr.Complete(); err != nil || len(kr.Src) > 0 {
@@ -248,7 +249,7 @@ func (s *GroupsState) applyConsumer(typ int16, key, value []byte) error {
 		s.Consumer[group] = cg
 	}
 	var m *ConsumerMemberState
-	if member != "" {
+	if perMember {
 		if m = cg.Members[member]; m == nil {
 			m = &ConsumerMemberState{}
 			cg.Members[member] = m

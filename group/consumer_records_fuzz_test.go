@@ -23,6 +23,8 @@ func FuzzConsumerGroupRecords(f *testing.F) {
 		{consumerCurrentRecord("g", m).Key, consumerCurrentRecord("g", m).Value},
 		{consumerMemberTombstones("g", "m")[0].Key, nil},
 		{[]byte{0, 4, 0, 1, 'g'}, []byte{0, 0, 1, 0}},
+		// A member key naming the member "" (it used to panic).
+		{consumerKey(consumerMemberKey, "g", new(string)), consumerMemberRecord("g", m).Value},
 	} {
 		f.Add(r.key, r.value)
 	}

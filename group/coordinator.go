@@ -62,6 +62,19 @@ type Config struct {
 	// ConsumerAssignors is group.consumer.assignors: the server-side
 	// assignors members may name, the first the default.
 	ConsumerAssignors []string
+	// ShareProtocol enables share groups (KIP-932: "share" in
+	// group.coordinator.rebalance.protocols).
+	ShareProtocol bool
+	// ShareSessionTimeout and ShareHeartbeatInterval are
+	// group.share.session.timeout.ms (45 s) and
+	// group.share.heartbeat.interval.ms (5 s); ShareMaxSize is
+	// group.share.max.size (200 members).
+	ShareSessionTimeout, ShareHeartbeatInterval time.Duration
+	ShareMaxSize                                int
+	// GroupShareConfig is a share group's own session timeout and
+	// heartbeat interval (the GROUP config resource), falling back to
+	// the two above; nil means the two above for every group.
+	GroupShareConfig func(group string) (session, heartbeat time.Duration)
 	// Topics are the topics that exist, for resolving consumer group
 	// subscriptions; nil means none.
 	Topics func() []TopicMeta
@@ -80,6 +93,10 @@ const (
 
 	DefaultConsumerSessionTimeout    = 45 * time.Second
 	DefaultConsumerHeartbeatInterval = 5 * time.Second
+
+	DefaultShareSessionTimeout    = 45 * time.Second
+	DefaultShareHeartbeatInterval = 5 * time.Second
+	DefaultShareMaxSize           = 200
 )
 
 // NoInitialRebalanceDelay disables the initial rebalance delay (a zero
@@ -111,6 +128,19 @@ func (c Config) withDefaults() Config {
 	if c.GroupConsumerConfig == nil {
 		session, heartbeat := c.ConsumerSessionTimeout, c.ConsumerHeartbeatInterval
 		c.GroupConsumerConfig = func(string) (time.Duration, time.Duration) { return session, heartbeat }
+	}
+	if c.ShareSessionTimeout == 0 {
+		c.ShareSessionTimeout = DefaultShareSessionTimeout
+	}
+	if c.ShareHeartbeatInterval == 0 {
+		c.ShareHeartbeatInterval = DefaultShareHeartbeatInterval
+	}
+	if c.ShareMaxSize == 0 {
+		c.ShareMaxSize = DefaultShareMaxSize
+	}
+	if c.GroupShareConfig == nil {
+		session, heartbeat := c.ShareSessionTimeout, c.ShareHeartbeatInterval
+		c.GroupShareConfig = func(string) (time.Duration, time.Duration) { return session, heartbeat }
 	}
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = DefaultAssignors

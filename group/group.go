@@ -75,6 +75,9 @@ type Group struct {
 	// consumer_group.go), nil for a classic group. A group has members
 	// of one protocol at a time.
 	consumer *consumerGroup
+	// share is the group's state as a share group (KIP-932,
+	// share_group.go), nil for the others.
+	share *shareGroup
 
 	// rebalanceTimer ends PreparingRebalance (the initial delay, then the
 	// rebalance timeout); syncTimer ends CompletingRebalance.
@@ -114,7 +117,7 @@ func (c *Coordinator) JoinGroup(req *kmsg.JoinGroupRequest, clientID, clientHost
 		return fail(kerr.CoordinatorNotAvailable)
 	}
 	g.mu.Lock()
-	if g.consumer.active() {
+	if g.consumer.active() || g.share != nil {
 		g.mu.Unlock()
 		return fail(kerr.InconsistentGroupProtocol)
 	}
@@ -671,6 +674,7 @@ func (g *Group) shutdownWith(code *kerr.Error) {
 		t.Stop()
 	}
 	g.stopConsumerTimers()
+	g.stopShareTimers()
 	for _, m := range g.members {
 		if m.expiry != nil {
 			m.expiry.Stop()

@@ -107,6 +107,11 @@ func (g *Group) commitCheck(req *kmsg.OffsetCommitRequest) (partition func(topic
 	if g.consumer.active() {
 		return g.consumerMemberCheck(req.MemberID, req.Generation, req.Version >= 9)
 	}
+	if g.share != nil {
+		// A share group keeps no committed offsets (its consumers
+		// acknowledge records).
+		return nil, kerr.GroupIDNotFound
+	}
 	if req.Generation < 0 && req.MemberID == "" {
 		if len(g.members) > 0 {
 			// Kafka refuses a simple commit into an active group: it

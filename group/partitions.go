@@ -40,6 +40,9 @@ func (c *Coordinator) Load(belongs func(group string) bool, st *GroupsState) {
 	for name, cs := range st.Consumer {
 		install(name).restoreConsumer(cs)
 	}
+	for name, ss := range st.Share {
+		install(name).restoreShare(ss)
+	}
 	for name, offs := range st.Offsets {
 		if len(offs) == 0 {
 			continue

@@ -102,12 +102,15 @@ type GroupsState struct {
 	Pending map[int64]map[string]map[topicPartition]state.GroupOffset
 	// Consumer are the consumer groups (KIP-848, consumer_records.go).
 	Consumer map[string]*ConsumerGroupState
+	// Share are the share groups (KIP-932, share_records.go).
+	Share map[string]*ShareGroupState
 }
 
 // NewGroupsState returns an empty state.
 func NewGroupsState() *GroupsState {
 	return &GroupsState{Metas: map[string]state.GroupMeta{}, Offsets: map[string]map[topicPartition]state.GroupOffset{},
-		Pending: map[int64]map[string]map[topicPartition]state.GroupOffset{}, Consumer: map[string]*ConsumerGroupState{}}
+		Pending: map[int64]map[string]map[topicPartition]state.GroupOffset{}, Consumer: map[string]*ConsumerGroupState{},
+		Share: map[string]*ShareGroupState{}}
 }
 
 // TxnOffsetRecords are the records of offsets group commits in a
@@ -141,6 +144,8 @@ func (s *GroupsState) apply(key, value []byte, offsets map[string]map[topicParti
 	case consumerGroupKey, consumerPartitionsKey, consumerMemberKey, consumerTargetKey, consumerTargetMemberKey,
 		consumerCurrentKey:
 		return s.applyConsumer(typ, key, value)
+	case shareMemberKey, shareGroupKey, shareTargetKey, shareTargetMemberKey, shareCurrentKey, shareStatePartsKey:
+		return s.applyShare(typ, key, value)
 	case offsetKeyVersionOld, offsetKeyVersion:
 		var k kmsg.OffsetCommitKey
 		if err := k.ReadFrom(key); err != nil {

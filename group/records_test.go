@@ -81,15 +81,19 @@ func TestOffsetsBatchRefusesWhatItCannotRead(t *testing.T) {
 	if err := NewGroupsState().ApplyBatch(b); !errors.Is(err, ErrOffsetsRecord) {
 		t.Fatalf("truncated key: %v", err)
 	}
-	// A consumer group record (key version 3 to 8) is read, and refused
-	// when it does not decode; share and streams group records (9 and
-	// up) are skipped.
+	// A consumer group record (key version 3 to 8) or a share group one
+	// (10 to 15) is read, and refused when it does not decode; streams
+	// group records (17 and up) are skipped.
 	if err := NewGroupsState().Apply([]byte{0, 3, 0, 1, 'g'}, []byte{1, 2, 3}); !errors.Is(err, ErrOffsetsRecord) {
 		t.Fatalf("a malformed KIP-848 record: %v", err)
 	}
+	if err := NewGroupsState().Apply([]byte{0, 11, 0, 1, 'g'}, []byte{1, 2, 3}); !errors.Is(err, ErrOffsetsRecord) {
+		t.Fatalf("a malformed KIP-932 record: %v", err)
+	}
 	st := NewGroupsState()
-	if err := st.Apply([]byte{0, 11, 0, 1, 'g'}, []byte{1, 2, 3}); err != nil || len(st.Metas)+len(st.Offsets)+len(st.Consumer) != 0 {
-		t.Fatalf("a share group record: %v, %+v", err, st)
+	if err := st.Apply([]byte{0, 17, 0, 1, 'g'}, []byte{1, 2, 3}); err != nil ||
+		len(st.Metas)+len(st.Offsets)+len(st.Consumer)+len(st.Share) != 0 {
+		t.Fatalf("a streams group record: %v, %+v", err, st)
 	}
 	gz := slicesClone(raw)
 	binary.BigEndian.PutUint16(gz[21:], 1) // gzip

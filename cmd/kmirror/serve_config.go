@@ -356,7 +356,7 @@ var serverSettings = []setting{
 			return err
 		}},
 
-	{Def: settings.Def{Name: "group.coordinator.rebalance.protocols", Doc: "the group protocols served: classic, and consumer for the consumer group protocol of Kafka 4 clients (KIP-848) (default classic,consumer)"},
+	{Def: settings.Def{Name: "group.coordinator.rebalance.protocols", Doc: "the group protocols served: classic, consumer for the consumer group protocol of Kafka 4 clients (KIP-848), and share for share group membership (KIP-932; no ShareFetch yet) (default classic,consumer)"},
 		apply: func(c *broker.Config, v string) error {
 			c.GroupRebalanceProtocols = settings.Items(v)
 			return nil
@@ -371,6 +371,24 @@ var serverSettings = []setting{
 		apply: func(c *broker.Config, v string) error {
 			n, err := settings.Int32(v, 1)
 			c.GroupConsumerHeartbeatInterval = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "group.share.session.timeout.ms", Doc: "a share group member that does not heartbeat this long is removed, an integer >= 1 (default 45000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.GroupShareSessionTimeout = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "group.share.heartbeat.interval.ms", Doc: "how often share group members heartbeat, an integer >= 1 below the session timeout (default 5000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.GroupShareHeartbeatInterval = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "group.share.max.size", Doc: "the most members a share group may have, 1 to 1000 (default 200)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.GroupShareMaxSize = int(n)
 			return err
 		}},
 	{Def: settings.Def{Name: "group.consumer.assignors", Doc: "the server-side assignors of consumer-protocol groups, the first the default: uniform, range (default uniform,range)"},

@@ -1,0 +1,48 @@
+package broker
+
+import (
+	"net"
+
+	"github.com/kmirror/kmirror/meta"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ShareGroupHeartbeat: v1
+//
+// Behavior:
+// Share group membership (KIP-932, group/share_group.go): a member joins
+// (epoch 0) with its subscription, heartbeats, and leaves (epoch -1); the
+// answer is its epoch and the partitions it may fetch from, computed by
+// the simple assignor (several members may share a partition). Listed in
+// ApiVersions only with "share" in group.coordinator.rebalance.protocols
+// (not the default: kmirror does not serve ShareFetch yet); otherwise
+// UNSUPPORTED_VERSION.
+//
+// Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED and
+// the group is not touched.
+//
+// Version notes:
+// v1 (Kafka 4.1) is the first version Kafka serves (v0 was an early
+// access of 4.0); members generate their ids.
+func init() { regKey(shareGroupHeartbeatKey, 1, 1, (*Broker).handleShareGroupHeartbeat) }
+
+const shareGroupHeartbeatKey = 76
+
+func (b *Broker) handleShareGroupHeartbeat(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ShareGroupHeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+	if az := b.authz(r); !az.group(aclOperationRead, req.GroupID) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	if code := b.coordinatorError(meta.CoordinatorGroup, req.GroupID); code != 0 {
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	host := r.conn.RemoteAddr()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return b.groups.ShareGroupHeartbeat(req, string(r.hdr.ClientID), "/"+host), nil
+}

@@ -1,0 +1,88 @@
+package broker
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Share groups over the wire: listed in ApiVersions only with "share" in
+// group.coordinator.rebalance.protocols; a member joins and gets every
+// partition, the group is described and listed as a share group, and its
+// GROUP configs (share.heartbeat.interval.ms) reach its members.
+func TestShareGroupOverTheWire(t *testing.T) {
+	t.Parallel()
+	apiKeys := func(b *Broker) []int16 {
+		cl, _ := cfgAdmin(t, b)
+		resp := rawRequest(t, cl, b, kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+		var keys []int16
+		for _, k := range resp.ApiKeys {
+			keys = append(keys, k.ApiKey)
+		}
+		return keys
+	}
+	off := newTestBroker(t)
+	if keys := apiKeys(off); slices.Contains(keys, shareGroupHeartbeatKey) || slices.Contains(keys, shareGroupDescribeKey) {
+		t.Fatalf("share group keys listed with share groups off: %v", keys)
+	}
+
+	b := newTestBroker(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
+	if keys := apiKeys(b); !slices.Contains(keys, shareGroupHeartbeatKey) || !slices.Contains(keys, shareGroupDescribeKey) {
+		t.Fatalf("share group keys not listed with share groups on: %v", keys)
+	}
+	cfgTopic(t, b, "orders", 3, nil)
+	cl, _ := cfgAdmin(t, b)
+	join := func(member string) *kmsg.ShareGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.Version = 1
+		req.GroupID, req.MemberID, req.SubscribedTopicNames = "readers", member, []string{"orders"}
+		resp := rawRequest(t, cl, b, req).(*kmsg.ShareGroupHeartbeatResponse)
+		wantCode(t, "ShareGroupHeartbeat", resp.ErrorCode, 0)
+		return resp
+	}
+	resp := join("m1")
+	if resp.MemberEpoch != 1 || resp.HeartbeatIntervalMillis != 5000 || resp.Assignment == nil ||
+		len(resp.Assignment.TopicPartitions) != 1 || len(resp.Assignment.TopicPartitions[0].Partitions) != 3 {
+		t.Fatalf("join: %+v", resp)
+	}
+	describe := kmsg.NewPtrShareGroupDescribeRequest()
+	describe.Version, describe.GroupIDs = 1, []string{"readers", "nobody"}
+	groups := rawRequest(t, cl, b, describe).(*kmsg.ShareGroupDescribeResponse).Groups
+	if g := groups[0]; g.ErrorCode != 0 || g.GroupState != "Stable" || len(g.Members) != 1 || g.Members[0].MemberID != "m1" ||
+		g.Members[0].Assignment.TopicPartitions[0].Topic != "orders" {
+		t.Fatalf("described %+v", g)
+	}
+	wantCode(t, "ShareGroupDescribe of no group", groups[1].ErrorCode, kerr.GroupIDNotFound.Code)
+	list := kmsg.NewPtrListGroupsRequest()
+	list.Version, list.TypesFilter = 5, []string{"share"}
+	if gs := rawRequest(t, cl, b, list).(*kmsg.ListGroupsResponse).Groups; len(gs) != 1 || gs[0].Group != "readers" ||
+		gs[0].GroupType != "share" || gs[0].GroupState != "Stable" {
+		t.Fatalf("ListGroups of share groups: %+v", gs)
+	}
+
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "readers"
+	for _, kv := range [][2]string{{"share.heartbeat.interval.ms", "7000"}, {"share.session.timeout.ms", "50000"}} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = kv[0], kmsg.IncrementalAlterConfigOpSet, &kv[1]
+		rr.Configs = append(rr.Configs, c)
+	}
+	alter.Resources = append(alter.Resources, rr)
+	res := rawRequest(t, cl, b, alter).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+	wantCode(t, "setting the share group's configs", res.ErrorCode, 0)
+	if got := join("m2").HeartbeatIntervalMillis; got != 7000 {
+		t.Fatalf("a share member was told to heartbeat every %d ms, want the group's 7000", got)
+	}
+	rr.Configs = rr.Configs[:1]
+	bad := "1000"
+	rr.Configs[0].Value = &bad
+	res = rawRequest(t, cl, b, alter).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+	if res.ErrorCode != kerr.InvalidConfig.Code || res.ErrorMessage == nil ||
+		*res.ErrorMessage != "share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms (5000) and less than or equal to group.share.max.heartbeat.interval.ms (15000)" {
+		t.Fatalf("share.heartbeat.interval.ms=1000: %s %v", errName(res.ErrorCode), res.ErrorMessage)
+	}
+}
