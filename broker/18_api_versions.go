@@ -65,7 +65,8 @@ func (b *Broker) protocolEnabled(key int16) bool {
 	switch key {
 	case consumerGroupHeartbeatKey, consumerGroupDescribeKey:
 		return b.cfg.ConsumerProtocol()
-	case shareGroupHeartbeatKey, shareGroupDescribeKey:
+	case shareGroupHeartbeatKey, shareGroupDescribeKey, describeShareGroupOffsetsKey, alterShareGroupOffsetsKey,
+		deleteShareGroupOffsetsKey:
 		return b.cfg.ShareProtocol()
 	}
 	return true

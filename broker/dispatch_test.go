@@ -196,7 +196,7 @@ func wantApiKeys() []kmsg.ApiVersionsResponseApiKey {
 	var want []kmsg.ApiVersionsResponseApiKey
 	for key, h := range handlers {
 		if h == nil || slices.Contains(controllerOnlyAPIs, int16(key)) ||
-			key == shareGroupHeartbeatKey || key == shareGroupDescribeKey {
+			slices.Contains(shareGroupKeys, int16(key)) {
 			continue
 		}
 		k := kmsg.ApiVersionsResponseApiKey{ApiKey: int16(key), MinVersion: h.min, MaxVersion: h.max}
@@ -207,6 +207,10 @@ func wantApiKeys() []kmsg.ApiVersionsResponseApiKey {
 	}
 	return want
 }
+
+// shareGroupKeys are the keys listed only with share groups on.
+var shareGroupKeys = []int16{shareGroupHeartbeatKey, shareGroupDescribeKey, describeShareGroupOffsetsKey,
+	alterShareGroupOffsetsKey, deleteShareGroupOffsetsKey}
 
 func sameApiKeys(a, b []kmsg.ApiVersionsResponseApiKey) bool {
 	return slices.EqualFunc(a, b, func(x, y kmsg.ApiVersionsResponseApiKey) bool {

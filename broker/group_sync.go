@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -94,6 +96,55 @@ func (b *Broker) CommitGroupOffsets(ctx context.Context, group string, offs []st
 	return nil
 }
 
+// ShareGroups reports whether share groups are served ("share" in
+// group.coordinator.rebalance.protocols): the mirror syncs their start
+// offsets only then.
+func (b *Broker) ShareGroups() bool { return b.cfg.ShareProtocol() }
+
+// ErrShareGroupActive is AlterShareStartOffsets' error for a share group
+// with members.
+var ErrShareGroupActive = errors.New("the share group has members")
+
+// AlterShareStartOffsets sets share group start offsets (the mirror's
+// share group sync), as kafka-share-groups.sh --reset-offsets does: the
+// coordinator creates the group if it does not exist and refuses a group
+// with members (ErrShareGroupActive) or of another kind
+// (GROUP_ID_NOT_FOUND).
+func (b *Broker) AlterShareStartOffsets(ctx context.Context, group string, offs map[string]map[int32]int64) error {
+	req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	req.GroupID = group
+	for _, topic := range slices.Sorted(maps.Keys(offs)) {
+		rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+		rt.Topic = topic
+		for _, p := range slices.Sorted(maps.Keys(offs[topic])) {
+			rt.Partitions = append(rt.Partitions, kmsg.AlterShareGroupOffsetsRequestTopicPartition{Partition: p,
+				StartOffset: offs[topic][p]})
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	r, err := b.atGroupCoordinator(ctx, group, req, func() kmsg.Response { return b.groups.AlterShareGroupOffsets(req) })
+	if err != nil {
+		return err
+	}
+	resp := r.(*kmsg.AlterShareGroupOffsetsResponse)
+	switch code := resp.ErrorCode; {
+	case code == kerr.NonEmptyGroup.Code:
+		return ErrShareGroupActive
+	case code != 0 && resp.ErrorMessage != nil:
+		return fmt.Errorf("%w (%s)", kerr.ErrorForCode(code), *resp.ErrorMessage)
+	case code != 0:
+		return kerr.ErrorForCode(code)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}
+
 // atGroupCoordinator answers req, a request of group: local() when this
 // node coordinates the group (always, alone), else over a connection to
 // the coordinator's inter-broker listener, at the highest version both
@@ -150,6 +201,8 @@ func coordinatorMoving(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterShareGroupOffsetsResponse:
+		return moving(r.ErrorCode)
 	case *kmsg.OffsetCommitResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {

@@ -86,3 +86,87 @@ func TestShareGroupOverTheWire(t *testing.T) {
 		t.Fatalf("share.heartbeat.interval.ms=1000: %s %v", errName(res.ErrorCode), res.ErrorMessage)
 	}
 }
+
+// Share group RPCs under ACLs: ShareGroupHeartbeat and
+// AlterShareGroupOffsets need READ on the group, ShareGroupDescribe and
+// DescribeShareGroupOffsets DESCRIBE, DeleteShareGroupOffsets DELETE; the
+// offsets RPCs then check each topic (READ to set or delete, DESCRIBE to
+// read), and a describe of every topic leaves out the topics denied.
+func TestAuthzShareGroups(t *testing.T) {
+	t.Parallel()
+	b := authzFixture(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
+	alice, bob, admin := rawAs(t, b, aliceIP), rawAs(t, b, bobIP), rawAs(t, b, adminIP)
+
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.Version, hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = 1, "alice.sg", "m1", []string{"alice.t"}
+	wantCode(t, "ShareGroupHeartbeat denied", bob.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, codeGroupAuth)
+	wantCode(t, "ShareGroupHeartbeat allowed", alice.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, 0)
+	desc := kmsg.NewPtrShareGroupDescribeRequest()
+	desc.Version, desc.GroupIDs = 1, []string{"alice.sg"}
+	wantCode(t, "ShareGroupDescribe denied", bob.roundTrip(desc).(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode, codeGroupAuth)
+	wantCode(t, "ShareGroupDescribe allowed", alice.roundTrip(desc).(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode, 0)
+	hb.MemberEpoch = -1
+	wantCode(t, "leaving", alice.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, 0)
+
+	alter := func(rc *rawConn, topics ...string) *kmsg.AlterShareGroupOffsetsResponse {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = "alice.sg"
+		for _, n := range topics {
+			req.Topics = append(req.Topics, kmsg.AlterShareGroupOffsetsRequestTopic{Topic: n,
+				Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}})
+		}
+		return rc.roundTrip(req).(*kmsg.AlterShareGroupOffsetsResponse)
+	}
+	wantCode(t, "AlterShareGroupOffsets, group denied", alter(bob, "alice.t").ErrorCode, codeGroupAuth)
+	codes := map[string]int16{}
+	for _, rt := range alter(alice, "alice.t", "other").Topics {
+		codes[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	if codes["alice.t"] != 0 || codes["other"] != codeTopicAuth {
+		t.Fatalf("AlterShareGroupOffsets as alice: %v", codes)
+	}
+	if resp := alter(admin, "other"); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("AlterShareGroupOffsets as admin: %+v", resp)
+	}
+
+	describe := func(rc *rawConn, topics ...string) kmsg.DescribeShareGroupOffsetsResponseGroup {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Version = 1
+		rg := kmsg.DescribeShareGroupOffsetsRequestGroup{GroupID: "alice.sg"}
+		for _, n := range topics {
+			rg.Topics = append(rg.Topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: n, Partitions: []int32{0}})
+		}
+		req.Groups = append(req.Groups, rg)
+		return rc.roundTrip(req).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0]
+	}
+	wantCode(t, "DescribeShareGroupOffsets, group denied", describe(bob).ErrorCode, codeGroupAuth)
+	if g := describe(alice); g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Topic != "alice.t" {
+		t.Fatalf("DescribeShareGroupOffsets of every topic as alice: %+v (other must be left out)", g)
+	}
+	if g := describe(alice, "other"); len(g.Topics) != 1 || g.Topics[0].Partitions[0].ErrorCode != codeTopicAuth {
+		t.Fatalf("DescribeShareGroupOffsets of a denied topic: %+v", g)
+	}
+	if g := describe(admin); len(g.Topics) != 2 {
+		t.Fatalf("DescribeShareGroupOffsets as admin: %+v", g)
+	}
+
+	del := func(rc *rawConn, topics ...string) *kmsg.DeleteShareGroupOffsetsResponse {
+		req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		req.GroupID = "alice.sg"
+		for _, n := range topics {
+			req.Topics = append(req.Topics, kmsg.DeleteShareGroupOffsetsRequestTopic{Topic: n})
+		}
+		return rc.roundTrip(req).(*kmsg.DeleteShareGroupOffsetsResponse)
+	}
+	wantCode(t, "DeleteShareGroupOffsets, group denied", del(bob, "alice.t").ErrorCode, codeGroupAuth)
+	codes = map[string]int16{}
+	for _, rt := range del(alice, "alice.t", "other").Topics {
+		codes[rt.Topic] = rt.ErrorCode
+	}
+	if codes["alice.t"] != 0 || codes["other"] != codeTopicAuth {
+		t.Fatalf("DeleteShareGroupOffsets as alice: %v", codes)
+	}
+	if g := describe(admin); len(g.Topics) != 1 || g.Topics[0].Topic != "other" {
+		t.Fatalf("after alice's delete: %+v", g)
+	}
+}

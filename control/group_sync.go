@@ -2,10 +2,13 @@ package control
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/state"
 	syncgroups "github.com/kmirror/kmirror/sync/groups"
 )
@@ -53,19 +56,8 @@ func (d groupDest) Bounds(topic string, partition int32) (int64, int64, bool) {
 func (d groupDest) Commit(ctx context.Context, group string, offs []syncgroups.Offset) error {
 	if d.final == nil {
 		defer d.c.lockMirror(d.mirror)()
-		cur, err := d.c.store.GetMirror(d.mirror)
-		if err != nil {
-			return nil // deleted meanwhile: nothing of it is synced any more
-		}
-		var kept []syncgroups.Offset
-		for _, o := range offs {
-			if desired, in := cur.Topics[o.Topic]; in && desired != state.StateStopped && !d.c.beingStopped(d.mirror, o.Topic) {
-				if info, ok := d.c.parts.Info(o.Topic); ok && info.Mirror == d.mirror {
-					kept = append(kept, o)
-				}
-			}
-		}
-		if offs = kept; len(offs) == 0 {
+		mirrored := d.mirroredNow()
+		if offs = slices.DeleteFunc(offs, func(o syncgroups.Offset) bool { return !mirrored(o.Topic) }); len(offs) == 0 {
 			return nil
 		}
 	}
@@ -75,6 +67,50 @@ func (d groupDest) Commit(ctx context.Context, group string, offs []syncgroups.O
 			Metadata: o.Metadata}
 	}
 	return d.c.b.CommitGroupOffsets(ctx, group, out)
+}
+
+// AlterShareOffsets sets a share group's start offsets, dropping the
+// topics stopped meanwhile as Commit does.
+func (d groupDest) AlterShareOffsets(ctx context.Context, group string, offs []syncgroups.ShareStartOffset) error {
+	if d.final == nil {
+		defer d.c.lockMirror(d.mirror)()
+		mirrored := d.mirroredNow()
+		if offs = slices.DeleteFunc(offs, func(o syncgroups.ShareStartOffset) bool { return !mirrored(o.Topic) }); len(offs) == 0 {
+			return nil
+		}
+	}
+	set := map[string]map[int32]int64{}
+	for _, o := range offs {
+		if set[o.Topic] == nil {
+			set[o.Topic] = map[int32]int64{}
+		}
+		set[o.Topic][o.Partition] = o.StartOffset
+	}
+	if err := d.c.b.AlterShareStartOffsets(ctx, group, set); errors.Is(err, broker.ErrShareGroupActive) {
+		return syncgroups.ErrShareGroupActive
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// mirroredNow reports, per topic, whether the mirror still mirrors it
+// (not stopped, nor being stopped, since the source was read without the
+// lock); none if the mirror was deleted meanwhile. REQUIRES: the
+// mirror's lock held.
+func (d groupDest) mirroredNow() func(topic string) bool {
+	cur, err := d.c.store.GetMirror(d.mirror)
+	if err != nil {
+		return func(string) bool { return false } // deleted: nothing of it is synced any more
+	}
+	return func(topic string) bool {
+		desired, in := cur.Topics[topic]
+		if !in || desired == state.StateStopped || d.c.beingStopped(d.mirror, topic) {
+			return false
+		}
+		info, ok := d.c.parts.Info(topic)
+		return ok && info.Mirror == d.mirror
+	}
 }
 
 // groupFilter reads a mirror's groups.include and groups.exclude (SPEC.md
@@ -108,6 +144,21 @@ func (c *Plane) syncGroups(m state.Mirror, src *kadm.Client) error {
 		c.log.Warn("recording the last group offset sync", "mirror", m.Name, "err", err)
 	}
 	return nil
+}
+
+// syncShareGroups runs the share group part of one cycle for m (share
+// groups on here: "share" in group.coordinator.rebalance.protocols).
+func (c *Plane) syncShareGroups(m state.Mirror, src *kadm.Client) error {
+	f, err := groupFilter(m)
+	if err != nil || failedOver(m) || !c.b.ShareGroups() {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SourceTimeout)
+	defer cancel()
+	res, err := syncgroups.SyncShare(ctx, src, groupDest{c: c, mirror: m.Name}, f)
+	c.log.Debug("metadata sync: share group start offsets", "mirror", m.Name, "groups", res.Groups,
+		"offsets", res.Offsets, "clamped", res.Clamped, "skipped_active", res.SkippedActive)
+	return err
 }
 
 // LastGroupSync returns when mirror's group offsets were last synced from

@@ -88,3 +88,63 @@ func TestClusterIDGuard(t *testing.T) {
 		t.Fatal("the partition is still fetching")
 	}
 }
+
+// A share group's start offsets at the source (KIP-932) appear here after a
+// sync cycle, clamped to what the mirror holds (KIP-1279); the group need
+// not exist here first. A share group whose name is a classic group here
+// is not synced and is counted as a failed share group sync; the others
+// are synced still.
+func TestSyncCopiesShareGroupStartOffsets(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src := kfaketest.Source(t, kfake.SeedTopics(1, "t"))
+	sc := nodetest.Client(t, src.ListenAddrs(), kgo.DefaultProduceTopic("t"))
+	for range 5 {
+		if err := sc.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sadm := kadm.NewClient(sc)
+	for group, at := range map[string]int64{"queue": 3, "far": 50, "clash": 1} {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: at})
+		if resp, err := sadm.AlterShareGroupOffsets(ctx, group, offs); err != nil || resp.Error() != nil {
+			t.Fatalf("setting %s at the source: %v %v", group, err, resp.Error())
+		}
+	}
+
+	cfg := nodetest.Config(t)
+	cfg.GroupRebalanceProtocols = []string{"classic", "consumer", "share"}
+	n := openTestNode(t, cfg, nil)
+	defer n.close()
+	n.createMirror(t, ctx, src.ListenAddrs()[0])
+	n.startTopics(t, ctx, "t")
+	testutil.CheckFor(t, testutil.Timeout, testutil.True("t-0 mirrored to log end 5", func() bool {
+		st, err := n.ctl.fm.Status("m", "t", 0)
+		return err == nil && st.LogEndOffset == 5
+	}))
+	adm := kadm.NewClient(n.cl)
+	classic := kadm.Offsets{}
+	classic.Add(kadm.Offset{Topic: "t", Partition: 0, At: 2})
+	if _, err := adm.CommitOffsets(ctx, "clash", classic); err != nil {
+		t.Fatal(err)
+	}
+	n.ctl.SyncOnce()
+	got, err := adm.DescribeShareGroupOffsets(ctx, "queue", "far", "clash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for group, want := range map[string]int64{"queue": 3, "far": 5} {
+		if o := got[group].Offsets["t"][0]; got[group].Err != nil || o.StartOffset != want {
+			t.Fatalf("%s here: %+v (%v), want start offset %d", group, o, got[group].Err, want)
+		}
+	}
+	if got["clash"].Err == nil {
+		t.Fatalf("the classic group clash was described as a share group: %+v", got["clash"])
+	}
+	stats := n.ctl.SyncStats()
+	if len(stats) != 1 || stats[0].Errors[SyncShareGroupOffsets] != 1 || stats[0].Errors[SyncGroupOffsets] != 0 {
+		t.Fatalf("sync stats %+v: want one failed share group sync, the group sync fine", stats)
+	}
+}

@@ -47,6 +47,12 @@ type Node interface {
 	// CommitGroupOffsets commits offsets as an admin tool does
 	// (generation -1, no member).
 	CommitGroupOffsets(ctx context.Context, group string, offs []state.GroupOffset) error
+	// ShareGroups reports whether share groups are served here;
+	// AlterShareStartOffsets sets a share group's start offsets, as an
+	// admin tool does (broker.ErrShareGroupActive for a group with
+	// members).
+	ShareGroups() bool
+	AlterShareStartOffsets(ctx context.Context, group string, offs map[string]map[int32]int64) error
 
 	ACLs() ([]state.ACL, error)
 	CreateACLs(acls []state.ACL) error

@@ -43,12 +43,15 @@ const (
 	SyncTopicMetadata = "topic_metadata"
 	SyncTopicConfigs  = "topic_configs"
 	SyncGroupOffsets  = "group_offsets"
-	SyncACLs          = "acls"
-	SyncClientQuotas  = "client_quotas"
+	// SyncShareGroupOffsets is the share groups' start offsets (KIP-932).
+	SyncShareGroupOffsets = "share_group_offsets"
+	SyncACLs              = "acls"
+	SyncClientQuotas      = "client_quotas"
 )
 
 // SyncKinds lists the sync error kinds in cycle order.
-var SyncKinds = []string{SyncClusterID, SyncTopicMetadata, SyncTopicConfigs, SyncGroupOffsets, SyncACLs, SyncClientQuotas}
+var SyncKinds = []string{SyncClusterID, SyncTopicMetadata, SyncTopicConfigs, SyncGroupOffsets, SyncShareGroupOffsets, SyncACLs,
+	SyncClientQuotas}
 
 // SyncStat is one mirror's metadata sync record.
 type SyncStat struct {
@@ -186,6 +189,7 @@ func (c *Plane) syncMirror(m state.Mirror, cl *kgo.Client) {
 	c.syncResult(m.Name, SyncTopicConfigs, cfgErr)
 
 	c.syncResult(m.Name, SyncGroupOffsets, c.syncGroups(m, src))
+	c.syncResult(m.Name, SyncShareGroupOffsets, c.syncShareGroups(m, src))
 
 	res, err := c.syncACLs(m, src)
 	if res.Added+res.Removed > 0 {
@@ -453,6 +457,13 @@ func (c *Plane) finalSyncFrom(ctx context.Context, m state.Mirror, topics []stri
 	if err != nil {
 		for _, t := range synced {
 			note(t, "group offsets: %v", err)
+		}
+	}
+	if f, err := groupFilter(m); err == nil && c.b.ShareGroups() {
+		if _, err := syncgroups.SyncShare(ctx, adm, groupDest{c: c, mirror: m.Name, final: only}, f); err != nil {
+			for _, t := range synced {
+				note(t, "share group start offsets: %v", err)
+			}
 		}
 	}
 	for t, ps := range problems {

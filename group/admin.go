@@ -97,6 +97,7 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 		return kerr.NonEmptyGroup.Code
 	}
 	if g.share != nil {
+		g.share.unwritten = append(g.share.unwritten, g.shareOffsetTombstones()...)
 		g.share.unwritten = append(g.share.unwritten, shareGroupTombstones(name)...)
 		if err := g.writeShare(); err != nil {
 			return err.Code

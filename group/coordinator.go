@@ -235,7 +235,8 @@ func (c *Coordinator) group(name string, create bool) *Group {
 
 func (c *Coordinator) newGroup(name string) *Group {
 	return &Group{c: c, name: name, state: stateEmpty, members: map[string]*member{},
-		static: map[string]string{}, pending: map[string]*time.Timer{}, offsets: map[topicPartition]state.GroupOffset{}}
+		static: map[string]string{}, pending: map[string]*time.Timer{}, offsets: map[topicPartition]state.GroupOffset{},
+		shareOffsets: map[topicPartitionID]ShareOffset{}}
 }
 
 // removeIfDead drops a group that was deleted.

@@ -78,6 +78,8 @@ type Group struct {
 	// share is the group's state as a share group (KIP-932,
 	// share_group.go), nil for the others.
 	share *shareGroup
+	// shareOffsets are a share group's start offsets (share_offsets.go).
+	shareOffsets map[topicPartitionID]ShareOffset
 
 	// rebalanceTimer ends PreparingRebalance (the initial delay, then the
 	// rebalance timeout); syncTimer ends CompletingRebalance.

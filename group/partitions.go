@@ -43,6 +43,11 @@ func (c *Coordinator) Load(belongs func(group string) bool, st *GroupsState) {
 	for name, ss := range st.Share {
 		install(name).restoreShare(ss)
 	}
+	for name, offs := range st.ShareOffsets {
+		if g := c.groups[name]; g != nil && g.share != nil {
+			maps.Copy(g.shareOffsets, offs)
+		}
+	}
 	for name, offs := range st.Offsets {
 		if len(offs) == 0 {
 			continue

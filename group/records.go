@@ -104,13 +104,15 @@ type GroupsState struct {
 	Consumer map[string]*ConsumerGroupState
 	// Share are the share groups (KIP-932, share_records.go).
 	Share map[string]*ShareGroupState
+	// ShareOffsets are the share groups' start offsets (share_offsets.go).
+	ShareOffsets map[string]map[topicPartitionID]ShareOffset
 }
 
 // NewGroupsState returns an empty state.
 func NewGroupsState() *GroupsState {
 	return &GroupsState{Metas: map[string]state.GroupMeta{}, Offsets: map[string]map[topicPartition]state.GroupOffset{},
 		Pending: map[int64]map[string]map[topicPartition]state.GroupOffset{}, Consumer: map[string]*ConsumerGroupState{},
-		Share: map[string]*ShareGroupState{}}
+		Share: map[string]*ShareGroupState{}, ShareOffsets: map[string]map[topicPartitionID]ShareOffset{}}
 }
 
 // TxnOffsetRecords are the records of offsets group commits in a
@@ -146,6 +148,8 @@ func (s *GroupsState) apply(key, value []byte, offsets map[string]map[topicParti
 		return s.applyConsumer(typ, key, value)
 	case shareMemberKey, shareGroupKey, shareTargetKey, shareTargetMemberKey, shareCurrentKey, shareStatePartsKey:
 		return s.applyShare(typ, key, value)
+	case shareOffsetKey:
+		return s.applyShareOffset(key, value)
 	case offsetKeyVersionOld, offsetKeyVersion:
 		var k kmsg.OffsetCommitKey
 		if err := k.ReadFrom(key); err != nil {

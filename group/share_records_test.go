@@ -18,6 +18,8 @@ func FuzzShareGroupRecords(f *testing.F) {
 		{shareCurrentRecord("g", m).Key, shareCurrentRecord("g", m).Value},
 		{shareMemberTombstones("g", "m")[0].Key, nil},
 		{[]byte{0, 15, 0, 1, 'g'}, []byte{0, 0, 1, 1, 1, 0}},
+		{shareOffsetRecord("g", topicPartitionID{topicID(1), 2}, &ShareOffset{StartOffset: 7, LeaderEpoch: 3}).Key,
+			shareOffsetRecord("g", topicPartitionID{topicID(1), 2}, &ShareOffset{StartOffset: 7, LeaderEpoch: 3}).Value},
 	} {
 		f.Add(r.key, r.value)
 	}

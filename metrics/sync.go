@@ -21,7 +21,8 @@ type SyncStater interface {
 //
 //	kmirror_mirror_sync_cycles_total{mirror}          cycles run
 //	kmirror_mirror_sync_errors_total{mirror,kind}     failed cycle parts: cluster_id, topic_metadata,
-//	                                                  topic_configs, group_offsets, acls
+//	                                                  topic_configs, group_offsets,
+//	                                                  share_group_offsets, acls, client_quotas
 //	kmirror_mirror_sync_last_cycle_seconds{mirror}    duration of the last cycle
 //	kmirror_mirror_partition_states{mirror,state}     partitions by KIP-1279 state (MIRRORING,
 //	                                                  PAUSED, FAILED, ...), as persisted

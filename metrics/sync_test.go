@@ -48,6 +48,7 @@ kmirror_mirror_sync_errors_total{kind="acls",mirror="m"} 0
 kmirror_mirror_sync_errors_total{kind="client_quotas",mirror="m"} 0
 kmirror_mirror_sync_errors_total{kind="cluster_id",mirror="m"} 0
 kmirror_mirror_sync_errors_total{kind="group_offsets",mirror="m"} 2
+kmirror_mirror_sync_errors_total{kind="share_group_offsets",mirror="m"} 0
 kmirror_mirror_sync_errors_total{kind="topic_configs",mirror="m"} 0
 kmirror_mirror_sync_errors_total{kind="topic_metadata",mirror="m"} 0
 # HELP kmirror_mirror_sync_last_cycle_seconds Duration of the last metadata sync cycle.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/mirrorapi"
 )
 
@@ -95,7 +96,11 @@ func TestStopFinalSync(t *testing.T) {
 		produceBatchesTo(t, ctx, pr, topic, p, 20, 100, "a") // 2,000 records a partition
 	}
 	ends := listOffsets(t, ctx, srcAdm, topic, false)
-	n := startCtlNode(t, "fs", control.Config{RefreshInterval: time.Hour})
+	cfg := nodetest.Config(t)
+	cfg.GroupRebalanceProtocols = []string{"classic", "consumer", "share"}
+	n := newCtlNode(t, "fs", cfg, control.Config{RefreshInterval: time.Hour})
+	n.open()
+	t.Cleanup(n.close)
 	n.ok(ctx, createReq("fs", src.ListenAddrs()[0]))
 	n.ok(ctx, startReq("fs", topic))
 	n.waitMirrored(ctx, "fs", topic, ends)
@@ -113,9 +118,15 @@ func TestStopFinalSync(t *testing.T) {
 	}
 
 	// Just before the failover: 3,000 more records consumed and committed
-	// at the source, and a config changed there.
+	// at the source, a share group's start offsets set there (KIP-932),
+	// and a config changed there.
+	shareOffs := kadm.Offsets{}
 	for p := range int32(parts) {
 		commitAt(t, ctx, srcAdm, group, topic, p, 2000)
+		shareOffs.Add(kadm.Offset{Topic: topic, Partition: p, At: 1500})
+	}
+	if resp, err := srcAdm.AlterShareGroupOffsets(ctx, "promote-queue", shareOffs); err != nil || resp.Error() != nil {
+		t.Fatalf("setting the share group's start offsets at the source: %v %v", err, resp.Error())
 	}
 	setTopicConfig(t, ctx, srcAdm, topic, "retention.ms", "123456789")
 	began := time.Now()
@@ -125,6 +136,16 @@ func TestStopFinalSync(t *testing.T) {
 		wantCommitted(t, ctx, n.adm, group, topic, p, 2000)
 	}
 	wantTopicConfig(t, ctx, n.adm, topic, "retention.ms", "123456789")
+	shared, err := n.adm.DescribeShareGroupOffsets(ctx, "promote-queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(parts) {
+		if o := shared["promote-queue"].Offsets[topic][p]; o.StartOffset != 1500 {
+			t.Fatalf("the share group's start offset of %s-%d after the stop: %+v (%v), want 1500", topic, p, o,
+				shared["promote-queue"].Err)
+		}
+	}
 	if rt.FinalSync != mirrorapi.FinalSyncDone || rt.FinalSyncMessage != nil {
 		t.Fatalf("stop report %s: want the final sync done", showReport(rt))
 	}

@@ -191,6 +191,7 @@ var toolClasses = map[string][]string{
 	"kafka-console-producer":    {"org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"},
 	"kafka-console-consumer":    {"org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"},
 	"kafka-consumer-groups":     {"org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"},
+	"kafka-share-groups":        {"org.apache.kafka.tools.consumer.group.ShareGroupCommand"},
 	"kafka-producer-perf-test":  {"org.apache.kafka.tools.ProducerPerformance"},
 	"kafka-verifiable-producer": {"org.apache.kafka.tools.VerifiableProducer"},
 	"kafka-consumer-perf-test":  {"org.apache.kafka.tools.ConsumerPerformance", "kafka.tools.ConsumerPerformance"},
