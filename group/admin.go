@@ -97,15 +97,19 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 		return kerr.NonEmptyGroup.Code
 	}
 	if g.share != nil {
+		mark := len(g.share.unwritten)
 		g.share.unwritten = append(g.share.unwritten, g.shareOffsetTombstones()...)
 		g.share.unwritten = append(g.share.unwritten, shareGroupTombstones(name)...)
 		if err := g.writeShare(); err != nil {
+			g.share.unwritten = g.share.unwritten[:mark] // not deleted: its tombstones must not go out later
 			return err.Code
 		}
 	}
 	if g.consumer != nil {
+		mark := len(g.consumer.unwritten)
 		g.consumer.unwritten = append(g.consumer.unwritten, consumerGroupTombstones(name)...)
 		if err := g.writeConsumer(); err != nil {
+			g.consumer.unwritten = g.consumer.unwritten[:mark] // not deleted: its tombstones must not go out later
 			return err.Code
 		}
 	}

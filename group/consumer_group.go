@@ -215,12 +215,14 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 	if current := consumerCurrentRecord(g.name, m); !bytes.Equal(current.Value, currentBefore) {
 		cg.unwritten = append(cg.unwritten, current)
 	}
+	// The timers run whatever the write does: a member whose join was
+	// not written and who never comes back expires as any other.
+	g.armConsumerTimers(m)
 	// What the answer tells the member is in the log first: a new
 	// coordinator then knows it too.
 	if err := g.writeConsumer(); err != nil {
 		return fail(err, "")
 	}
-	g.armConsumerTimers(m)
 	resp.MemberEpoch = m.rec.epoch
 	_, interval := c.cfg.GroupConsumerConfig(g.name)
 	resp.HeartbeatIntervalMillis = int32(interval / time.Millisecond)
@@ -499,8 +501,8 @@ func (g *Group) armConsumerTimers(m *consumerMember) {
 func (g *Group) fenceConsumerMember(m *consumerMember, why string, still func() bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.consumer == nil || g.consumer.members[m.id] != m || !still() {
-		return
+	if g.state == stateDead || g.consumer == nil || g.consumer.members[m.id] != m || !still() {
+		return // unloaded meanwhile: the next coordinator times it out
 	}
 	g.removeConsumerMember(m, "member "+m.id+" "+why)
 	if err := g.writeConsumer(); err != nil {

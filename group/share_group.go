@@ -156,16 +156,20 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 	if current := shareCurrentRecord(g.name, m); added || !bytes.Equal(current.Value, currentBefore) {
 		sg.unwritten = append(sg.unwritten, current)
 	}
+	// The session runs whatever the write does: a member whose join was
+	// not written and who never comes back expires as any other.
+	g.armShareSession(m)
 	// What the answer tells the member is in the log first: a new
 	// coordinator then knows it too.
 	if err := g.writeShare(); err != nil {
 		return fail(err, "")
 	}
-	g.armShareSession(m)
 	resp.MemberEpoch = m.epoch
 	_, interval := c.cfg.GroupShareConfig(g.name)
 	resp.HeartbeatIntervalMillis = int32(interval / time.Millisecond)
-	if req.MemberEpoch == joinEpoch || !sameAssignment(before, m.assigned) {
+	// A full request (the subscription named: a member recovering from
+	// a lost answer) gets the assignment whole, as in Kafka.
+	if req.MemberEpoch == joinEpoch || req.SubscribedTopicNames != nil || !sameAssignment(before, m.assigned) {
 		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
 		for _, id := range sortedTopicIDs(m.assigned) {
 			tp := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
@@ -268,8 +272,8 @@ func (g *Group) armShareSession(m *shareMember) {
 func (g *Group) expireShareMember(m *shareMember) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.share == nil || g.share.members[m.id] != m {
-		return
+	if g.state == stateDead || g.share == nil || g.share.members[m.id] != m {
+		return // unloaded meanwhile: the next coordinator times it out
 	}
 	g.removeShareMember(m, "member "+m.id+" session expired")
 	if err := g.writeShare(); err != nil {

@@ -345,3 +345,33 @@ func TestShareGroupAnswersOnlyWhatIsWritten(t *testing.T) {
 		t.Fatalf("the log holds %+v after the join at epoch %d", got, m.epoch)
 	}
 }
+
+// A member whose join was not written, and who never comes back, expires
+// (found in review: it stayed without a session and kept the group
+// non-empty forever); a full heartbeat at the previous epoch (a member
+// whose answer was lost) gets its assignment whole.
+func TestShareGroupUnwrittenJoinExpiresAndFullHeartbeatsGetTheAssignment(t *testing.T) {
+	t.Parallel()
+	c, store, _ := newShareCoordinator(t, Config{ShareSessionTimeout: 100 * time.Millisecond, ShareHeartbeatInterval: 20 * time.Millisecond})
+	store.failAppends = kerr.NotCoordinator
+	ghost := newShareMember(t, c, "sg", "ghost", "orders")
+	wantCode(t, "a join whose write fails", ghost.send(joinEpoch, ghost.topics).ErrorCode, kerr.NotCoordinator)
+	store.failAppends = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for len(describeShare(t, c, "sg").Members) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the member whose join was not written never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	c2, _, _ := newShareCoordinator(t, Config{})
+	m1, m2 := newShareMember(t, c2, "sg", "m1", "orders"), newShareMember(t, c2, "sg", "m2", "orders")
+	m1.join()
+	m2.join()
+	resp := m1.send(1, m1.topics) // the epoch-2 answer was lost
+	if resp.ErrorCode != 0 || resp.MemberEpoch != 2 || resp.Assignment == nil || len(resp.Assignment.TopicPartitions[0].Partitions) != 2 {
+		t.Fatalf("a full heartbeat at the previous epoch: %s, epoch %d, assignment %+v", errName(resp.ErrorCode),
+			resp.MemberEpoch, resp.Assignment)
+	}
+}

@@ -182,7 +182,10 @@ func (c *Coordinator) AlterShareGroupOffsets(req *kmsg.AlterShareGroupOffsetsReq
 	case g.share != nil && len(g.share.members) > 0:
 		return fail(kerr.NonEmptyGroup, "group "+g.name+" has members: stop its consumers first")
 	}
-	created := g.share == nil
+	created, mark := g.share == nil, 0
+	if !created {
+		mark = len(g.share.unwritten)
+	}
 	if created {
 		g.share, g.protocolType = newShareGroup(), "share"
 		g.share.unwritten = append(g.share.unwritten, shareEpochRecord(g.name, 0))
@@ -215,6 +218,8 @@ func (c *Coordinator) AlterShareGroupOffsets(req *kmsg.AlterShareGroupOffsetsReq
 	if err := g.writeShare(); err != nil {
 		if created {
 			g.share, g.protocolType = nil, ""
+		} else {
+			g.share.unwritten = g.share.unwritten[:mark] // refused: nothing of it may go out later
 		}
 		return fail(err, "writing the start offsets to __consumer_offsets failed")
 	}
@@ -245,6 +250,7 @@ func (c *Coordinator) DeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 		return fail(kerr.NonEmptyGroup, "group "+g.name+" has members: stop its consumers first")
 	}
 	byName, _ := c.topicsByName()
+	mark := len(g.share.unwritten)
 	var gone []topicPartitionID
 	for _, rt := range req.Topics {
 		dt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
@@ -262,6 +268,7 @@ func (c *Coordinator) DeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 		resp.Topics = append(resp.Topics, dt)
 	}
 	if err := g.writeShare(); err != nil {
+		g.share.unwritten = g.share.unwritten[:mark] // refused: nothing of it may go out later
 		return fail(err, "writing to __consumer_offsets failed")
 	}
 	for _, tp := range gone {
@@ -302,4 +309,49 @@ func (c *Coordinator) topicsByName() (map[string]TopicMeta, map[TopicID]TopicMet
 		byName[t.Name], byID[t.ID] = t, t
 	}
 	return byName, byID
+}
+
+// SetShareStart records the start offset a share partition's leader moved
+// to (WriteShareGroupState): the group's members may be active. A group
+// that is not a share group here is GROUP_ID_NOT_FOUND (it was deleted:
+// its leaders drop their state at the next fetch).
+func (c *Coordinator) SetShareStart(group string, topic TopicID, partition int32, o ShareOffset) *kerr.Error {
+	g := c.group(group, false)
+	if g == nil {
+		return kerr.GroupIDNotFound
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.share == nil || g.state == stateDead {
+		return kerr.GroupIDNotFound
+	}
+	tp := topicPartitionID{topic, partition}
+	if cur, ok := g.shareOffsets[tp]; ok && cur == o {
+		return nil
+	}
+	mark := len(g.share.unwritten)
+	g.share.unwritten = append(g.share.unwritten, shareOffsetRecord(g.name, tp, &o))
+	if err := g.writeShare(); err != nil {
+		g.share.unwritten = g.share.unwritten[:mark] // the leader writes it again
+		return err
+	}
+	g.shareOffsets[tp] = o
+	return nil
+}
+
+// ShareStart is a share partition's start offset, for its leader's first
+// fetch; ok is false when none is set (share.auto.offset.reset decides).
+// A group that is not a share group here is GROUP_ID_NOT_FOUND.
+func (c *Coordinator) ShareStart(group string, topic TopicID, partition int32) (o ShareOffset, ok bool, err *kerr.Error) {
+	g := c.group(group, false)
+	if g == nil {
+		return o, false, kerr.GroupIDNotFound
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.share == nil || g.state == stateDead {
+		return o, false, kerr.GroupIDNotFound
+	}
+	o, ok = g.shareOffsets[topicPartitionID{topic, partition}]
+	return o, ok, nil
 }

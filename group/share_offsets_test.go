@@ -121,3 +121,29 @@ func TestShareGroupStartOffsetsFollowTheTopicID(t *testing.T) {
 		t.Fatalf("after the topic was recreated: %s", got)
 	}
 }
+
+// An operation refused for a failed write leaves nothing queued: its
+// records never reach the log with a later write (found in review: a
+// refused alter came back after a reload, a refused delete deleted the
+// group at the next write).
+func TestShareGroupRefusedWritesStayRefused(t *testing.T) {
+	t.Parallel()
+	c, store, tt := newShareCoordinator(t, Config{})
+	alterShareOffsets(c, "sg", "orders", map[int32]int64{0: 5})
+	store.failAppends = kerr.NotCoordinator
+	wantCode(t, "an alter whose write fails", alterShareOffsets(c, "sg", "orders", map[int32]int64{1: 77}).ErrorCode,
+		kerr.NotCoordinator)
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"sg"}
+	wantCode(t, "a delete whose write fails", c.DeleteGroups(dg).Groups[0].ErrorCode, kerr.NotCoordinator)
+	if err := c.TxnCommitCheck("sg", "", nil, -1); err != kerr.GroupIDNotFound {
+		t.Fatalf("a txn commit into a share group: %v", err)
+	}
+	store.failAppends = nil
+	alterShareOffsets(c, "sg", "orders", map[int32]int64{2: 9})
+	c2 := newCoordinator(t, store, Config{ShareProtocol: true, Topics: tt.all})
+	c2.Load(func(string) bool { return true }, store.replay(t))
+	if got := describeShareOffsets(c2, "sg"); got != "[orders/0=5 orders/2=9]" {
+		t.Fatalf("after a reload: %s, want what was answered as set", got)
+	}
+}

@@ -27,15 +27,21 @@ func (c *Coordinator) TxnCommitCheck(group, memberID string, instanceID *string,
 	if group == "" {
 		return kerr.InvalidGroupID
 	}
-	if generation < 0 && memberID == "" {
-		return nil
-	}
 	g := c.group(group, false)
 	if g == nil {
+		if generation < 0 && memberID == "" {
+			return nil
+		}
 		return kerr.IllegalGeneration
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	switch {
+	case g.share != nil:
+		return kerr.GroupIDNotFound // a share group keeps no committed offsets
+	case generation < 0 && memberID == "":
+		return nil
+	}
 	if g.consumer.active() {
 		// Kafka's rule for transactional commits: the epoch matches.
 		_, err := g.consumerMemberCheck(memberID, generation, false)
