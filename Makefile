@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 # Packages with concurrency worth racing: the hot path, its stores, the
 # partitions' roles and the replica fetchers, the network layer and the
 # broker, and the end-to-end tests.
-CORE_PKGS := ./batch/... ./meta/... ./node/... ./partition/... ./replicate/... ./mirrorapi/... ./verify/... ./storage/... ./internal/... ./netio/... ./state/... ./broker/... ./group/... ./fetch/... ./metrics/... ./tests/... ./control/... ./sync/... ./txn/...
+CORE_PKGS := ./batch/... ./meta/... ./node/... ./partition/... ./replicate/... ./mirrorapi/... ./verify/... ./storage/... ./internal/... ./netio/... ./state/... ./broker/... ./group/... ./fetch/... ./metrics/... ./tests/... ./control/... ./sync/... ./txn/... ./share/...
 # Tests whose other side is a JVM (real Kafka, Kafka's tools) run once,
 # without -race: racing them again doubles CI time for no kmirror code
 # that the kfake-sourced tests do not already race.

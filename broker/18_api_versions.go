@@ -65,8 +65,8 @@ func (b *Broker) protocolEnabled(key int16) bool {
 	switch key {
 	case consumerGroupHeartbeatKey, consumerGroupDescribeKey:
 		return b.cfg.ConsumerProtocol()
-	case shareGroupHeartbeatKey, shareGroupDescribeKey, describeShareGroupOffsetsKey, alterShareGroupOffsetsKey,
-		deleteShareGroupOffsetsKey:
+	case shareGroupHeartbeatKey, shareGroupDescribeKey, shareFetchKey, shareAcknowledgeKey, writeShareGroupStateKey,
+		describeShareGroupOffsetsKey, alterShareGroupOffsetsKey, deleteShareGroupOffsetsKey:
 		return b.cfg.ShareProtocol()
 	}
 	return true

@@ -16,11 +16,13 @@ import (
 // answer is its epoch and the partitions it may fetch from, computed by
 // the simple assignor (several members may share a partition). Listed in
 // ApiVersions only with "share" in group.coordinator.rebalance.protocols
-// (not the default: kmirror does not serve ShareFetch yet); otherwise
+// (not the default: in-flight share-partition state is in memory only);
+// otherwise
 // UNSUPPORTED_VERSION.
 //
 // Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED and
-// the group is not touched.
+// the group is not touched; DESCRIBE on every subscribed topic, else
+// TOPIC_AUTHORIZATION_FAILED.
 //
 // Version notes:
 // v1 (Kafka 4.1) is the first version Kafka serves (v0 was an early
@@ -32,9 +34,22 @@ const shareGroupHeartbeatKey = 76
 func (b *Broker) handleShareGroupHeartbeat(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ShareGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
-	if az := b.authz(r); !az.group(aclOperationRead, req.GroupID) {
+	if !b.cfg.ShareProtocol() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
+	az := b.authz(r)
+	if !az.group(aclOperationRead, req.GroupID) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
+	}
+	for _, name := range req.SubscribedTopicNames {
+		if !az.topic(aclOperationDescribe, name) {
+			// As Kafka: a member may not learn of topics it cannot see.
+			msg := "not authorized to describe topic " + name
+			resp.ErrorCode, resp.ErrorMessage = kerr.TopicAuthorizationFailed.Code, &msg
+			return resp, nil
+		}
 	}
 	if code := b.coordinatorError(meta.CoordinatorGroup, req.GroupID); code != 0 {
 		resp.ErrorCode = code

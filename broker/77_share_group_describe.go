@@ -28,7 +28,10 @@ func (b *Broker) handleShareGroupDescribe(r *request) (kmsg.Response, error) {
 	az := b.authz(r)
 	for _, name := range req.GroupIDs {
 		code := kerr.GroupAuthorizationFailed.Code
-		if az.group(aclOperationDescribe, name) {
+		switch {
+		case !b.cfg.ShareProtocol():
+			code = kerr.UnsupportedVersion.Code
+		case az.group(aclOperationDescribe, name):
 			code = b.groupCoordinatorError(&az, aclOperationDescribe, name)
 		}
 		if code != 0 {

@@ -32,7 +32,10 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 	az := b.authz(r)
 	for _, rg := range req.Groups {
 		code := kerr.GroupAuthorizationFailed.Code
-		if az.group(aclOperationDescribe, rg.GroupID) {
+		switch {
+		case !b.cfg.ShareProtocol():
+			code = kerr.UnsupportedVersion.Code
+		case az.group(aclOperationDescribe, rg.GroupID):
 			code = b.groupCoordinatorError(&az, aclOperationDescribe, rg.GroupID)
 		}
 		if code != 0 {

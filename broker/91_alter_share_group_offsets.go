@@ -24,6 +24,10 @@ const alterShareGroupOffsetsKey = 91
 func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	if !b.cfg.ShareProtocol() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	az := b.authz(r)
 	if !az.group(aclOperationRead, req.GroupID) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code

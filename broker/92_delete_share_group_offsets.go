@@ -24,6 +24,10 @@ const deleteShareGroupOffsetsKey = 92
 func (b *Broker) handleDeleteShareGroupOffsets(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	if !b.cfg.ShareProtocol() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	az := b.authz(r)
 	if !az.group(aclOperationDelete, req.GroupID) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code

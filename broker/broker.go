@@ -104,6 +104,7 @@ type Broker struct {
 	pids     producerIDs
 	groups   *group.Coordinator
 	groupLog *groupLog // the groups' store on __consumer_offsets
+	shares   *shares   // share partitions and sessions (share_partitions.go)
 	txnLog   *txnLog   // the transactions' store on __transaction_state
 
 	// fetchParking, set by tests only, runs when a long-poll Fetch has
@@ -228,6 +229,7 @@ func New(cfg Config) (*Broker, error) {
 		delay = group.NoInitialRebalanceDelay
 	}
 	b.groupLog = newGroupLog(b, store)
+	b.shares = newShares()
 	b.groups, err = group.New(b.groupLog, group.Config{
 		InitialRebalanceDelay: delay,
 		MinSessionTimeout:     cfg.GroupMinSessionTimeout,

@@ -123,8 +123,9 @@ type Config struct {
 	// GroupRebalanceProtocols is group.coordinator.rebalance.protocols:
 	// "classic" always, "consumer" for the consumer group protocol
 	// (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe), "share"
-	// for share groups (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe;
-	// not in the default until kmirror serves ShareFetch).
+	// for share groups (KIP-932: share group membership, ShareFetch and
+	// ShareAcknowledge, share offsets; not in the default while in-flight
+	// share-partition state lives in memory only).
 	GroupRebalanceProtocols []string
 	// GroupConsumerSessionTimeout and GroupConsumerHeartbeatInterval are
 	// the consumer protocol's group.consumer.session.timeout.ms (45 s)
@@ -140,6 +141,16 @@ type Config struct {
 	// (200 members).
 	GroupShareSessionTimeout, GroupShareHeartbeatInterval time.Duration
 	GroupShareMaxSize                                     int
+	// GroupShareRecordLockDuration, GroupShareDeliveryCountLimit and
+	// GroupSharePartitionMaxRecordLocks are
+	// group.share.record.lock.duration.ms (30 s),
+	// group.share.delivery.count.limit (5) and
+	// group.share.partition.max.record.locks (2000): how long a member
+	// holds a record it acquired, how often a record is delivered before
+	// it is archived, and the in-flight records of a share partition.
+	GroupShareRecordLockDuration      time.Duration
+	GroupShareDeliveryCountLimit      int
+	GroupSharePartitionMaxRecordLocks int
 	// Cluster is the node's KRaft settings; the zero value is a node
 	// alone, a one-voter quorum that needs no network.
 	Cluster ClusterConfig
@@ -410,12 +421,15 @@ func DefaultConfig() Config {
 		GroupMaxSessionTimeout:     group.DefaultMaxSessionTimeout,
 		GroupRebalanceProtocols:    []string{"classic", "consumer"},
 
-		GroupConsumerSessionTimeout:    group.DefaultConsumerSessionTimeout,
-		GroupConsumerHeartbeatInterval: group.DefaultConsumerHeartbeatInterval,
-		GroupConsumerAssignors:         group.DefaultAssignors,
-		GroupShareSessionTimeout:       group.DefaultShareSessionTimeout,
-		GroupShareHeartbeatInterval:    group.DefaultShareHeartbeatInterval,
-		GroupShareMaxSize:              group.DefaultShareMaxSize,
+		GroupConsumerSessionTimeout:       group.DefaultConsumerSessionTimeout,
+		GroupConsumerHeartbeatInterval:    group.DefaultConsumerHeartbeatInterval,
+		GroupConsumerAssignors:            group.DefaultAssignors,
+		GroupShareSessionTimeout:          group.DefaultShareSessionTimeout,
+		GroupShareHeartbeatInterval:       group.DefaultShareHeartbeatInterval,
+		GroupShareMaxSize:                 group.DefaultShareMaxSize,
+		GroupShareRecordLockDuration:      30 * time.Second,
+		GroupShareDeliveryCountLimit:      5,
+		GroupSharePartitionMaxRecordLocks: 2000,
 
 		Security: Security{SASLMechanisms: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}},
 		Transactions: TxnSettings{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour,
@@ -742,6 +756,13 @@ func (c *Config) Validate() error {
 			c.GroupShareSessionTimeout, c.GroupShareHeartbeatInterval)
 	case c.GroupShareMaxSize < 1 || c.GroupShareMaxSize > 1000:
 		return bad("group.share.max.size", "must be between 1 and 1000, got %d", c.GroupShareMaxSize)
+	case c.GroupShareRecordLockDuration < time.Second || c.GroupShareRecordLockDuration > time.Hour:
+		return bad("group.share.record.lock.duration.ms", "must be between 1000 and 3600000, got %v", c.GroupShareRecordLockDuration)
+	case c.GroupShareDeliveryCountLimit < 2 || c.GroupShareDeliveryCountLimit > 10:
+		return bad("group.share.delivery.count.limit", "must be between 2 and 10, got %d", c.GroupShareDeliveryCountLimit)
+	case c.GroupSharePartitionMaxRecordLocks < 100 || c.GroupSharePartitionMaxRecordLocks > 10000:
+		return bad("group.share.partition.max.record.locks", "must be between 100 and 10000, got %d",
+			c.GroupSharePartitionMaxRecordLocks)
 	}
 	if err := checkRebalanceProtocols(c.GroupRebalanceProtocols); err != nil {
 		return err

@@ -29,6 +29,9 @@ type groupConfig struct {
 	min, max int32
 	// broker is the broker's value, which an unset group config takes.
 	broker func(*Config) time.Duration
+	// values are the values of a string config (no broker config: an
+	// unset one is values[0], Kafka's default); nil for the others.
+	values []string
 }
 
 var groupConfigs = []groupConfig{
@@ -44,6 +47,11 @@ var groupConfigs = []groupConfig{
 	{name: "share.session.timeout.ms", brokerName: "group.share.session.timeout.ms", min: 45000, max: 60000,
 		doc:    "The timeout to detect client failures when using the share group protocol.",
 		broker: func(c *Config) time.Duration { return c.GroupShareSessionTimeout }},
+	{name: "share.record.lock.duration.ms", brokerName: "group.share.record.lock.duration.ms", min: 15000, max: 60000,
+		doc:    "The record acquisition lock duration in milliseconds for share groups.",
+		broker: func(c *Config) time.Duration { return c.GroupShareRecordLockDuration }},
+	{name: "share.auto.offset.reset", values: []string{"latest", "earliest"},
+		doc: "The strategy to initialize the share-partition start offset: latest or earliest."},
 }
 
 func lookupGroupConfig(name string) (*groupConfig, bool) {
@@ -59,6 +67,13 @@ func validateGroupConfig(name, value string) *configError {
 	gc, ok := lookupGroupConfig(name)
 	if !ok {
 		return newConfigError(kerr.InvalidConfig, "Unknown group config name: %s", name)
+	}
+	if gc.values != nil {
+		if !slices.Contains(gc.values, value) {
+			return newConfigError(kerr.InvalidConfig, "Invalid value %s for configuration %s: must be one of %s", value, name,
+				strings.Join(gc.values, ", "))
+		}
+		return nil
 	}
 	n, err := strconv.ParseInt(value, 10, 32)
 	switch {
@@ -110,6 +125,11 @@ func (b *Broker) describeGroupConfigs(name string, opts *describeOpts) ([]kmsg.D
 		if v, ok := set[gc.name]; ok {
 			chain = append(chain, synonym(gc.name, v, kmsg.ConfigSourceGroupConfig))
 		}
+		if gc.values != nil {
+			chain = append(chain, synonym(gc.name, gc.values[0], kmsg.ConfigSourceDefaultConfig))
+			out = append(out, configEntry(gc.name, settings.String, gc.doc, false, chain, opts))
+			continue
+		}
 		def := DefaultConfig()
 		v, builtin := strconv.FormatInt(gc.broker(&b.cfg).Milliseconds(), 10), strconv.FormatInt(gc.broker(&def).Milliseconds(), 10)
 		chain = append(chain, synonym(gc.brokerName, v, staticSource(v, builtin)))
@@ -129,20 +149,43 @@ func (b *Broker) groupShareConfig(group string) (session, heartbeat time.Duratio
 	return b.groupTimeouts(group, "share.", b.cfg.GroupShareSessionTimeout, b.cfg.GroupShareHeartbeatInterval)
 }
 
+// shareLockDuration is group's share.record.lock.duration.ms, else the
+// broker's.
+func (b *Broker) shareLockDuration(group string) time.Duration {
+	return b.groupMillis(group, "share.record.lock.duration.ms", b.cfg.GroupShareRecordLockDuration)
+}
+
+// shareAutoOffsetReset is group's share.auto.offset.reset: where a share
+// partition without a start offset starts.
+func (b *Broker) shareAutoOffsetReset(group string) string {
+	set, err := b.store.GroupConfigs(group)
+	if err != nil {
+		b.log.Warn("reading a group's configs; share.auto.offset.reset=latest applies", "group", group, "err", err)
+		return "latest"
+	}
+	if v := set["share.auto.offset.reset"]; v != "" {
+		return v
+	}
+	return "latest"
+}
+
 // groupTimeouts reads group's <prefix>session.timeout.ms and
 // <prefix>heartbeat.interval.ms, else the broker's session and
 // heartbeat. A store that cannot be read gives the broker's (logged).
 func (b *Broker) groupTimeouts(group, prefix string, session, heartbeat time.Duration) (time.Duration, time.Duration) {
+	return b.groupMillis(group, prefix+"session.timeout.ms", session), b.groupMillis(group, prefix+"heartbeat.interval.ms", heartbeat)
+}
+
+// groupMillis reads group's config name, a duration in milliseconds, else
+// dflt (the broker's). A store that cannot be read gives dflt (logged).
+func (b *Broker) groupMillis(group, name string, dflt time.Duration) time.Duration {
 	set, err := b.store.GroupConfigs(group)
 	if err != nil {
 		b.log.Warn("reading a group's configs; the broker's apply", "group", group, "err", err)
-		return session, heartbeat
-	}
-	ms := func(name string, dflt time.Duration) time.Duration {
-		if n, err := strconv.ParseInt(set[name], 10, 32); err == nil && n > 0 {
-			return time.Duration(n) * time.Millisecond
-		}
 		return dflt
 	}
-	return ms(prefix+"session.timeout.ms", session), ms(prefix+"heartbeat.interval.ms", heartbeat)
+	if n, err := strconv.ParseInt(set[name], 10, 32); err == nil && n > 0 {
+		return time.Duration(n) * time.Millisecond
+	}
+	return dflt
 }

@@ -61,11 +61,25 @@ func TestGroupConfigs(t *testing.T) {
 	if d := describe()["consumer.heartbeat.interval.ms"]; d.Value == nil || *d.Value != "5000" || d.Source != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("the default heartbeat interval described: %+v", d)
 	}
+	if d := describe()["share.auto.offset.reset"]; d.Value == nil || *d.Value != "latest" || d.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("the default share.auto.offset.reset described: %+v", d)
+	}
+	if code, msg := alter(kmsg.IncrementalAlterConfigOpSet, "share.auto.offset.reset", "earliest"); code != 0 {
+		t.Fatalf("setting share.auto.offset.reset: %s (%s)", errName(code), msg)
+	}
+	if d := describe()["share.auto.offset.reset"]; d.Value == nil || *d.Value != "earliest" || d.Source != kmsg.ConfigSourceGroupConfig {
+		t.Fatalf("the group's share.auto.offset.reset described: %+v", d)
+	}
+	if got := b.shareAutoOffsetReset("payments"); got != "earliest" {
+		t.Fatalf("share partitions of the group start at %s, want earliest", got)
+	}
 	for _, bad := range []struct{ name, value string }{
 		{"consumer.heartbeat.interval.ms", "100"},
 		{"consumer.session.timeout.ms", "90000"},
 		{"consumer.session.timeout.ms", "soon"},
-		{"share.record.lock.duration.ms", "30000"},
+		{"share.record.lock.duration.ms", "1000"},
+		{"share.auto.offset.reset", "by_duration:PT1H"},
+		{"no.such.group.config", "1"},
 	} {
 		if code, msg := alter(kmsg.IncrementalAlterConfigOpSet, bad.name, bad.value); code != kerr.InvalidConfig.Code {
 			t.Fatalf("setting %s=%s: %s (%s), want INVALID_CONFIG", bad.name, bad.value, errName(code), msg)

@@ -27,6 +27,21 @@ func TestShareGroupOverTheWire(t *testing.T) {
 	if keys := apiKeys(off); slices.Contains(keys, shareGroupHeartbeatKey) || slices.Contains(keys, shareGroupDescribeKey) {
 		t.Fatalf("share group keys listed with share groups off: %v", keys)
 	}
+	// Sent anyway, they are refused: share groups loaded from the log
+	// are not served either.
+	raw := dialRaw(t, off)
+	hbOff := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hbOff.Version, hbOff.GroupID, hbOff.MemberID, hbOff.SubscribedTopicNames = 1, "g", "m", []string{"t"}
+	wantCode(t, "ShareGroupHeartbeat with share groups off", raw.roundTrip(hbOff).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode,
+		kerr.UnsupportedVersion.Code)
+	dOff := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	dOff.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g"}}
+	wantCode(t, "DescribeShareGroupOffsets with share groups off",
+		raw.roundTrip(dOff).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode, kerr.UnsupportedVersion.Code)
+	fOff := kmsg.NewPtrShareFetchRequest()
+	fOff.Version, fOff.GroupID, fOff.MemberID = 2, kmsg.StringPtr("g"), kmsg.StringPtr("m")
+	wantCode(t, "ShareFetch with share groups off", raw.roundTrip(fOff).(*kmsg.ShareFetchResponse).ErrorCode,
+		kerr.UnsupportedVersion.Code)
 
 	b := newTestBroker(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
 	if keys := apiKeys(b); !slices.Contains(keys, shareGroupHeartbeatKey) || !slices.Contains(keys, shareGroupDescribeKey) {
@@ -100,6 +115,10 @@ func TestAuthzShareGroups(t *testing.T) {
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 	hb.Version, hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = 1, "alice.sg", "m1", []string{"alice.t"}
 	wantCode(t, "ShareGroupHeartbeat denied", bob.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, codeGroupAuth)
+	hb.SubscribedTopicNames = []string{"alice.t", "other"}
+	wantCode(t, "ShareGroupHeartbeat subscribing a topic not described", alice.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode,
+		codeTopicAuth)
+	hb.SubscribedTopicNames = []string{"alice.t"}
 	wantCode(t, "ShareGroupHeartbeat allowed", alice.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, 0)
 	desc := kmsg.NewPtrShareGroupDescribeRequest()
 	desc.Version, desc.GroupIDs = 1, []string{"alice.sg"}

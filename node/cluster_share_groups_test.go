@@ -1,12 +1,15 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/broker"
@@ -87,5 +90,78 @@ func TestClusterShareGroupKeepsItsMembersAcrossTheCoordinator(t *testing.T) {
 	}
 	if fmt.Sprint(epochs) != "map[m1:2 m2:2]" {
 		t.Fatalf("epochs %v, want both members at the group's epoch 2", epochs)
+	}
+}
+
+// A share partition's start offset survives the loss of its leader: the
+// records acknowledged under the old leader are not delivered again by
+// the new one, which starts where the group's coordinator says the old
+// one had settled everything before.
+func TestClusterSharePartitionResumesAfterItsLeader(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) {
+		cfg.GroupRebalanceProtocols = []string{"classic", "consumer", "share"}
+	})
+	ctx := t.Context()
+	adm := c.client(0)
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	pr := nodetest.Client(t, c.addrs(), kgo.DefaultProduceTopic("jobs"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	for i := range 20 {
+		if err := pr.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := kadm.Offsets{}
+	start.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
+	testutil.CheckFor(t, 30*time.Second, func() error {
+		resp, err := adm.AlterShareGroupOffsets(ctx, "q", start)
+		if err == nil {
+			err = resp.Error()
+		}
+		return err
+	})
+	topics, err := adm.ListTopics(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, id := topics["jobs"].Partitions[0].Leader, topics["jobs"].ID
+	// At the leader: the first 10 records acquired and accepted.
+	lb := nodetest.Client(t, c.addrs()).Broker(int(leader))
+	fetch := kmsg.NewPtrShareFetchRequest()
+	fetch.Version, fetch.GroupID, fetch.MemberID, fetch.MaxRecords, fetch.BatchSize = 2, kmsg.StringPtr("q"), kmsg.StringPtr("m"), 10, 10
+	fetch.MaxWaitMillis, fetch.MaxBytes = 1000, 1<<20
+	fetch.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0,
+		PartitionMaxBytes: 1 << 20}}}}
+	fr, err := fetch.RequestWith(ctx, lb)
+	if err != nil || fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions[0].AcquiredRecords) == 0 {
+		t.Fatalf("ShareFetch at the leader: %v %+v", err, fr)
+	}
+	last := fr.Topics[0].Partitions[0].AcquiredRecords[len(fr.Topics[0].Partitions[0].AcquiredRecords)-1].LastOffset
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.Version, ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = 2, kmsg.StringPtr("q"), kmsg.StringPtr("m"), -1
+	ack.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: id, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
+		AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: last,
+			AcknowledgeTypes: []int8{1}}}}}}}
+	if ar, err := ack.RequestWith(ctx, lb); err != nil || ar.ErrorCode != 0 || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ShareAcknowledge at the leader: %v %+v", err, ar)
+	}
+	c.stop(int(leader - 1))
+	// A share consumer on the new leader reads the rest, once.
+	sc := nodetest.Client(t, c.addrs(), kgo.ShareGroup("q"), kgo.ConsumeTopics("jobs"), kgo.FetchMaxWait(200*time.Millisecond))
+	seen := map[int64]int{}
+	for len(seen) < int(19-last) && ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		sc.PollFetches(pctx).EachRecord(func(r *kgo.Record) { seen[r.Offset]++ })
+		pcancel()
+	}
+	for o, k := range seen {
+		if o <= last || k != 1 {
+			t.Fatalf("after the leader moved, offset %d was delivered %d times (%d were accepted before)", o, k, last+1)
+		}
+	}
+	if len(seen) != int(19-last) {
+		t.Fatalf("read %d records after the move, want %d", len(seen), 19-last)
 	}
 }

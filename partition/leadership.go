@@ -37,6 +37,15 @@ type Leadership struct {
 	epoch    int32
 }
 
+// LeaderEpoch is the leader epoch of l, -1 for a partition without an
+// assignment.
+func (l Leadership) LeaderEpoch() int32 {
+	if !l.assigned {
+		return -1
+	}
+	return l.epoch
+}
+
 // AppendAsLeader runs write, a leader's append (a produce, a transaction
 // marker) stamped with epoch, p's leader epoch, when this node leads p,
 // and returns the leadership it ran in; ErrNotLeader when another node

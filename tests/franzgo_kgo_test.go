@@ -26,9 +26,14 @@ const franzGoTestRecords = 20000
 // the second with transactional producers committing the group's offsets
 // in their transactions (exactly-once), checking every record arrives
 // once in order; franzGoTestRecords bounds their size.
+//
+// TestShareGroupETL, TestShareGroupAckOnClose and TestShareGroupOffsetsAdmin
+// are franz-go's share consumer (KIP-932) through chained share groups
+// with every acknowledgement strategy (accept, release, reject, on close)
+// and its share offsets admin calls; the node serves share groups.
 func TestFranzGoKgoAgainstKmirror(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, noRebalanceDelay)
+	n := startNode(t, noRebalanceDelay, shareGroupsOn)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/twmb/franz-go").Output()
@@ -39,7 +44,8 @@ func TestFranzGoKgoAgainstKmirror(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(strings.TrimSpace(string(out)))); err != nil {
 		t.Fatalf("copying the franz-go module: %v", err)
 	}
-	for _, test := range []string{"TestConsumeRegex", "TestGroupETL", "TestTxnEtl"} {
+	for _, test := range []string{"TestConsumeRegex", "TestGroupETL", "TestTxnEtl",
+		"TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin"} {
 		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^"+test+"$", "./pkg/kgo")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "KGO_SEEDS="+n.addr(), "KGO_TEST_RF=1",

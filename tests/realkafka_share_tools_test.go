@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/internal/realkafka"
+	"github.com/kmirror/kmirror/internal/testutil"
 )
 
 // shareGroupsOn serves share groups (KIP-932).
@@ -79,6 +82,31 @@ func TestKafkaToolsShareGroups(t *testing.T) {
 	if rows != parts || t.Failed() {
 		t.Fatalf("kafka-share-groups --describe --group %s: want %d rows of %s at start offset 4, got:\n%s", group, parts, topic, out)
 	}
+
+	// A Java share consumer reads what is past the start offsets, each
+	// record once, and accepts them: the start offsets move to the ends.
+	out = k.run(t, ctx, "kafka-console-share-consumer", "--bootstrap-server", n.addr(), "--topic", topic, "--group", group,
+		"--max-messages", "18", "--timeout-ms", "30000", "--formatter-property", "print.partition=true",
+		"--formatter-property", "print.offset=true")
+	read := map[string]bool{}
+	for _, l := range outputLines(out) {
+		if strings.HasPrefix(l, "Partition:") {
+			if read[l] {
+				t.Fatalf("kafka-console-share-consumer printed %q twice:\n%s", l, out)
+			}
+			read[l] = true
+		}
+	}
+	if len(read) != 18 || !hasLine(out, "Processed a total of 18 messages") {
+		t.Fatalf("kafka-console-share-consumer: want 18 distinct records (6 past offset 4 of each partition), got %d:\n%s",
+			len(read), out)
+	}
+	testutil.CheckFor(t, 30*time.Second, func() error {
+		if got := shareStartOffsets(t, ctx, adm, group, topic); !maps.Equal(got, map[int32]int64{0: 10, 1: 10, 2: 10}) {
+			return fmt.Errorf("start offsets %v after the share consumer, want 10 each (every record accepted)", got)
+		}
+		return nil
+	})
 
 	out = tool("--reset-offsets", "--to-earliest", "--execute", "--group", group, "--topic", topic)
 	if got := shareStartOffsets(t, ctx, adm, group, topic); len(got) != parts || got[0] != 0 || got[1] != 0 || got[2] != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/control"
@@ -144,6 +145,32 @@ func TestStopFinalSync(t *testing.T) {
 		if o := shared["promote-queue"].Offsets[topic][p]; o.StartOffset != 1500 {
 			t.Fatalf("the share group's start offset of %s-%d after the stop: %+v (%v), want 1500", topic, p, o,
 				shared["promote-queue"].Err)
+		}
+	}
+	// The share group's consumers resume here where they stopped there:
+	// each record from 1500 on, once.
+	sc := nodetest.Client(t, []string{n.addr()}, kgo.ShareGroup("promote-queue"), kgo.ConsumeTopics(topic),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	got := map[int32]map[int64]bool{}
+	for total := 0; total < parts*500 && ctx.Err() == nil; {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := sc.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < 1500 || got[r.Partition][r.Offset] {
+				t.Fatalf("the share consumer read %s-%d at %d: before the synced start offset 1500, or again",
+					topic, r.Partition, r.Offset)
+			}
+			if got[r.Partition] == nil {
+				got[r.Partition] = map[int64]bool{}
+			}
+			got[r.Partition][r.Offset] = true
+			total++
+		})
+	}
+	for p := range int32(parts) {
+		if len(got[p]) != 500 {
+			t.Fatalf("the share consumer read %d records of %s-%d, want the 500 from the synced start offset", len(got[p]), topic, p)
 		}
 	}
 	if rt.FinalSync != mirrorapi.FinalSyncDone || rt.FinalSyncMessage != nil {

@@ -356,7 +356,7 @@ var serverSettings = []setting{
 			return err
 		}},
 
-	{Def: settings.Def{Name: "group.coordinator.rebalance.protocols", Doc: "the group protocols served: classic, consumer for the consumer group protocol of Kafka 4 clients (KIP-848), and share for share group membership (KIP-932; no ShareFetch yet) (default classic,consumer)"},
+	{Def: settings.Def{Name: "group.coordinator.rebalance.protocols", Doc: "the group protocols served: classic, consumer for the consumer group protocol of Kafka 4 clients (KIP-848), and share for share groups and share consumers (KIP-932) (default classic,consumer)"},
 		apply: func(c *broker.Config, v string) error {
 			c.GroupRebalanceProtocols = settings.Items(v)
 			return nil
@@ -389,6 +389,24 @@ var serverSettings = []setting{
 		apply: func(c *broker.Config, v string) error {
 			n, err := settings.Int32(v, 1)
 			c.GroupShareMaxSize = int(n)
+			return err
+		}},
+	{Def: settings.Def{Name: "group.share.record.lock.duration.ms", Doc: "how long a share consumer holds a record it acquired, 1000 to 3600000 (default 30000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.GroupShareRecordLockDuration = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	{Def: settings.Def{Name: "group.share.delivery.count.limit", Doc: "how often a record is delivered to share consumers before it is archived, 2 to 10 (default 5)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.GroupShareDeliveryCountLimit = int(n)
+			return err
+		}},
+	{Def: settings.Def{Name: "group.share.partition.max.record.locks", Doc: "the most in-flight records of a share partition, 100 to 10000 (default 2000)"},
+		apply: func(c *broker.Config, v string) error {
+			n, err := settings.Int32(v, 1)
+			c.GroupSharePartitionMaxRecordLocks = int(n)
 			return err
 		}},
 	{Def: settings.Def{Name: "group.consumer.assignors", Doc: "the server-side assignors of consumer-protocol groups, the first the default: uniform, range (default uniform,range)"},

@@ -184,20 +184,21 @@ func Main(libs, tool string) (string, error) {
 }
 
 var toolClasses = map[string][]string{
-	"kafka-storage":             {"kafka.tools.StorageTool"},
-	"kafka-topics":              {"org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"},
-	"kafka-configs":             {"org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"},
-	"kafka-acls":                {"org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"},
-	"kafka-console-producer":    {"org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"},
-	"kafka-console-consumer":    {"org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"},
-	"kafka-consumer-groups":     {"org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"},
-	"kafka-share-groups":        {"org.apache.kafka.tools.consumer.group.ShareGroupCommand"},
-	"kafka-producer-perf-test":  {"org.apache.kafka.tools.ProducerPerformance"},
-	"kafka-verifiable-producer": {"org.apache.kafka.tools.VerifiableProducer"},
-	"kafka-consumer-perf-test":  {"org.apache.kafka.tools.ConsumerPerformance", "kafka.tools.ConsumerPerformance"},
-	"kafka-metadata-quorum":     {"org.apache.kafka.tools.MetadataQuorumCommand"},
-	"kafka-leader-election":     {"org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"},
-	"connect-mirror-maker":      {"org.apache.kafka.connect.mirror.MirrorMaker"},
+	"kafka-storage":                {"kafka.tools.StorageTool"},
+	"kafka-topics":                 {"org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"},
+	"kafka-configs":                {"org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"},
+	"kafka-acls":                   {"org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"},
+	"kafka-console-producer":       {"org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"},
+	"kafka-console-consumer":       {"org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"},
+	"kafka-consumer-groups":        {"org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"},
+	"kafka-share-groups":           {"org.apache.kafka.tools.consumer.group.ShareGroupCommand"},
+	"kafka-console-share-consumer": {"org.apache.kafka.tools.consumer.ConsoleShareConsumer"},
+	"kafka-producer-perf-test":     {"org.apache.kafka.tools.ProducerPerformance"},
+	"kafka-verifiable-producer":    {"org.apache.kafka.tools.VerifiableProducer"},
+	"kafka-consumer-perf-test":     {"org.apache.kafka.tools.ConsumerPerformance", "kafka.tools.ConsumerPerformance"},
+	"kafka-metadata-quorum":        {"org.apache.kafka.tools.MetadataQuorumCommand"},
+	"kafka-leader-election":        {"org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"},
+	"connect-mirror-maker":         {"org.apache.kafka.connect.mirror.MirrorMaker"},
 }
 
 // jarClasses lists the classes of every jar in libs.

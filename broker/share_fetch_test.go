@@ -1,0 +1,180 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/testutil"
+)
+
+// franz-go's share consumer (KIP-932) against the broker: two consumers
+// of one share group read every record of a topic, each record delivered
+// to one of them, acknowledged (accepted) as they poll on; once they
+// closed, the group's start offsets are the partitions' ends, where a
+// new consumer starts.
+func TestShareConsumersReadEveryRecordOnce(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
+	cfgTopic(t, b, "jobs", 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const n = 40
+	for i := range n {
+		if err := pr.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "job-%d", i), Partition: int32(i % 2)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(pr)
+	start := kadm.Offsets{}
+	start.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
+	start.Add(kadm.Offset{Topic: "jobs", Partition: 1, At: 0})
+	if resp, err := adm.AlterShareGroupOffsets(ctx, "workers", start); err != nil || resp.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
+	}
+	seen := map[string]int{}
+	consumers := make([]*kgo.Client, 2)
+	for i := range consumers {
+		consumers[i] = newTestClient(t, b, kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"), kgo.FetchMaxWait(200*time.Millisecond))
+	}
+	for len(seen) < n && ctx.Err() == nil {
+		for _, cl := range consumers {
+			pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			fs := cl.PollFetches(pctx)
+			pcancel()
+			for _, e := range fs.Errors() {
+				if e.Err != context.DeadlineExceeded {
+					t.Fatalf("poll: %v", e.Err)
+				}
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				seen[string(r.Value)]++
+				r.Ack(kgo.AckAccept)
+			})
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("read %d distinct records, want %d", len(seen), n)
+	}
+	for v, k := range seen {
+		if k != 1 {
+			t.Errorf("%s delivered %d times", v, k)
+		}
+	}
+	for _, cl := range consumers {
+		cl.Close() // sends the acknowledgements of the last poll
+	}
+	testutil.CheckFor(t, 10*time.Second, func() error {
+		d, err := adm.DescribeShareGroupOffsets(ctx, "workers")
+		if err != nil {
+			return err
+		}
+		got := map[int32]int64{}
+		for p, o := range d["workers"].Offsets["jobs"] {
+			got[p] = o.StartOffset
+		}
+		if want := map[int32]int64{0: n / 2, 1: n / 2}; !maps.Equal(got, want) {
+			return fmt.Errorf("start offsets %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
+// The share protocol's rules over raw requests: sessions and their
+// epochs, acquisition limits, acknowledgements of records another member
+// holds, release and redelivery with delivery counts, and lock expiry.
+func TestShareFetchSessionsLocksAndRedelivery(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, func(c *Config) {
+		c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"}
+		c.GroupShareRecordLockDuration = time.Second
+		c.GroupShareDeliveryCountLimit = 2
+	})
+	tp := cfgTopic(t, b, "jobs", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"))
+	for i := range 10 {
+		if err := pr.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(pr)
+	at0 := kadm.Offsets{}
+	at0.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
+	if resp, err := adm.AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
+	}
+	id := tp.ID()
+	raw := dialRaw(t, b)
+	fetch := func(member string, epoch, maxRecords int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.Version, req.GroupID, req.MemberID, req.ShareSessionEpoch = 2, kmsg.StringPtr("g"), kmsg.StringPtr(member), epoch
+		req.MaxRecords, req.BatchSize, req.MaxWaitMillis = maxRecords, maxRecords, 0
+		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{
+			{Partition: 0, PartitionMaxBytes: 1 << 20, AcknowledgementBatches: acks}}}}
+		return raw.roundTrip(req).(*kmsg.ShareFetchResponse)
+	}
+	acquired := func(resp *kmsg.ShareFetchResponse) string {
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 {
+			return fmt.Sprintf("error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+		}
+		p := resp.Topics[0].Partitions[0]
+		out := fmt.Sprintf("code %d ack %d:", p.ErrorCode, p.AcknowledgeErrorCode)
+		for _, a := range p.AcquiredRecords {
+			out += fmt.Sprintf(" %d-%d#%d", a.FirstOffset, a.LastOffset, a.DeliveryCount)
+		}
+		return out
+	}
+	if got := acquired(fetch("a", 0, 4)); got != "code 0 ack 0: 0-3#1" {
+		t.Fatalf("a's first fetch: %s", got)
+	}
+	if got := acquired(fetch("b", 0, 4)); got != "code 0 ack 0: 4-7#1" {
+		t.Fatalf("b's first fetch: %s", got)
+	}
+	if resp := fetch("a", 5, 4); resp.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("a fetch at the wrong epoch: %d", resp.ErrorCode)
+	}
+	if resp := fetch("c", 3, 4); resp.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("a fetch without a session: %d", resp.ErrorCode)
+	}
+	// b acknowledges a's records: refused, nothing settled.
+	steal := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: 0, LastOffset: 1, AcknowledgeTypes: []int8{1}}
+	if got := acquired(fetch("b", 1, 0, steal)); got != "code 0 ack "+fmt.Sprint(kerr.InvalidRecordState.Code)+": 8-9#1" {
+		t.Fatalf("b acknowledging a's records: %s", got)
+	}
+	// a accepts 0-1 and releases 2-3: they go to the next fetch, at their
+	// second delivery.
+	settle := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: 0, LastOffset: 3, AcknowledgeTypes: []int8{1, 1, 2, 2}}
+	if got := acquired(fetch("a", 1, 10, settle)); got != "code 0 ack 0: 2-3#2" {
+		t.Fatalf("a's fetch after its acknowledgement: %s", got)
+	}
+	if d, err := adm.DescribeShareGroupOffsets(ctx, "g"); err != nil || d["g"].Offsets["jobs"][0].StartOffset != 2 {
+		t.Fatalf("the start offset after 0-1 were accepted: %+v %v", d["g"].Offsets["jobs"][0], err)
+	}
+	// a's locks end: 2-3 have had their two deliveries and are archived;
+	// b's 4-9 go to a at their second delivery.
+	time.Sleep(1100 * time.Millisecond)
+	if got := acquired(fetch("a", 2, 10)); got != "code 0 ack 0: 4-9#2" {
+		t.Fatalf("a's fetch after every lock ended: %s", got)
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.Version, ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = 2, kmsg.StringPtr("g"), kmsg.StringPtr("a"), -1
+	ack.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: id, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{
+		{Partition: 0, AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{
+			{FirstOffset: 4, LastOffset: 9, AcknowledgeTypes: []int8{1}}}}}}}
+	if resp := raw.roundTrip(ack).(*kmsg.ShareAcknowledgeResponse); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ShareAcknowledge closing a's session: %+v", resp)
+	}
+	if d, err := adm.DescribeShareGroupOffsets(ctx, "g"); err != nil || d["g"].Offsets["jobs"][0].StartOffset != 10 {
+		t.Fatalf("the start offset once everything settled: %+v %v", d["g"].Offsets["jobs"][0], err)
+	}
+}

@@ -1,0 +1,118 @@
+package share
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+var testCfg = Config{LockDuration: time.Second, DeliveryLimit: 2, MaxLocks: 100}
+
+// batches is a log of single-record batches from..to, offsets inclusive.
+func batches(from, to int64) []Batch {
+	var out []Batch
+	for o := from; o <= to; o++ {
+		out = append(out, Batch{Base: o, Last: o})
+	}
+	return out
+}
+
+// Two members acquire disjoint records; acknowledgements move the start
+// offset over the settled prefix only.
+func TestAcquireAndAcknowledge(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	p := New(testCfg, 10)
+	if o, ok := p.NextRead(now); o != 10 || !ok {
+		t.Fatalf("NextRead %d %v, want 10", o, ok)
+	}
+	runs, used := p.Acquire("a", batches(10, 19), 4, now)
+	if fmt.Sprint(runs) != "[{10 13 1}]" || fmt.Sprint(used) != "[0 1 2 3]" {
+		t.Fatalf("a acquired %v from batches %v", runs, used)
+	}
+	runs, _ = p.Acquire("b", batches(10, 19), 4, now)
+	if fmt.Sprint(runs) != "[{14 17 1}]" {
+		t.Fatalf("b acquired %v, want 14-17", runs)
+	}
+	if _, err := p.Acknowledge("b", 10, 10, []int8{AckAccept}, now); !errors.Is(err, ErrInvalidRecordState) {
+		t.Fatalf("b acknowledging a's record: %v", err)
+	}
+	if moved, err := p.Acknowledge("b", 14, 17, []int8{AckAccept}, now); err != nil || moved || p.Start() != 10 {
+		t.Fatalf("b's acknowledgement: moved %v, %v, start %d; want the start to wait for a", moved, err, p.Start())
+	}
+	if moved, err := p.Acknowledge("a", 10, 13, []int8{AckAccept, AckReject, AckAccept, AckGap}, now); err != nil || !moved ||
+		p.Start() != 18 {
+		t.Fatalf("a's acknowledgement: moved %v, %v, start %d; want 18", moved, err, p.Start())
+	}
+}
+
+// A released record, or one whose lock ended, is delivered again with its
+// delivery count; past the delivery limit it is archived.
+func TestReleaseLockExpiryAndDeliveryLimit(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	p := New(testCfg, 0)
+	p.Acquire("a", batches(0, 1), 10, now)
+	if _, err := p.Acknowledge("a", 0, 0, []int8{AckRelease}, now); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := p.NextRead(now); o != 0 {
+		t.Fatalf("NextRead %d after a release, want 0", o)
+	}
+	runs, _ := p.Acquire("b", batches(0, 1), 10, now)
+	if fmt.Sprint(runs) != "[{0 0 2}]" {
+		t.Fatalf("redelivered %v, want offset 0 at delivery 2", runs)
+	}
+	// Both locks end: offset 0 has had its two deliveries and is
+	// archived, offset 1 is available for its second.
+	later := now.Add(2 * time.Second)
+	if o, _ := p.NextRead(later); o != 1 || p.Start() != 1 {
+		t.Fatalf("after the locks ended: NextRead %d, start %d; want 1, 1", o, p.Start())
+	}
+	runs, _ = p.Acquire("c", batches(1, 1), 10, later)
+	if fmt.Sprint(runs) != "[{1 1 2}]" {
+		t.Fatalf("acquired %v, want offset 1 at delivery 2", runs)
+	}
+	// Renew extends the lock.
+	if _, err := p.Acknowledge("c", 1, 1, []int8{AckRenew}, later.Add(500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Acknowledge("c", 1, 1, []int8{AckAccept}, later.Add(1200*time.Millisecond)); err != nil {
+		t.Fatalf("accept after a renew, past the first lock: %v", err)
+	}
+	p.ReleaseMember("c")
+	if p.Start() != 2 {
+		t.Fatalf("start %d, want 2", p.Start())
+	}
+}
+
+// Control batches are never delivered; offsets a compacted batch lacks
+// are acknowledged as gaps; the window never passes MaxLocks.
+func TestControlBatchesGapsAndMaxLocks(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	p := New(Config{LockDuration: time.Second, DeliveryLimit: 5, MaxLocks: 6}, 0)
+	runs, used := p.Acquire("a", []Batch{{Base: 0, Last: 2}, {Base: 3, Last: 3, Control: true}, {Base: 4, Last: 9}}, 100, now)
+	if fmt.Sprint(runs) != "[{0 2 1} {4 5 1}]" || fmt.Sprint(used) != "[0 2]" {
+		t.Fatalf("acquired %v of batches %v, want 0-2 and 4-5 (the window holds 6)", runs, used)
+	}
+	if _, ok := p.NextRead(now); ok {
+		t.Fatal("NextRead with a full window and nothing available")
+	}
+	if _, err := p.Acknowledge("a", 0, 2, []int8{AckAccept}, now); err != nil {
+		t.Fatal(err)
+	}
+	if p.Start() != 4 {
+		t.Fatalf("start %d, want 4 (past the control batch)", p.Start())
+	}
+	p.SkipTo(5)
+	if p.Start() != 5 {
+		t.Fatalf("start %d after SkipTo(5)", p.Start())
+	}
+	for _, bad := range [][]int8{{}, {1, 1}, {9}} {
+		if _, err := p.Acknowledge("a", 5, 5, bad, now); err == nil {
+			t.Fatalf("acknowledge types %v accepted", bad)
+		}
+	}
+}
