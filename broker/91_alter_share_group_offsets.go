@@ -52,6 +52,9 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 		req = &one
 	}
 	resp = b.groups.AlterShareGroupOffsets(req)
+	if resp.ErrorCode != 0 {
+		return resp, nil // a group-level error stands alone, as in Kafka
+	}
 	for _, rt := range denied {
 		at := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		at.Topic = rt.Topic

@@ -52,6 +52,9 @@ func (b *Broker) handleDeleteShareGroupOffsets(r *request) (kmsg.Response, error
 		req = &one
 	}
 	resp = b.groups.DeleteShareGroupOffsets(req)
+	if resp.ErrorCode != 0 {
+		return resp, nil // a group-level error stands alone, as in Kafka
+	}
 	for _, name := range denied {
 		resp.Topics = append(resp.Topics, kmsg.DeleteShareGroupOffsetsResponseTopic{Topic: name,
 			ErrorCode: kerr.TopicAuthorizationFailed.Code})

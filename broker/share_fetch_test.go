@@ -178,3 +178,33 @@ func TestShareFetchSessionsLocksAndRedelivery(t *testing.T) {
 		t.Fatalf("the start offset once everything settled: %+v %v", d["g"].Offsets["jobs"][0], err)
 	}
 }
+
+// The node's share sessions are bounded: opening one past the bound
+// evicts the least recently used, whose next request is
+// SHARE_SESSION_NOT_FOUND.
+func TestShareSessionsAreBounded(t *testing.T) {
+	t.Parallel()
+	s := newShares()
+	open := func(member string) {
+		t.Helper()
+		sess, err := s.openSession("g", member, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.closeOrAdvance("g", member, sess, 0) // answered: now at epoch 1
+	}
+	for i := range maxShareSessions {
+		open(fmt.Sprint("m", i))
+	}
+	open("m1") // m0 is now the least recently used
+	open("newcomer")
+	if len(s.sessions) != maxShareSessions {
+		t.Fatalf("%d sessions, want the bound %d", len(s.sessions), maxShareSessions)
+	}
+	if _, err := s.openSession("g", "m0", 1); err != kerr.ShareSessionNotFound {
+		t.Fatalf("the evicted session's next request: %v, want SHARE_SESSION_NOT_FOUND", err)
+	}
+	if _, err := s.openSession("g", "m1", 1); err != nil {
+		t.Fatalf("a session used since: %v", err)
+	}
+}

@@ -55,13 +55,23 @@ type shareSessionKey struct{ group, member string }
 type shareSession struct {
 	epoch int32
 	parts map[shareKey]bool
+	used  uint64 // the order of its last request, for eviction
 }
+
+// maxShareSessions bounds the node's share sessions (Kafka's
+// group.share.max.share.sessions default): opening one more evicts the
+// least recently used, whose member's next request is then
+// SHARE_SESSION_NOT_FOUND and opens a new one. A member that vanished
+// without closing its session would otherwise keep it forever; the
+// records it held are released when their locks end.
+const maxShareSessions = 2000
 
 // shares holds the node's share partitions and sessions.
 type shares struct {
 	mu       sync.Mutex
 	parts    map[shareKey]*sharePart
 	sessions map[shareSessionKey]*shareSession
+	requests uint64 // session requests so far: shareSession.used
 }
 
 func newShares() *shares {
@@ -84,9 +94,14 @@ func (s *shares) openSession(group, member string, epoch int32) (*shareSession, 
 	defer s.mu.Unlock()
 	k := shareSessionKey{group, member}
 	cur := s.sessions[k]
+	s.requests++
+	now := s.requests
 	switch {
 	case epoch == 0:
-		cur = &shareSession{epoch: 0, parts: map[shareKey]bool{}}
+		if cur == nil && len(s.sessions) >= maxShareSessions {
+			s.evictOldest()
+		}
+		cur = &shareSession{epoch: 0, parts: map[shareKey]bool{}, used: now}
 		s.sessions[k] = cur
 		return cur, nil
 	case cur == nil:
@@ -94,7 +109,20 @@ func (s *shares) openSession(group, member string, epoch int32) (*shareSession, 
 	case epoch != -1 && epoch != cur.epoch:
 		return nil, kerr.InvalidShareSessionEpoch
 	}
+	cur.used = now
 	return cur, nil
+}
+
+// evictOldest drops the least recently used session. REQUIRES: s.mu held.
+func (s *shares) evictOldest() {
+	var oldest shareSessionKey
+	at := uint64(1<<64 - 1)
+	for k, sess := range s.sessions {
+		if sess.used < at {
+			oldest, at = k, sess.used
+		}
+	}
+	delete(s.sessions, oldest)
 }
 
 // closeOrAdvance ends a request of the session: -1 removes it, any other

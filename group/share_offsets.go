@@ -85,7 +85,10 @@ func (s *GroupsState) applyShareOffset(key, value []byte) error {
 // the partitions asked for, or (no topics, v1) of every partition that has
 // one. A partition without one is StartOffset -1, as Kafka answers. A
 // group that does not exist here, or is not a share group, is
-// GROUP_ID_NOT_FOUND. Lag is -1 (not known here).
+// GROUP_ID_NOT_FOUND and a partition that does not exist
+// UNKNOWN_TOPIC_OR_PARTITION, where Kafka answers -1 without an error: an
+// operator asking of a group or topic that is not there is told so. Lag is
+// -1 (not known here).
 func (c *Coordinator) DescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffsetsRequest) *kmsg.DescribeShareGroupOffsetsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	byName, byID := c.topicsByName()
@@ -217,7 +220,10 @@ func (c *Coordinator) AlterShareGroupOffsets(req *kmsg.AlterShareGroupOffsetsReq
 	}
 	if err := g.writeShare(); err != nil {
 		if created {
-			g.share, g.protocolType = nil, ""
+			// Nothing of the group was there: it goes, rather than stay
+			// listed as an empty classic group.
+			g.share, g.protocolType, g.state = nil, "", stateDead
+			c.removeIfDead(g)
 		} else {
 			g.share.unwritten = g.share.unwritten[:mark] // refused: nothing of it may go out later
 		}

@@ -136,6 +136,11 @@ func TestShareGroupRefusedWritesStayRefused(t *testing.T) {
 	dg := kmsg.NewPtrDeleteGroupsRequest()
 	dg.Groups = []string{"sg"}
 	wantCode(t, "a delete whose write fails", c.DeleteGroups(dg).Groups[0].ErrorCode, kerr.NotCoordinator)
+	wantCode(t, "an alter creating a group, whose write fails", alterShareOffsets(c, "new", "orders", map[int32]int64{0: 1}).ErrorCode,
+		kerr.NotCoordinator)
+	if g := c.group("new", false); g != nil {
+		t.Fatal("a group the refused alter would have made is left behind (listed as an empty classic group)")
+	}
 	if err := c.TxnCommitCheck("sg", "", nil, -1); err != kerr.GroupIDNotFound {
 		t.Fatalf("a txn commit into a share group: %v", err)
 	}
