@@ -81,7 +81,9 @@ func FormatStorage(cfg Config, clusterID string, ignoreFormatted bool) (FormatRe
 			return rep, fmt.Errorf("opening the state store %s: %w", cfg.StateDir, err)
 		}
 		had := store.ClusterID()
-		store.Close()
+		if err := store.Close(); err != nil {
+			return rep, fmt.Errorf("closing the state store %s: %w", cfg.StateDir, err)
+		}
 		if err := already(cfg.StateDir, had); err != nil {
 			return rep, err
 		}
