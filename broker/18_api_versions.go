@@ -65,7 +65,7 @@ func (b *Broker) protocolEnabled(key int16) bool {
 	switch key {
 	case consumerGroupHeartbeatKey, consumerGroupDescribeKey:
 		return b.cfg.ConsumerProtocol()
-	case shareGroupHeartbeatKey, shareGroupDescribeKey, shareFetchKey, shareAcknowledgeKey, writeShareGroupStateKey,
+	case shareGroupHeartbeatKey, shareGroupDescribeKey, shareFetchKey, shareAcknowledgeKey, readShareGroupStateKey, writeShareGroupStateKey,
 		describeShareGroupOffsetsKey, alterShareGroupOffsetsKey, deleteShareGroupOffsetsKey:
 		return b.cfg.ShareProtocol()
 	}

@@ -54,12 +54,28 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	if !az.group(aclOperationRead, group) {
 		return fail(kerr.GroupAuthorizationFailed)
 	}
+	if req.ShareSessionEpoch == 0 {
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				if len(rp.AcknowledgementBatches) > 0 {
+					return fail(kerr.InvalidRequest) // a new session holds nothing to settle
+				}
+			}
+		}
+	}
 	sess, code := b.shares.openSession(group, member, req.ShareSessionEpoch)
 	if code != nil {
 		return fail(code)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupRPCTimeout)
 	defer cancel()
+	if req.ShareSessionEpoch == 0 {
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				b.refreshSharePart(ctx, shareKey{group, rt.TopicID, rp.Partition})
+			}
+		}
+	}
 	out := newShareAnswer(b, &az)
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
@@ -74,7 +90,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 			for i, a := range rp.AcknowledgementBatches {
 				acks[i] = shareAck{a.FirstOffset, a.LastOffset, a.AcknowledgeTypes}
 			}
-			out.part(k).ackCode = b.settle(ctx, &az, k, member, acks, req.ShareSessionEpoch)
+			out.part(k).ackCode = b.settle(ctx, &az, k, member, acks)
 		}
 	}
 	var forgot []shareKey
@@ -92,17 +108,13 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	if req.ShareSessionEpoch != -1 && !req.IsRenewAck {
 		b.shareFetchRecords(ctx, r, req, sess, member, out)
 	}
-	b.shares.closeOrAdvance(group, member, sess, req.ShareSessionEpoch)
 	out.fill(resp)
 	return resp, nil
 }
 
 // settle is one partition's acknowledgements (ShareFetch's or
 // ShareAcknowledge's): its error code, 0 when every batch was settled.
-func (b *Broker) settle(ctx context.Context, az *authzCtx, k shareKey, member string, acks []shareAck, epoch int32) int16 {
-	if epoch == 0 {
-		return kerr.InvalidShareSessionEpoch.Code // a new session holds nothing to settle
-	}
+func (b *Broker) settle(ctx context.Context, az *authzCtx, k shareKey, member string, acks []shareAck) int16 {
 	t := b.partitions.TopicByID(k.topic)
 	switch {
 	case t == nil:
@@ -138,6 +150,7 @@ func (b *Broker) shareFetchRecords(ctx context.Context, r *request, req *kmsg.Sh
 	for {
 		left, budget := maxRecords, int(req.MaxBytes)
 		var waitOn []*partition.Partition
+		var wakes []uint64 // each partition's appends before its read
 		for _, k := range keys {
 			if left <= 0 || budget <= 0 {
 				break
@@ -152,7 +165,7 @@ func (b *Broker) shareFetchRecords(ctx context.Context, r *request, req *kmsg.Sh
 				out.part(k).code = kcode.Code
 				continue
 			}
-			waitOn = append(waitOn, p)
+			waitOn, wakes = append(waitOn, p), append(wakes, p.Wakes())
 			records, runs, err := b.acquire(sp, p, member, left, budget)
 			if err != nil {
 				b.log.Warn("share fetch read failed", "topic", p.Topic().Name(), "partition", p.Index(), "err", err)
@@ -174,21 +187,30 @@ func (b *Broker) shareFetchRecords(ctx context.Context, r *request, req *kmsg.Sh
 		if wake == nil {
 			wake = make(chan struct{}, 1)
 		}
-		for _, p := range waitOn {
+		missed := false
+		for i, p := range waitOn {
 			p.Wait(wake)
+			// An append between the read and the Wait has woken no one.
+			missed = missed || p.Wakes() != wakes[i]
 		}
-		waited := time.Now()
-		t := time.NewTimer(time.Until(deadline))
-		select {
-		case <-wake:
-		case <-t.C:
-		case <-b.closing:
+		waited, closing := time.Now(), false
+		if !missed {
+			t := time.NewTimer(time.Until(deadline))
+			select {
+			case <-wake:
+			case <-t.C:
+			case <-b.closing:
+				closing = true
+			}
+			t.Stop()
 		}
-		t.Stop()
 		for _, p := range waitOn {
 			p.Unwait(wake)
 		}
 		r.parked += time.Since(waited) // a long poll is not request time (quotas)
+		if closing {
+			return
+		}
 	}
 }
 

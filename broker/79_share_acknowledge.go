@@ -69,7 +69,7 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 			}
 			ap := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			ap.Partition = rp.Partition
-			ap.ErrorCode = b.settle(ctx, &az, k, member, acks, req.ShareSessionEpoch)
+			ap.ErrorCode = b.settle(ctx, &az, k, member, acks)
 			ap.CurrentLeader.LeaderID, ap.CurrentLeader.LeaderEpoch = -1, -1
 			at.Partitions = append(at.Partitions, ap)
 		}
@@ -78,6 +78,5 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 	if req.ShareSessionEpoch == -1 {
 		b.releaseShares(ctx, group, member, b.shares.keys(sess))
 	}
-	b.shares.closeOrAdvance(group, member, sess, req.ShareSessionEpoch)
 	return resp, nil
 }

@@ -210,7 +210,7 @@ func wantApiKeys() []kmsg.ApiVersionsResponseApiKey {
 
 // shareGroupKeys are the keys listed only with share groups on.
 var shareGroupKeys = []int16{shareGroupHeartbeatKey, shareGroupDescribeKey, shareFetchKey, shareAcknowledgeKey,
-	writeShareGroupStateKey, describeShareGroupOffsetsKey, alterShareGroupOffsetsKey, deleteShareGroupOffsetsKey}
+	readShareGroupStateKey, writeShareGroupStateKey, describeShareGroupOffsetsKey, alterShareGroupOffsetsKey, deleteShareGroupOffsetsKey}
 
 func sameApiKeys(a, b []kmsg.ApiVersionsResponseApiKey) bool {
 	return slices.EqualFunc(a, b, func(x, y kmsg.ApiVersionsResponseApiKey) bool {

@@ -203,6 +203,22 @@ func coordinatorMoving(resp kmsg.Response) bool {
 		}
 	case *kmsg.AlterShareGroupOffsetsResponse:
 		return moving(r.ErrorCode)
+	case *kmsg.ReadShareGroupStateResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if moving(p.ErrorCode) {
+					return true
+				}
+			}
+		}
+	case *kmsg.WriteShareGroupStateResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if moving(p.ErrorCode) {
+					return true
+				}
+			}
+		}
 	case *kmsg.OffsetCommitResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {

@@ -177,6 +177,18 @@ func TestShareFetchSessionsLocksAndRedelivery(t *testing.T) {
 	if d, err := adm.DescribeShareGroupOffsets(ctx, "g"); err != nil || d["g"].Offsets["jobs"][0].StartOffset != 10 {
 		t.Fatalf("the start offset once everything settled: %+v %v", d["g"].Offsets["jobs"][0], err)
 	}
+	// An admin resets the group to 0 while it has no members: the next
+	// member's session starts there (found in review: the leader kept
+	// its own start offset and wrote it back over the reset).
+	b2 := kmsg.NewPtrShareAcknowledgeRequest()
+	b2.Version, b2.GroupID, b2.MemberID, b2.ShareSessionEpoch = 2, kmsg.StringPtr("g"), kmsg.StringPtr("b"), -1
+	raw.roundTrip(b2)
+	if resp, err := adm.AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
+		t.Fatalf("resetting to 0: %v %v", err, resp.Error())
+	}
+	if got := acquired(fetch("c", 0, 10)); got != "code 0 ack 0: 0-9#1" {
+		t.Fatalf("a new member's fetch after the reset: %s, want 0-9 delivered anew", got)
+	}
 }
 
 // The node's share sessions are bounded: opening one past the bound
@@ -187,11 +199,9 @@ func TestShareSessionsAreBounded(t *testing.T) {
 	s := newShares()
 	open := func(member string) {
 		t.Helper()
-		sess, err := s.openSession("g", member, 0)
-		if err != nil {
+		if _, err := s.openSession("g", member, 0); err != nil { // now at epoch 1
 			t.Fatal(err)
 		}
-		s.closeOrAdvance("g", member, sess, 0) // answered: now at epoch 1
 	}
 	for i := range maxShareSessions {
 		open(fmt.Sprint("m", i))
@@ -206,5 +216,46 @@ func TestShareSessionsAreBounded(t *testing.T) {
 	}
 	if _, err := s.openSession("g", "m1", 1); err != nil {
 		t.Fatalf("a session used since: %v", err)
+	}
+}
+
+// A share fetch with nothing to acquire waits for an append (up to
+// MaxWaitMillis) and answers it at once.
+func TestShareFetchLongPoll(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
+	tp := cfgTopic(t, b, "jobs", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"))
+	adm := kadm.NewClient(pr)
+	at0 := kadm.Offsets{}
+	at0.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
+	if resp, err := adm.AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
+	}
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version, req.GroupID, req.MemberID, req.MaxRecords, req.MaxWaitMillis = 2, kmsg.StringPtr("g"), kmsg.StringPtr("m"), 10, 10000
+	req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: tp.ID(), Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		pr.ProduceSync(ctx, kgo.StringRecord("late"))
+	}()
+	began := time.Now()
+	resp := dialRaw(t, b).roundTrip(req).(*kmsg.ShareFetchResponse)
+	took := time.Since(began)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions[0].AcquiredRecords) != 1 {
+		t.Fatalf("the long poll answered %+v", resp)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("the long poll answered after %v: the append did not wake it", took)
+	}
+	// Acknowledgements in a request that opens a session are refused
+	// whole: the session holds nothing.
+	req.ShareSessionEpoch, req.MaxWaitMillis = 0, 0
+	req.Topics[0].Partitions[0].AcknowledgementBatches = []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{
+		{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}}
+	if resp := dialRaw(t, b).roundTrip(req).(*kmsg.ShareFetchResponse); resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("acknowledgements at epoch 0: %d, want INVALID_REQUEST", resp.ErrorCode)
 	}
 }

@@ -47,6 +47,10 @@ type sharePart struct {
 	p         *share.Partition
 	lead      partition.Leadership
 	persisted int64 // the start offset the coordinator holds
+	// stateEpoch is the coordinator's state epoch of the partition when
+	// it was loaded: writes carry it, and an admin's reset since fences
+	// them (the partition is then loaded again).
+	stateEpoch int32
 }
 
 type shareSessionKey struct{ group, member string }
@@ -87,8 +91,10 @@ func nextShareEpoch(e int32) int32 {
 	return e + 1
 }
 
-// openSession applies a request's session epoch: 0 opens a new session
-// (replacing the member's), -1 and others must match the session's.
+// openSession applies a request's session epoch, checking and moving it
+// at once (two requests at one epoch cannot both pass): 0 opens a new
+// session (replacing the member's), -1 closes the member's, any other
+// must be the session's and moves it on.
 func (s *shares) openSession(group, member string, epoch int32) (*shareSession, *kerr.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,15 +107,18 @@ func (s *shares) openSession(group, member string, epoch int32) (*shareSession, 
 		if cur == nil && len(s.sessions) >= maxShareSessions {
 			s.evictOldest()
 		}
-		cur = &shareSession{epoch: 0, parts: map[shareKey]bool{}, used: now}
+		cur = &shareSession{epoch: 1, parts: map[shareKey]bool{}, used: now}
 		s.sessions[k] = cur
 		return cur, nil
 	case cur == nil:
 		return nil, kerr.ShareSessionNotFound
-	case epoch != -1 && epoch != cur.epoch:
+	case epoch == -1:
+		delete(s.sessions, k)
+		return cur, nil
+	case epoch != cur.epoch:
 		return nil, kerr.InvalidShareSessionEpoch
 	}
-	cur.used = now
+	cur.epoch, cur.used = nextShareEpoch(epoch), now
 	return cur, nil
 }
 
@@ -123,18 +132,6 @@ func (s *shares) evictOldest() {
 		}
 	}
 	delete(s.sessions, oldest)
-}
-
-// closeOrAdvance ends a request of the session: -1 removes it, any other
-// epoch moves it on.
-func (s *shares) closeOrAdvance(group, member string, sess *shareSession, epoch int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if epoch == -1 {
-		delete(s.sessions, shareSessionKey{group, member})
-		return
-	}
-	sess.epoch = nextShareEpoch(epoch)
 }
 
 // track adds k to the session's partitions (or, add false, forgets it).
@@ -192,19 +189,22 @@ func (b *Broker) sharePartition(ctx context.Context, k shareKey, p *partition.Pa
 		sp.p.SetConfig(b.shareConfig(k.group))
 		return sp, nil
 	}
-	start, found, err := b.readShareStart(ctx, k, p.Topic().Name())
+	o, err := b.readShareStart(ctx, k)
 	if err != nil {
 		return nil, err
 	}
-	logStart, hw := p.LogStartOffset(), p.HighWatermark()
-	if !found {
+	start, logStart, hw := o.StartOffset, p.LogStartOffset(), p.HighWatermark()
+	if start < 0 {
 		start = hw
 		if b.shareAutoOffsetReset(k.group) == "earliest" {
 			start = logStart
 		}
 	}
 	start = max(logStart, min(start, hw))
-	sp.p, sp.persisted = share.New(b.shareConfig(k.group), start), -1
+	sp.p, sp.persisted, sp.stateEpoch = share.New(b.shareConfig(k.group), start), -1, o.StateEpoch
+	// Where it starts is durable before anything is delivered: a new
+	// leader must not start later (share.auto.offset.reset=latest
+	// moves on) and skip what this one delivered.
 	if err := b.persistShareStart(ctx, k, sp); err != nil {
 		sp.p = nil
 		return nil, err
@@ -212,36 +212,90 @@ func (b *Broker) sharePartition(ctx context.Context, k shareKey, p *partition.Pa
 	return sp, nil
 }
 
-// readShareStart asks the group's coordinator for k's start offset.
-func (b *Broker) readShareStart(ctx context.Context, k shareKey, topic string) (int64, bool, *kerr.Error) {
-	if b.coordinatorError(meta.CoordinatorGroup, k.group) == 0 {
-		o, ok, err := b.groups.ShareStart(k.group, k.topic, k.partition)
-		return o.StartOffset, ok, err
+// refreshSharePart drops k's share partition when the coordinator's
+// state moved past what it was loaded from (an admin reset or deleted its
+// start offset, or deleted the group, while it was idle): a member opening
+// a session must start where the coordinator says.
+func (b *Broker) refreshSharePart(ctx context.Context, k shareKey) {
+	b.shares.mu.Lock()
+	sp := b.shares.parts[k]
+	b.shares.mu.Unlock()
+	if sp == nil {
+		return
 	}
-	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	req.Version = 1
-	req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: k.group,
-		Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{k.partition}}}}}
-	r, err := b.atGroupCoordinator(ctx, k.group, req, func() kmsg.Response { return b.groups.DescribeShareGroupOffsets(req) })
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return
+	}
+	o, err := b.readShareStart(ctx, k)
+	if err == nil && o.StateEpoch == sp.stateEpoch && (o.StartOffset >= 0 || sp.persisted < 0) {
+		return
+	}
+	b.dropSharePart(k, sp)
+}
+
+// dropSharePart forgets sp, k's share partition, so that the next request
+// loads it again from the coordinator. REQUIRES: sp.mu held.
+func (b *Broker) dropSharePart(k shareKey, sp *sharePart) {
+	sp.p = nil
+	b.shares.mu.Lock()
+	if b.shares.parts[k] == sp {
+		delete(b.shares.parts, k)
+	}
+	b.shares.mu.Unlock()
+}
+
+// readShareStart asks the group's coordinator for k's start offset (-1:
+// none) and state epoch: at this node, or with ReadShareGroupState at
+// another.
+func (b *Broker) readShareStart(ctx context.Context, k shareKey) (group.ShareOffset, *kerr.Error) {
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = k.group
+	req.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: k.topic,
+		Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: k.partition, LeaderEpoch: -1}}}}
+	r, err := b.atGroupCoordinator(ctx, k.group, req, func() kmsg.Response { return b.readShareGroupState(req) })
 	if err != nil {
 		b.log.Warn("reading a share partition's start offset from its group's coordinator", "group", k.group, "err", err)
-		return 0, false, kerr.CoordinatorNotAvailable
+		return group.ShareOffset{}, kerr.CoordinatorNotAvailable
 	}
-	g := r.(*kmsg.DescribeShareGroupOffsetsResponse).Groups
-	if len(g) != 1 {
-		return 0, false, kerr.UnknownServerError
-	}
-	if g[0].ErrorCode != 0 {
-		return 0, false, kerr.ErrorForCode(g[0].ErrorCode).(*kerr.Error)
-	}
-	for _, t := range g[0].Topics {
+	for _, t := range r.(*kmsg.ReadShareGroupStateResponse).Topics {
 		for _, p := range t.Partitions {
-			if p.Partition == k.partition && p.ErrorCode == 0 && p.StartOffset >= 0 {
-				return p.StartOffset, true, nil
+			if p.Partition != k.partition {
+				continue
 			}
+			if p.ErrorCode != 0 {
+				return group.ShareOffset{}, kerr.ErrorForCode(p.ErrorCode).(*kerr.Error)
+			}
+			return group.ShareOffset{StartOffset: p.StartOffset, LeaderEpoch: -1, StateEpoch: p.StateEpoch}, nil
 		}
 	}
-	return 0, false, nil
+	return group.ShareOffset{}, kerr.UnknownServerError
+}
+
+// readShareGroupState is ReadShareGroupState at this node's coordinator.
+func (b *Broker) readShareGroupState(req *kmsg.ReadShareGroupStateRequest) *kmsg.ReadShareGroupStateResponse {
+	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewReadShareGroupStateResponseTopic()
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewReadShareGroupStateResponseTopicPartition()
+			sp.Partition = rp.Partition
+			o, ok, code := b.groups.ShareStart(req.GroupID, rt.TopicID, rp.Partition)
+			switch {
+			case code != nil:
+				sp.ErrorCode = code.Code
+			case !ok:
+				sp.StartOffset, sp.StateEpoch = -1, 0
+			default:
+				sp.StartOffset, sp.StateEpoch = o.StartOffset, o.StateEpoch
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
 
 // persistShareStart writes sp's start offset to the group's coordinator
@@ -251,14 +305,21 @@ func (b *Broker) persistShareStart(ctx context.Context, k shareKey, sp *sharePar
 	if start == sp.persisted {
 		return nil
 	}
-	o := group.ShareOffset{StartOffset: start, LeaderEpoch: sp.lead.LeaderEpoch()}
+	o := group.ShareOffset{StartOffset: start, LeaderEpoch: sp.lead.LeaderEpoch(), StateEpoch: sp.stateEpoch}
 	var code *kerr.Error
 	if b.coordinatorError(meta.CoordinatorGroup, k.group) == 0 {
 		code = b.groups.SetShareStart(k.group, k.topic, k.partition, o)
 	} else {
 		code = b.writeShareStartRemote(ctx, k, o)
 	}
-	if code != nil {
+	switch code {
+	case nil:
+	case kerr.FencedStateEpoch, kerr.FencedLeaderEpoch, kerr.GroupIDNotFound:
+		// Reset, deleted or led elsewhere since: what this node holds
+		// is stale, and the next request loads the partition again.
+		b.dropSharePart(k, sp)
+		return code
+	default:
 		return code
 	}
 	sp.persisted = start
@@ -272,7 +333,7 @@ func (b *Broker) writeShareStartRemote(ctx context.Context, k shareKey, o group.
 	req.GroupID = k.group
 	req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: k.topic,
 		Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: k.partition, LeaderEpoch: o.LeaderEpoch,
-			StartOffset: o.StartOffset}}}}
+			StartOffset: o.StartOffset, StateEpoch: o.StateEpoch}}}}
 	r, err := b.atGroupCoordinator(ctx, k.group, req, func() kmsg.Response { return b.writeShareGroupState(req) })
 	if err != nil {
 		b.log.Warn("writing a share partition's start offset to its group's coordinator", "group", k.group, "err", err)
@@ -294,6 +355,9 @@ func (b *Broker) writeShareStartRemote(ctx context.Context, k shareKey, o group.
 func (b *Broker) acquire(sp *sharePart, p *partition.Partition, member string, maxRecords, maxBytes int) ([]byte, []share.Acquired, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return nil, nil, nil // dropped meanwhile: the next request loads it again
+	}
 	now := time.Now()
 	if ls := p.LogStartOffset(); ls > sp.p.Start() {
 		sp.p.SkipTo(ls) // retention took records nobody settled
@@ -318,7 +382,7 @@ func (b *Broker) acquire(sp *sharePart, p *partition.Partition, member string, m
 	if err := it.Err(); err != nil {
 		return nil, nil, err
 	}
-	runs, used := sp.p.Acquire(member, bs, maxRecords, now)
+	runs, used := sp.p.Acquire(member, from, bs, maxRecords, now)
 	var records []byte
 	for _, i := range used {
 		records = append(records, views[i]...)
@@ -331,6 +395,9 @@ func (b *Broker) acquire(sp *sharePart, p *partition.Partition, member string, m
 func (b *Broker) acknowledge(ctx context.Context, k shareKey, sp *sharePart, member string, acks []shareAck) *kerr.Error {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return kerr.InvalidRecordState // dropped meanwhile: what the member held is gone
+	}
 	now := time.Now()
 	var first *kerr.Error
 	for _, a := range acks {
@@ -385,7 +452,7 @@ func (b *Broker) writeShareGroupState(req *kmsg.WriteShareGroupStateRequest) *km
 			sp := kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			sp.Partition = rp.Partition
 			if code := b.groups.SetShareStart(req.GroupID, rt.TopicID, rp.Partition,
-				group.ShareOffset{StartOffset: rp.StartOffset, LeaderEpoch: rp.LeaderEpoch}); code != nil {
+				group.ShareOffset{StartOffset: rp.StartOffset, LeaderEpoch: rp.LeaderEpoch, StateEpoch: rp.StateEpoch}); code != nil {
 				msg := fmt.Sprintf("setting the start offset of partition %d: %v", rp.Partition, code)
 				sp.ErrorCode, sp.ErrorMessage = code.Code, &msg
 			}

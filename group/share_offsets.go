@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,10 +33,18 @@ const shareOffsetKey = 1000
 
 // ShareOffset is one share partition's start offset.
 type ShareOffset struct {
+	// StartOffset is -1 once deleted (DeleteShareGroupOffsets): the
+	// record stays, so that its state epoch does.
 	StartOffset int64
 	// LeaderEpoch is the partition's leader epoch when it was set (-1
 	// when unknown).
 	LeaderEpoch int32
+	// StateEpoch moves at every reset or delete of the start offset by
+	// an admin (AlterShareGroupOffsets, DeleteShareGroupOffsets, the
+	// mirror's sync): a partition's leader that loaded an older one is
+	// fenced (FENCED_STATE_EPOCH) and loads the new one, instead of
+	// writing its own start offset back over the reset.
+	StateEpoch int32
 }
 
 // shareOffsetRecord is the record of tp's start offset; o nil is its
@@ -50,6 +59,7 @@ func shareOffsetRecord(group string, tp topicPartitionID, o *ShareOffset) batch.
 	}
 	v := kbin.AppendInt64(valueStart(), o.StartOffset)
 	v = kbin.AppendInt32(v, o.LeaderEpoch)
+	v = kbin.AppendInt32(v, o.StateEpoch)
 	return batch.Record{Key: k, Value: noTags(v)}
 }
 
@@ -69,7 +79,7 @@ func (s *GroupsState) applyShareOffset(key, value []byte) error {
 	if v := r.Int16(); v != 0 && r.Ok() {
 		return fmt.Errorf("%w: %w: share start offset value version %d of group %q", ErrOffsetsRecord, errShareRecord, v, group)
 	}
-	o := ShareOffset{StartOffset: r.Int64(), LeaderEpoch: r.Int32()}
+	o := ShareOffset{StartOffset: r.Int64(), LeaderEpoch: r.Int32(), StateEpoch: r.Int32()}
 	readTags(&r, nil)
 	if err := r.Complete(); err != nil {
 		return fmt.Errorf("%w: %w: share start offset of group %q: %v", ErrOffsetsRecord, errShareRecord, group, err)
@@ -144,7 +154,7 @@ func (c *Coordinator) DescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffs
 					continue
 				}
 				o, ok := g.shareOffsets[topicPartitionID{t.ID, p}]
-				dt.Partitions = append(dt.Partitions, part(p, o, ok))
+				dt.Partitions = append(dt.Partitions, part(p, o, ok && o.StartOffset >= 0))
 			}
 			dg.Topics = append(dg.Topics, dt)
 		}
@@ -209,9 +219,14 @@ func (c *Coordinator) AlterShareGroupOffsets(req *kmsg.AlterShareGroupOffsetsReq
 			case rp.StartOffset < 0:
 				msg := fmt.Sprintf("start offset %d is negative", rp.StartOffset)
 				ap.ErrorCode, ap.ErrorMessage = kerr.InvalidRequest.Code, &msg
+			case g.shareOffsets[topicPartitionID{t.ID, rp.Partition}].StartOffset == rp.StartOffset &&
+				rp.StartOffset >= 0 && hasShareOffset(g, topicPartitionID{t.ID, rp.Partition}):
+				// Already there (the mirror's sync sets the same start
+				// every cycle): nothing to write, no leader to fence.
 			default:
-				o := ShareOffset{StartOffset: rp.StartOffset, LeaderEpoch: -1}
-				set[topicPartitionID{t.ID, rp.Partition}] = o
+				tp := topicPartitionID{t.ID, rp.Partition}
+				o := ShareOffset{StartOffset: rp.StartOffset, LeaderEpoch: -1, StateEpoch: g.shareOffsets[tp].StateEpoch + 1}
+				set[tp] = o
 				g.share.unwritten = append(g.share.unwritten, shareOffsetRecord(g.name, topicPartitionID{t.ID, rp.Partition}, &o))
 			}
 			at.Partitions = append(at.Partitions, ap)
@@ -269,7 +284,8 @@ func (c *Coordinator) DeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 		for _, p := range g.shareOffsetsByTopic()[t.ID] {
 			tp := topicPartitionID{t.ID, p}
 			gone = append(gone, tp)
-			g.share.unwritten = append(g.share.unwritten, shareOffsetRecord(g.name, tp, nil))
+			deleted := ShareOffset{StartOffset: -1, LeaderEpoch: -1, StateEpoch: g.shareOffsets[tp].StateEpoch + 1}
+			g.share.unwritten = append(g.share.unwritten, shareOffsetRecord(g.name, tp, &deleted))
 		}
 		resp.Topics = append(resp.Topics, dt)
 	}
@@ -278,17 +294,26 @@ func (c *Coordinator) DeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 		return fail(err, "writing to __consumer_offsets failed")
 	}
 	for _, tp := range gone {
-		delete(g.shareOffsets, tp)
+		g.shareOffsets[tp] = ShareOffset{StartOffset: -1, LeaderEpoch: -1, StateEpoch: g.shareOffsets[tp].StateEpoch + 1}
 	}
 	return resp
+}
+
+// hasShareOffset reports whether tp has a start offset record. REQUIRES:
+// g.mu held.
+func hasShareOffset(g *Group, tp topicPartitionID) bool {
+	_, ok := g.shareOffsets[tp]
+	return ok
 }
 
 // shareOffsetsByTopic lists the partitions with a start offset, by topic,
 // ascending. REQUIRES: g.mu held.
 func (g *Group) shareOffsetsByTopic() Assignment {
 	out := Assignment{}
-	for tp := range g.shareOffsets {
-		out[tp.topic] = append(out[tp.topic], tp.partition)
+	for tp, o := range g.shareOffsets {
+		if o.StartOffset >= 0 {
+			out[tp.topic] = append(out[tp.topic], tp.partition)
+		}
 	}
 	for _, ps := range out {
 		slices.Sort(ps)
@@ -300,11 +325,10 @@ func (g *Group) shareOffsetsByTopic() Assignment {
 // held.
 func (g *Group) shareOffsetTombstones() []batch.Record {
 	var recs []batch.Record
-	for _, id := range sortedTopicIDs(g.shareOffsetsByTopic()) {
-		for _, p := range g.shareOffsetsByTopic()[id] {
-			recs = append(recs, shareOffsetRecord(g.name, topicPartitionID{id, p}, nil))
-		}
+	for tp := range g.shareOffsets { // deleted ones too: their records go
+		recs = append(recs, shareOffsetRecord(g.name, tp, nil))
 	}
+	slices.SortFunc(recs, func(a, b batch.Record) int { return bytes.Compare(a.Key, b.Key) })
 	return recs
 }
 
@@ -319,8 +343,11 @@ func (c *Coordinator) topicsByName() (map[string]TopicMeta, map[TopicID]TopicMet
 
 // SetShareStart records the start offset a share partition's leader moved
 // to (WriteShareGroupState): the group's members may be active. A group
-// that is not a share group here is GROUP_ID_NOT_FOUND (it was deleted:
-// its leaders drop their state at the next fetch).
+// that is not a share group here is GROUP_ID_NOT_FOUND (it was deleted); a
+// write at another state epoch than the partition's is FENCED_STATE_EPOCH
+// (an admin reset or deleted it since the leader loaded it), and one from
+// an older leader epoch FENCED_LEADER_EPOCH: the leader drops its state and
+// loads the partition's again.
 func (c *Coordinator) SetShareStart(group string, topic TopicID, partition int32, o ShareOffset) *kerr.Error {
 	g := c.group(group, false)
 	if g == nil {
@@ -332,7 +359,13 @@ func (c *Coordinator) SetShareStart(group string, topic TopicID, partition int32
 		return kerr.GroupIDNotFound
 	}
 	tp := topicPartitionID{topic, partition}
-	if cur, ok := g.shareOffsets[tp]; ok && cur == o {
+	cur, ok := g.shareOffsets[tp]
+	switch {
+	case o.StateEpoch != cur.StateEpoch: // an absent one is at epoch 0
+		return kerr.FencedStateEpoch
+	case ok && o.LeaderEpoch < cur.LeaderEpoch:
+		return kerr.FencedLeaderEpoch
+	case ok && cur == o:
 		return nil
 	}
 	mark := len(g.share.unwritten)
@@ -345,9 +378,11 @@ func (c *Coordinator) SetShareStart(group string, topic TopicID, partition int32
 	return nil
 }
 
-// ShareStart is a share partition's start offset, for its leader's first
-// fetch; ok is false when none is set (share.auto.offset.reset decides).
-// A group that is not a share group here is GROUP_ID_NOT_FOUND.
+// ShareStart is a share partition's start offset and state epoch, for its
+// leader's first fetch; StartOffset is -1 when none is set
+// (share.auto.offset.reset decides), and ok is false when the partition
+// has no record at all (its state epoch is 0). A group that is not a share
+// group here is GROUP_ID_NOT_FOUND.
 func (c *Coordinator) ShareStart(group string, topic TopicID, partition int32) (o ShareOffset, ok bool, err *kerr.Error) {
 	g := c.group(group, false)
 	if g == nil {

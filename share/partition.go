@@ -112,13 +112,24 @@ func (p *Partition) NextRead(now time.Time) (offset int64, ok bool) {
 }
 
 // Acquire acquires for member up to maxRecords records of batches (read
-// from NextRead's offset, up to what consumers may read) and returns the
+// from from, NextRead's offset, up to what consumers may read) and returns the
 // runs it acquired and the indexes of the batches that hold them (the
 // response carries those batches whole; the member keeps only the
 // acquired offsets). Whole batches are acquired, so maxRecords may be
 // passed by the last one.
-func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now time.Time) ([]Acquired, []int) {
+func (p *Partition) Acquire(member string, from int64, batches []Batch, maxRecords int, now time.Time) ([]Acquired, []int) {
 	p.expire(now)
+	// Available records the read skipped over are no longer in the log
+	// (compacted away since they were first delivered): they are
+	// archived, or the start offset would wait for them forever.
+	cursor := from
+	gone := func(upTo int64) {
+		for o := cursor; o < upTo && o < p.end; o++ {
+			if r := p.window[o]; r != nil && r.state == available {
+				r.state = archived
+			}
+		}
+	}
 	var runs []Acquired
 	var used []int
 	count := 0
@@ -134,6 +145,8 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now 
 		if count >= maxRecords || full {
 			break
 		}
+		gone(b.Base)
+		cursor = max(cursor, b.Last+1)
 		took := false
 	offsets:
 		for o := max(b.Base, p.start); o <= b.Last; o++ {

@@ -27,11 +27,11 @@ func TestAcquireAndAcknowledge(t *testing.T) {
 	if o, ok := p.NextRead(now); o != 10 || !ok {
 		t.Fatalf("NextRead %d %v, want 10", o, ok)
 	}
-	runs, used := p.Acquire("a", batches(10, 19), 4, now)
+	runs, used := p.Acquire("a", 10, batches(10, 19), 4, now)
 	if fmt.Sprint(runs) != "[{10 13 1}]" || fmt.Sprint(used) != "[0 1 2 3]" {
 		t.Fatalf("a acquired %v from batches %v", runs, used)
 	}
-	runs, _ = p.Acquire("b", batches(10, 19), 4, now)
+	runs, _ = p.Acquire("b", 10, batches(10, 19), 4, now)
 	if fmt.Sprint(runs) != "[{14 17 1}]" {
 		t.Fatalf("b acquired %v, want 14-17", runs)
 	}
@@ -53,14 +53,14 @@ func TestReleaseLockExpiryAndDeliveryLimit(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
 	p := New(testCfg, 0)
-	p.Acquire("a", batches(0, 1), 10, now)
+	p.Acquire("a", 0, batches(0, 1), 10, now)
 	if _, err := p.Acknowledge("a", 0, 0, []int8{AckRelease}, now); err != nil {
 		t.Fatal(err)
 	}
 	if o, _ := p.NextRead(now); o != 0 {
 		t.Fatalf("NextRead %d after a release, want 0", o)
 	}
-	runs, _ := p.Acquire("b", batches(0, 1), 10, now)
+	runs, _ := p.Acquire("b", 0, batches(0, 1), 10, now)
 	if fmt.Sprint(runs) != "[{0 0 2}]" {
 		t.Fatalf("redelivered %v, want offset 0 at delivery 2", runs)
 	}
@@ -70,7 +70,7 @@ func TestReleaseLockExpiryAndDeliveryLimit(t *testing.T) {
 	if o, _ := p.NextRead(later); o != 1 || p.Start() != 1 {
 		t.Fatalf("after the locks ended: NextRead %d, start %d; want 1, 1", o, p.Start())
 	}
-	runs, _ = p.Acquire("c", batches(1, 1), 10, later)
+	runs, _ = p.Acquire("c", 1, batches(1, 1), 10, later)
 	if fmt.Sprint(runs) != "[{1 1 2}]" {
 		t.Fatalf("acquired %v, want offset 1 at delivery 2", runs)
 	}
@@ -93,7 +93,7 @@ func TestControlBatchesGapsAndMaxLocks(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
 	p := New(Config{LockDuration: time.Second, DeliveryLimit: 5, MaxLocks: 6}, 0)
-	runs, used := p.Acquire("a", []Batch{{Base: 0, Last: 2}, {Base: 3, Last: 3, Control: true}, {Base: 4, Last: 9}}, 100, now)
+	runs, used := p.Acquire("a", 0, []Batch{{Base: 0, Last: 2}, {Base: 3, Last: 3, Control: true}, {Base: 4, Last: 9}}, 100, now)
 	if fmt.Sprint(runs) != "[{0 2 1} {4 5 1}]" || fmt.Sprint(used) != "[0 2]" {
 		t.Fatalf("acquired %v of batches %v, want 0-2 and 4-5 (the window holds 6)", runs, used)
 	}
@@ -114,5 +114,42 @@ func TestControlBatchesGapsAndMaxLocks(t *testing.T) {
 		if _, err := p.Acknowledge("a", 5, 5, bad, now); err == nil {
 			t.Fatalf("acknowledge types %v accepted", bad)
 		}
+	}
+}
+
+// A released record that compaction removed before its redelivery is
+// archived when a read passes it (found in review: the start offset
+// waited for it forever); an old member's acknowledgement of records
+// another member acquired since its lock ended is refused; a read that
+// starts mid-batch acquires from where the window needs.
+func TestCompactedRecordsOldMembersAndMidBatchReads(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	p := New(testCfg, 0)
+	p.Acquire("a", 0, batches(0, 3), 10, now)
+	if _, err := p.Acknowledge("a", 0, 3, []int8{AckAccept, AckRelease, AckAccept, AckAccept}, now); err != nil {
+		t.Fatal(err)
+	}
+	from, _ := p.NextRead(now)
+	if from != 1 {
+		t.Fatalf("NextRead %d, want the released 1", from)
+	}
+	// Offset 1 is compacted away: the read from 1 returns 2 on.
+	runs, _ := p.Acquire("b", from, batches(2, 5), 10, now)
+	if fmt.Sprint(runs) != "[{4 5 1}]" || p.Start() != 4 {
+		t.Fatalf("acquired %v, start %d; want 4-5 and the start past the compacted 1", runs, p.Start())
+	}
+	// b's lock ends, c takes 4-5: b's late acknowledgement is refused.
+	later := now.Add(2 * time.Second)
+	if runs, _ := p.Acquire("c", 4, batches(4, 5), 10, later); fmt.Sprint(runs) != "[{4 5 2}]" {
+		t.Fatalf("c acquired %v, want 4-5 at delivery 2", runs)
+	}
+	if _, err := p.Acknowledge("b", 4, 5, []int8{AckAccept}, later); !errors.Is(err, ErrInvalidRecordState) {
+		t.Fatalf("b's acknowledgement after its lock ended: %v", err)
+	}
+	// A batch 6-9 read from 8 (6-7 settled by a skip): only 8-9 acquired.
+	p.SkipTo(8)
+	if runs, _ := p.Acquire("d", 8, []Batch{{Base: 6, Last: 9}}, 10, later); fmt.Sprint(runs) != "[{8 9 1}]" {
+		t.Fatalf("a mid-batch read acquired %v, want 8-9", runs)
 	}
 }

@@ -112,6 +112,12 @@ func TestKafkaToolsShareGroups(t *testing.T) {
 	if got := shareStartOffsets(t, ctx, adm, group, topic); len(got) != parts || got[0] != 0 || got[1] != 0 || got[2] != 0 {
 		t.Fatalf("after kafka-share-groups --reset-offsets --to-earliest --execute: start offsets %v, want 0 each\n%s", got, out)
 	}
+	// The partitions' leader starts over from the reset: all 30 records.
+	out = k.run(t, ctx, "kafka-console-share-consumer", "--bootstrap-server", n.addr(), "--topic", topic, "--group", group,
+		"--max-messages", "30", "--timeout-ms", "30000")
+	if !hasLine(out, "Processed a total of 30 messages") {
+		t.Fatalf("kafka-console-share-consumer after the reset: want all 30 records read again:\n%s", out)
+	}
 	out = tool("--delete-offsets", "--group", group, "--topic", topic)
 	if got := shareStartOffsets(t, ctx, adm, group, topic); len(got) != 0 {
 		t.Fatalf("after kafka-share-groups --delete-offsets: start offsets %v, want none\n%s", got, out)
