@@ -95,8 +95,8 @@ func TestClusterShareGroupKeepsItsMembersAcrossTheCoordinator(t *testing.T) {
 
 // A share partition's start offset survives the loss of its leader: the
 // records acknowledged under the old leader are not delivered again by
-// the new one, which starts where the group's coordinator says the old
-// one had settled everything before.
+// the new one, which starts where the group's coordinator (another node)
+// says the old one had settled everything before.
 func TestClusterSharePartitionResumesAfterItsLeader(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, logsOnFailure(t), func(cfg *broker.Config) {
@@ -113,24 +113,42 @@ func TestClusterSharePartitionResumesAfterItsLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	start := kadm.Offsets{}
-	start.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
-	testutil.CheckFor(t, 30*time.Second, func() error {
-		resp, err := adm.AlterShareGroupOffsets(ctx, "q", start)
-		if err == nil {
-			err = resp.Error()
-		}
-		return err
-	})
 	topics, err := adm.ListTopics(ctx, "jobs")
 	if err != nil {
 		t.Fatal(err)
 	}
 	leader, id := topics["jobs"].Partitions[0].Leader, topics["jobs"].ID
+	// A group whose coordinator is not the partition's leader: the leader
+	// reads and writes the start offset over ReadShareGroupState and
+	// WriteShareGroupState.
+	var group string
+	testutil.CheckFor(t, 30*time.Second, func() error {
+		for i := range 20 {
+			g := fmt.Sprint("q", i)
+			co, err := groupCoordinator(ctx, nodetest.Client(t, []string{c.nodes[0].Addr()}).SeedBrokers()[0], g)
+			if err != nil {
+				return err
+			}
+			if co != leader {
+				group = g
+				return nil
+			}
+		}
+		return fmt.Errorf("no group of 20 is coordinated away from node %d", leader)
+	})
+	start := kadm.Offsets{}
+	start.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
+	testutil.CheckFor(t, 30*time.Second, func() error {
+		resp, err := adm.AlterShareGroupOffsets(ctx, group, start)
+		if err == nil {
+			err = resp.Error()
+		}
+		return err
+	})
 	// At the leader: the first 10 records acquired and accepted.
 	lb := nodetest.Client(t, c.addrs()).Broker(int(leader))
 	fetch := kmsg.NewPtrShareFetchRequest()
-	fetch.Version, fetch.GroupID, fetch.MemberID, fetch.MaxRecords, fetch.BatchSize = 2, kmsg.StringPtr("q"), kmsg.StringPtr("m"), 10, 10
+	fetch.Version, fetch.GroupID, fetch.MemberID, fetch.MaxRecords, fetch.BatchSize = 2, kmsg.StringPtr(group), kmsg.StringPtr("m"), 10, 10
 	fetch.MaxWaitMillis, fetch.MaxBytes = 1000, 1<<20
 	fetch.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0,
 		PartitionMaxBytes: 1 << 20}}}}
@@ -140,7 +158,7 @@ func TestClusterSharePartitionResumesAfterItsLeader(t *testing.T) {
 	}
 	last := fr.Topics[0].Partitions[0].AcquiredRecords[len(fr.Topics[0].Partitions[0].AcquiredRecords)-1].LastOffset
 	ack := kmsg.NewPtrShareAcknowledgeRequest()
-	ack.Version, ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = 2, kmsg.StringPtr("q"), kmsg.StringPtr("m"), -1
+	ack.Version, ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = 2, kmsg.StringPtr(group), kmsg.StringPtr("m"), -1
 	ack.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: id, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
 		AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: last,
 			AcknowledgeTypes: []int8{1}}}}}}}
@@ -149,7 +167,7 @@ func TestClusterSharePartitionResumesAfterItsLeader(t *testing.T) {
 	}
 	c.stop(int(leader - 1))
 	// A share consumer on the new leader reads the rest, once.
-	sc := nodetest.Client(t, c.addrs(), kgo.ShareGroup("q"), kgo.ConsumeTopics("jobs"), kgo.FetchMaxWait(200*time.Millisecond))
+	sc := nodetest.Client(t, c.addrs(), kgo.ShareGroup(group), kgo.ConsumeTopics("jobs"), kgo.FetchMaxWait(200*time.Millisecond))
 	seen := map[int64]int{}
 	for len(seen) < int(19-last) && ctx.Err() == nil {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
