@@ -42,18 +42,11 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	if !b.cfg.ShareProtocol() {
-		return fail(kerr.UnsupportedVersion)
+	group, member, az, code := b.shareRequester(r, req.GroupID, req.MemberID)
+	if code != nil {
+		return fail(code)
 	}
-	if req.GroupID == nil || *req.GroupID == "" || req.MemberID == nil || *req.MemberID == "" {
-		return fail(kerr.InvalidRequest)
-	}
-	group, member := *req.GroupID, *req.MemberID
 	resp.AcquisitionLockTimeoutMillis = int32(b.shareLockDuration(group) / time.Millisecond)
-	az := b.authz(r)
-	if !az.group(aclOperationRead, group) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
 	if req.ShareSessionEpoch == 0 {
 		for _, rt := range req.Topics {
 			for _, rp := range rt.Partitions {

@@ -162,6 +162,22 @@ func (s *shares) keys(sess *shareSession) []shareKey {
 	return out
 }
 
+// shareRequester checks what ShareFetch and ShareAcknowledge share: share
+// groups on, a group and a member named, READ on the group.
+func (b *Broker) shareRequester(r *request, groupID, memberID *string) (group, member string, az authzCtx, err *kerr.Error) {
+	switch {
+	case !b.cfg.ShareProtocol():
+		return "", "", az, kerr.UnsupportedVersion
+	case groupID == nil || *groupID == "" || memberID == nil || *memberID == "":
+		return "", "", az, kerr.InvalidRequest
+	}
+	az = b.authz(r)
+	if !az.group(aclOperationRead, *groupID) {
+		return "", "", az, kerr.GroupAuthorizationFailed
+	}
+	return *groupID, *memberID, az, nil
+}
+
 // shareConfig is the settings of group's share partitions.
 func (b *Broker) shareConfig(group string) share.Config {
 	return share.Config{LockDuration: b.shareLockDuration(group), DeliveryLimit: int16(b.cfg.GroupShareDeliveryCountLimit),

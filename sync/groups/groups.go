@@ -132,12 +132,19 @@ func Sync(ctx context.Context, src *kadm.Client, dst Dest, f Filter) (Result, er
 	// that cannot be asked holds up its own groups until ctx ends, not
 	// the groups after it in the list (a failover's final sync has one
 	// bound for all of them).
+	return eachGroup(names, func(group string) groupOutcome { return syncGroup(ctx, dst, group, all) })
+}
+
+// eachGroup syncs every group at once and adds up what it did; the
+// groups' errors are joined.
+func eachGroup(names []string, syncOne func(group string) groupOutcome) (Result, error) {
 	outcomes := make([]groupOutcome, len(names))
 	var wg sync.WaitGroup
 	for i, group := range names {
-		wg.Go(func() { outcomes[i] = syncGroup(ctx, dst, group, all) })
+		wg.Go(func() { outcomes[i] = syncOne(group) })
 	}
 	wg.Wait()
+	var res Result
 	var errs []error
 	for _, o := range outcomes {
 		switch {

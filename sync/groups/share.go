@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -63,26 +62,7 @@ func SyncShare(ctx context.Context, src *kadm.Client, dst ShareDest, f Filter) (
 	if err != nil && len(described) == 0 {
 		return res, fmt.Errorf("describing source share group offsets: %w", err)
 	}
-	outcomes := make([]groupOutcome, len(names))
-	var wg sync.WaitGroup
-	for i, group := range names {
-		wg.Go(func() { outcomes[i] = syncShareGroup(ctx, dst, group, described) })
-	}
-	wg.Wait()
-	var errs []error
-	for _, o := range outcomes {
-		switch {
-		case o.err != nil:
-			errs = append(errs, o.err)
-		case o.active:
-			res.SkippedActive++
-		case o.offsets > 0:
-			res.Groups++
-			res.Offsets += o.offsets
-			res.Clamped += o.clamped
-		}
-	}
-	return res, errors.Join(errs...)
+	return eachGroup(names, func(group string) groupOutcome { return syncShareGroup(ctx, dst, group, described) })
 }
 
 // syncShareGroup sets group's source start offsets here, clamped.
