@@ -124,6 +124,15 @@ func TestAuthzShareGroups(t *testing.T) {
 	desc.Version, desc.GroupIDs = 1, []string{"alice.sg"}
 	wantCode(t, "ShareGroupDescribe denied", bob.roundTrip(desc).(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode, codeGroupAuth)
 	wantCode(t, "ShareGroupDescribe allowed", alice.roundTrip(desc).(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode, 0)
+	// admin's member subscribes to a topic alice may not describe: her
+	// describe of the group is refused, not told of it.
+	hbOther := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hbOther.Version, hbOther.GroupID, hbOther.MemberID, hbOther.SubscribedTopicNames = 1, "alice.sg", "m2", []string{"other"}
+	wantCode(t, "admin's heartbeat", admin.roundTrip(hbOther).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, 0)
+	wantCode(t, "ShareGroupDescribe of a group with a topic alice cannot describe",
+		alice.roundTrip(desc).(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode, codeTopicAuth)
+	hbOther.MemberEpoch = -1
+	wantCode(t, "admin's member leaving", admin.roundTrip(hbOther).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, 0)
 	hb.MemberEpoch = -1
 	wantCode(t, "leaving", alice.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, 0)
 
