@@ -123,7 +123,7 @@ func (b *Broker) settle(ctx context.Context, az *authzCtx, k shareKey, member st
 	if code != nil {
 		return code.Code
 	}
-	if err := b.acknowledge(ctx, k, sp, member, acks); err != nil {
+	if err := b.acknowledge(ctx, k, sp, p, member, acks); err != nil {
 		return err.Code
 	}
 	return 0

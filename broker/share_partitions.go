@@ -408,7 +408,8 @@ func (b *Broker) acquire(sp *sharePart, p *partition.Partition, member string, m
 
 // acknowledge applies one partition's acknowledgement batches for member
 // and persists the start offset they moved.
-func (b *Broker) acknowledge(ctx context.Context, k shareKey, sp *sharePart, member string, acks []shareAck) *kerr.Error {
+func (b *Broker) acknowledge(ctx context.Context, k shareKey, sp *sharePart, p *partition.Partition, member string,
+	acks []shareAck) *kerr.Error {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if sp.p == nil {
@@ -416,7 +417,9 @@ func (b *Broker) acknowledge(ctx context.Context, k shareKey, sp *sharePart, mem
 	}
 	now := time.Now()
 	var first *kerr.Error
+	released := false
 	for _, a := range acks {
+		released = released || slices.Contains(a.types, share.AckRelease)
 		if _, err := sp.p.Acknowledge(member, a.first, a.last, a.types, now); err != nil && first == nil {
 			first = kerr.InvalidRecordState
 			if !errors.Is(err, share.ErrInvalidRecordState) {
@@ -426,6 +429,9 @@ func (b *Broker) acknowledge(ctx context.Context, k shareKey, sp *sharePart, mem
 	}
 	if err := b.persistShareStart(ctx, k, sp); err != nil {
 		return err
+	}
+	if released {
+		p.WakeWaiters() // other members' long polls may acquire them now
 	}
 	return first
 }
@@ -454,6 +460,11 @@ func (b *Broker) releaseShares(ctx context.Context, group, member string, keys [
 			}
 		}
 		sp.mu.Unlock()
+		if t := b.partitions.TopicByID(k.topic); t != nil {
+			if p := t.Partition(k.partition); p != nil {
+				p.WakeWaiters() // what the member held may be acquired by others now
+			}
+		}
 	}
 }
 

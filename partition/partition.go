@@ -147,6 +147,10 @@ func (p *Partition) Appended() {
 	p.wake()
 }
 
+// WakeWaiters wakes p's waiters without an append: share partitions
+// call it when records they released are there to acquire again.
+func (p *Partition) WakeWaiters() { p.wake() }
+
 // epochMaybeMoved tells the registry's EpochMoved hook when p's leader
 // epoch is no longer the one last published. While the epoch holds it
 // costs two atomic loads and no call: it runs after every append.
