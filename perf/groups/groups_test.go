@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/broker"
 	"github.com/kmirror/kmirror/control"
 	"github.com/kmirror/kmirror/internal/testutil/nodetest"
 	"github.com/kmirror/kmirror/node"
@@ -19,7 +20,8 @@ import (
 // (no JVM, no binary), shaped as the benchmark shapes its children: no
 // initial rebalance delay, __consumer_offsets at replication factor 3
 // (6 partitions here, to be created quickly).
-func startInProc(t *testing.T) *target {
+// Each of opts changes every node's config after that.
+func startInProc(t *testing.T, opts ...func(*broker.Config)) *target {
 	t.Helper()
 	cfgs := nodetest.ClusterConfigs(t, 3)
 	nodes := make([]*node.Node, len(cfgs))
@@ -29,6 +31,9 @@ func startInProc(t *testing.T) *target {
 		cfgs[i].GroupInitialRebalanceDelay = 0 // none
 		cfgs[i].OffsetsTopicReplicationFactor = 3
 		cfgs[i].OffsetsTopicPartitions = 6
+		for _, opt := range opts {
+			opt(&cfgs[i])
+		}
 		// The quorum needs a majority before any node serves: start
 		// them together.
 		wg.Go(func() { nodes[i], errs[i] = node.Start(cfgs[i], control.Config{}) })

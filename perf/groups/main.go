@@ -42,6 +42,11 @@
 // and Lost callbacks report them. --rounds rounds per system, the
 // systems alternating, after --warmup-rounds unmeasured ones each.
 //
+// 3. With --share, share consumers (KIP-932): throughput of 1 and 3
+// kgo share consumers of one share group reading every record of a
+// topic once, and the time a second member takes to get partitions and
+// its first record; see share.go.
+//
 // "nodes CPU s" is the three nodes' utime+stime during a cell's blocks;
 // "other CPU s" is the machine's busy time (/proc/stat) minus that, this
 // process's and the other system's nodes': the noise meter.
@@ -85,6 +90,18 @@ type options struct {
 	out               string
 	kmirrorLog        string
 	keepDir           bool
+
+	// --share (share.go)
+	share            bool
+	shareRecords     int
+	shareRecordBytes int
+	sharePartitions  int
+	shareConsumers   []int
+	shareRounds      int
+	shareWarmup      int
+	shareJoinRounds  int
+	shareHeartbeatMS int
+	shareTimeout     time.Duration
 }
 
 const usage = `Usage: go run ./perf/groups [flags]
@@ -107,8 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	var (
-		o                   options
-		systems, committers string
+		o                                   options
+		systems, committers, shareConsumers string
 	)
 	fs.StringVar(&systems, "systems", strings.Join(benchcluster.AllSystems, ","), "comma list of systems: kmirror, kafka")
 	fs.IntVar(&o.commits, "commits", 4000, "OffsetCommits per cell (clients, system); 0 skips the commit measure")
@@ -127,6 +144,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.StringVar(&o.out, "out", "", "also write the report and the progress log to this `file`")
 	fs.StringVar(&o.kmirrorLog, "kmirror-log-level", "warn", "the kmirror nodes' --log-level (their logs: node-N/kmirror.log in the run's directory)")
 	fs.BoolVar(&o.keepDir, "keep-dir", false, "leave the run's directory (the kmirror nodes' data and logs) behind and print its path")
+	shareFlags(fs, &o, &shareConsumers)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, 0
@@ -165,6 +183,9 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	case o.heapMB < 256:
 		return bad("--broker-heap-mb: want >= 256")
 	}
+	if err := checkShareFlags(&o, shareConsumers); err != nil {
+		return bad("%v", err)
+	}
 	return o, -1
 }
 
@@ -184,14 +205,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 // Kafka, so kmirror gets the same; no initial rebalance delay, so that a
 // fresh group's first rebalance measures the coordinator rather than a
 // 3 s wait; and the shape of __consumer_offsets, the same on both.
+//
+// Under --share both also get group.coordinator.rebalance.protocols with
+// share: kmirror serves share groups only with it; Kafka 4.4 serves them
+// through its share.version feature and takes the list as it is.
 func props(o options) map[string]string {
-	return map[string]string{
+	p := map[string]string{
 		"broker.session.timeout.ms":        "6000",
 		"broker.heartbeat.interval.ms":     "1000",
 		"group.initial.rebalance.delay.ms": "0",
 		"offsets.topic.replication.factor": "3",
 		"offsets.topic.num.partitions":     strconv.Itoa(o.offsetsPartitions),
 	}
+	if o.share {
+		p["group.coordinator.rebalance.protocols"] = shareProtocols
+		if o.shareHeartbeatMS > 0 {
+			// kmirror ignores the min (a Kafka setting it does not have).
+			p["group.share.heartbeat.interval.ms"] = strconv.Itoa(o.shareHeartbeatMS)
+			p["group.share.min.heartbeat.interval.ms"] = strconv.Itoa(min(o.shareHeartbeatMS, 5000))
+		}
+	}
+	return p
 }
 
 // runAll starts both clusters, prepares each, runs the commit cells, then
@@ -257,6 +291,11 @@ func runAll(ctx context.Context, o options, rep *report, log *slog.Logger) error
 	}
 	if o.rounds > 0 {
 		if err := runRebalances(ctx, o, targets, rep, log); err != nil {
+			return err
+		}
+	}
+	if o.share {
+		if err := runShare(ctx, o, targets, rep, log); err != nil {
 			return err
 		}
 	}

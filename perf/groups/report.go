@@ -47,12 +47,14 @@ type report struct {
 	spread   map[commitKey]string // groups per coordinator node
 	commits  map[commitKey]*commitCell
 	rounds   map[string][]roundResult // by system
+	share    *shareReport             // --share
 	errs     []string
 }
 
 func newReport(args []string, o options) *report {
 	return &report{started: time.Now(), args: args, opts: o, versions: map[string]string{}, offsets: map[string]topicInfo{},
-		spread: map[commitKey]string{}, commits: map[commitKey]*commitCell{}, rounds: map[string][]roundResult{}}
+		spread: map[commitKey]string{}, commits: map[commitKey]*commitCell{}, rounds: map[string][]roundResult{},
+		share: newShareReport()}
 }
 
 func (r *report) addCommits(k commitKey, s commitSample, u cpuUse) {
@@ -160,6 +162,9 @@ func (r *report) Write(w io.Writer) {
 	}
 	if len(r.rounds) > 0 {
 		r.writeRounds(w)
+	}
+	if !r.share.empty() {
+		r.share.write(w, o)
 	}
 	for _, e := range r.errs {
 		fmt.Fprintf(w, "ERROR: %s\n", e)
