@@ -16,8 +16,7 @@ import (
 // answer is its epoch and the partitions it may fetch from, computed by
 // the simple assignor (several members may share a partition). Listed in
 // ApiVersions only with "share" in group.coordinator.rebalance.protocols
-// (not the default: in-flight share-partition state is in memory only);
-// otherwise
+// (not the default while share groups are new); otherwise
 // UNSUPPORTED_VERSION.
 //
 // Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED and

@@ -11,10 +11,10 @@ import (
 //
 // Behavior:
 // Between nodes: a share partition's leader reads the start offset (-1:
-// none) and state epoch the group's coordinator holds (share_partitions.go)
-// when it loads the partition, and when a member opens a session, to
-// see an admin's reset. No state batches: kmirror's coordinator keeps the
-// start offset only.
+// none), state epoch and in-flight state batches the group's coordinator
+// holds (share_partitions.go): when it loads the partition, to restore
+// what the previous leader wrote, and when a member opens a session, to
+// see an admin's reset.
 //
 // Authorization: CLUSTER_ACTION on the cluster, else
 // CLUSTER_AUTHORIZATION_FAILED for every partition.

@@ -10,11 +10,10 @@ import (
 // WriteShareGroupState: v0-1
 //
 // Behavior:
-// Between nodes: a share partition's leader writes the start offset an
-// acknowledgement moved it to at the group's coordinator
-// (share_partitions.go), which keeps it with the group in
-// __consumer_offsets. Kafka's share coordinator keeps state batches too;
-// kmirror's keeps the start offset only (the state batches are ignored).
+// Between nodes: a share partition's leader writes its start offset and
+// in-flight state batches at every acknowledgement to the group's
+// coordinator (share_partitions.go), which keeps them with the group in
+// __consumer_offsets.
 //
 // Authorization: CLUSTER_ACTION on the cluster, else
 // CLUSTER_AUTHORIZATION_FAILED for every partition.

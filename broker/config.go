@@ -124,8 +124,8 @@ type Config struct {
 	// "classic" always, "consumer" for the consumer group protocol
 	// (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe), "share"
 	// for share groups (KIP-932: share group membership, ShareFetch and
-	// ShareAcknowledge, share offsets; not in the default while in-flight
-	// share-partition state lives in memory only).
+	// ShareAcknowledge, share offsets; not in the default while they are
+	// new).
 	GroupRebalanceProtocols []string
 	// GroupConsumerSessionTimeout and GroupConsumerHeartbeatInterval are
 	// the consumer protocol's group.consumer.session.timeout.ms (45 s)

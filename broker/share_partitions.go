@@ -22,12 +22,11 @@ import (
 
 // Share partitions (KIP-932) live on their partition's leader, one per
 // share group and partition (package share): ShareFetch acquires their
-// records and ShareAcknowledge settles them. Their start offset is kept
-// by the group's coordinator (group/share_offsets.go): read when a
-// leadership begins, written whenever an acknowledgement moves it, before
-// the acknowledgement is answered. Records past the start offset that
-// were acquired or settled under an earlier leadership are delivered
-// again by the next one.
+// records and ShareAcknowledge settles them. Their start offset and
+// in-flight window (share.StateBatch) are kept by the group's coordinator
+// (group/share_offsets.go): read when a leadership begins, written at
+// every acknowledgement, before it is answered. A record acquired and not
+// settled under an earlier leadership is delivered again by the next.
 //
 // A share session (a member's ShareFetch and ShareAcknowledge requests to
 // this node) names the partitions the member fetches and numbers its
@@ -47,6 +46,8 @@ type sharePart struct {
 	p         *share.Partition
 	lead      partition.Leadership
 	persisted int64 // the start offset the coordinator holds
+	// persistedState is the in-flight window the coordinator holds.
+	persistedState []share.StateBatch
 	// stateEpoch is the coordinator's state epoch of the partition when
 	// it was loaded: writes carry it, and an admin's reset since fences
 	// them (the partition is then loaded again).
@@ -217,7 +218,10 @@ func (b *Broker) sharePartition(ctx context.Context, k shareKey, p *partition.Pa
 		}
 	}
 	start = max(logStart, min(start, hw))
-	sp.p, sp.persisted, sp.stateEpoch = share.New(b.shareConfig(k.group), start), -1, o.StateEpoch
+	// The previous leader's in-flight window goes on: what it accepted
+	// is not delivered again, and delivery counts hold.
+	sp.p, sp.persisted, sp.persistedState, sp.stateEpoch = share.Restore(b.shareConfig(k.group), start, o.Batches), -1, nil,
+		o.StateEpoch
 	// Where it starts is durable before anything is delivered: a new
 	// leader must not start later (share.auto.offset.reset=latest
 	// moves on) and skip what this one delivered.
@@ -283,7 +287,12 @@ func (b *Broker) readShareStart(ctx context.Context, k shareKey) (group.ShareOff
 			if p.ErrorCode != 0 {
 				return group.ShareOffset{}, kerr.ErrorForCode(p.ErrorCode).(*kerr.Error)
 			}
-			return group.ShareOffset{StartOffset: p.StartOffset, LeaderEpoch: -1, StateEpoch: p.StateEpoch}, nil
+			o := group.ShareOffset{StartOffset: p.StartOffset, LeaderEpoch: -1, StateEpoch: p.StateEpoch}
+			for _, sb := range p.StateBatches {
+				o.Batches = append(o.Batches, share.StateBatch{First: sb.FirstOffset, Last: sb.LastOffset, State: sb.DeliveryState,
+					DeliveryCount: sb.DeliveryCount})
+			}
+			return o, nil
 		}
 	}
 	return group.ShareOffset{}, kerr.UnknownServerError
@@ -306,6 +315,10 @@ func (b *Broker) readShareGroupState(req *kmsg.ReadShareGroupStateRequest) *kmsg
 				sp.StartOffset, sp.StateEpoch = -1, 0
 			default:
 				sp.StartOffset, sp.StateEpoch = o.StartOffset, o.StateEpoch
+				for _, b := range o.Batches {
+					sp.StateBatches = append(sp.StateBatches, kmsg.ReadShareGroupStateResponseTopicPartitionStateBatch{
+						FirstOffset: b.First, LastOffset: b.Last, DeliveryState: b.State, DeliveryCount: b.DeliveryCount})
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -314,14 +327,14 @@ func (b *Broker) readShareGroupState(req *kmsg.ReadShareGroupStateRequest) *kmsg
 	return resp
 }
 
-// persistShareStart writes sp's start offset to the group's coordinator
-// when it moved. REQUIRES: sp.mu held.
+// persistShareStart writes sp's start offset and in-flight window to the
+// group's coordinator when either changed. REQUIRES: sp.mu held.
 func (b *Broker) persistShareStart(ctx context.Context, k shareKey, sp *sharePart) *kerr.Error {
-	start := sp.p.Start()
-	if start == sp.persisted {
+	start, state := sp.p.Start(), sp.p.State()
+	if start == sp.persisted && slices.Equal(state, sp.persistedState) {
 		return nil
 	}
-	o := group.ShareOffset{StartOffset: start, LeaderEpoch: sp.lead.LeaderEpoch(), StateEpoch: sp.stateEpoch}
+	o := group.ShareOffset{StartOffset: start, LeaderEpoch: sp.lead.LeaderEpoch(), StateEpoch: sp.stateEpoch, Batches: state}
 	var code *kerr.Error
 	if b.coordinatorError(meta.CoordinatorGroup, k.group) == 0 {
 		code = b.groups.SetShareStart(k.group, k.topic, k.partition, o)
@@ -338,7 +351,7 @@ func (b *Broker) persistShareStart(ctx context.Context, k shareKey, sp *sharePar
 	default:
 		return code
 	}
-	sp.persisted = start
+	sp.persisted, sp.persistedState = start, state
 	return nil
 }
 
@@ -347,9 +360,13 @@ func (b *Broker) persistShareStart(ctx context.Context, k shareKey, sp *sharePar
 func (b *Broker) writeShareStartRemote(ctx context.Context, k shareKey, o group.ShareOffset) *kerr.Error {
 	req := kmsg.NewPtrWriteShareGroupStateRequest()
 	req.GroupID = k.group
-	req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: k.topic,
-		Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: k.partition, LeaderEpoch: o.LeaderEpoch,
-			StartOffset: o.StartOffset, StateEpoch: o.StateEpoch}}}}
+	rp := kmsg.WriteShareGroupStateRequestTopicPartition{Partition: k.partition, LeaderEpoch: o.LeaderEpoch,
+		StartOffset: o.StartOffset, StateEpoch: o.StateEpoch}
+	for _, b := range o.Batches {
+		rp.StateBatches = append(rp.StateBatches, kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch{
+			FirstOffset: b.First, LastOffset: b.Last, DeliveryState: b.State, DeliveryCount: b.DeliveryCount})
+	}
+	req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: k.topic, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{rp}}}
 	r, err := b.atGroupCoordinator(ctx, k.group, req, func() kmsg.Response { return b.writeShareGroupState(req) })
 	if err != nil {
 		b.log.Warn("writing a share partition's start offset to its group's coordinator", "group", k.group, "err", err)
@@ -478,8 +495,12 @@ func (b *Broker) writeShareGroupState(req *kmsg.WriteShareGroupStateRequest) *km
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if code := b.groups.SetShareStart(req.GroupID, rt.TopicID, rp.Partition,
-				group.ShareOffset{StartOffset: rp.StartOffset, LeaderEpoch: rp.LeaderEpoch, StateEpoch: rp.StateEpoch}); code != nil {
+			o := group.ShareOffset{StartOffset: rp.StartOffset, LeaderEpoch: rp.LeaderEpoch, StateEpoch: rp.StateEpoch}
+			for _, sb := range rp.StateBatches {
+				o.Batches = append(o.Batches, share.StateBatch{First: sb.FirstOffset, Last: sb.LastOffset, State: sb.DeliveryState,
+					DeliveryCount: sb.DeliveryCount})
+			}
+			if code := b.groups.SetShareStart(req.GroupID, rt.TopicID, rp.Partition, o); code != nil {
 				msg := fmt.Sprintf("setting the start offset of partition %d: %v", rp.Partition, code)
 				sp.ErrorCode, sp.ErrorMessage = code.Code, &msg
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/batch"
+	"github.com/kmirror/kmirror/share"
 )
 
 // A share group's start offsets (KIP-932's share-partition start offset,
@@ -45,6 +46,15 @@ type ShareOffset struct {
 	// fenced (FENCED_STATE_EPOCH) and loads the new one, instead of
 	// writing its own start offset back over the reset.
 	StateEpoch int32
+	// Batches are the in-flight records past StartOffset that its leader
+	// last wrote (package share): a new leader restores them. An admin's
+	// reset clears them.
+	Batches []share.StateBatch
+}
+
+func sameShareOffset(a, b ShareOffset) bool {
+	return a.StartOffset == b.StartOffset && a.LeaderEpoch == b.LeaderEpoch && a.StateEpoch == b.StateEpoch &&
+		slices.Equal(a.Batches, b.Batches)
 }
 
 // shareOffsetRecord is the record of tp's start offset; o nil is its
@@ -60,6 +70,13 @@ func shareOffsetRecord(group string, tp topicPartitionID, o *ShareOffset) batch.
 	v := kbin.AppendInt64(valueStart(), o.StartOffset)
 	v = kbin.AppendInt32(v, o.LeaderEpoch)
 	v = kbin.AppendInt32(v, o.StateEpoch)
+	v = kbin.AppendCompactArrayLen(v, len(o.Batches))
+	for _, b := range o.Batches {
+		v = kbin.AppendInt64(v, b.First)
+		v = kbin.AppendInt64(v, b.Last)
+		v = kbin.AppendInt8(v, b.State)
+		v = kbin.AppendInt16(v, b.DeliveryCount)
+	}
 	return batch.Record{Key: k, Value: noTags(v)}
 }
 
@@ -80,6 +97,9 @@ func (s *GroupsState) applyShareOffset(key, value []byte) error {
 		return fmt.Errorf("%w: %w: share start offset value version %d of group %q", ErrOffsetsRecord, errShareRecord, v, group)
 	}
 	o := ShareOffset{StartOffset: r.Int64(), LeaderEpoch: r.Int32(), StateEpoch: r.Int32()}
+	for n := r.CompactArrayLen(); n > 0 && r.Ok(); n-- {
+		o.Batches = append(o.Batches, share.StateBatch{First: r.Int64(), Last: r.Int64(), State: r.Int8(), DeliveryCount: r.Int16()})
+	}
 	readTags(&r, nil)
 	if err := r.Complete(); err != nil {
 		return fmt.Errorf("%w: %w: share start offset of group %q: %v", ErrOffsetsRecord, errShareRecord, group, err)
@@ -220,9 +240,11 @@ func (c *Coordinator) AlterShareGroupOffsets(req *kmsg.AlterShareGroupOffsetsReq
 				msg := fmt.Sprintf("start offset %d is negative", rp.StartOffset)
 				ap.ErrorCode, ap.ErrorMessage = kerr.InvalidRequest.Code, &msg
 			case g.shareOffsets[topicPartitionID{t.ID, rp.Partition}].StartOffset == rp.StartOffset &&
+				len(g.shareOffsets[topicPartitionID{t.ID, rp.Partition}].Batches) == 0 &&
 				rp.StartOffset >= 0 && hasShareOffset(g, topicPartitionID{t.ID, rp.Partition}):
-				// Already there (the mirror's sync sets the same start
-				// every cycle): nothing to write, no leader to fence.
+				// Already there, with nothing in flight (the mirror's sync
+				// sets the same start every cycle): nothing to write, no
+				// leader to fence.
 			default:
 				tp := topicPartitionID{t.ID, rp.Partition}
 				o := ShareOffset{StartOffset: rp.StartOffset, LeaderEpoch: -1, StateEpoch: g.shareOffsets[tp].StateEpoch + 1}
@@ -365,7 +387,7 @@ func (c *Coordinator) SetShareStart(group string, topic TopicID, partition int32
 		return kerr.FencedStateEpoch
 	case ok && o.LeaderEpoch < cur.LeaderEpoch:
 		return kerr.FencedLeaderEpoch
-	case ok && cur == o:
+	case ok && sameShareOffset(cur, o):
 		return nil
 	}
 	mark := len(g.share.unwritten)

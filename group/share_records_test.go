@@ -3,11 +3,15 @@ package group
 import (
 	"fmt"
 	"testing"
+
+	"github.com/kmirror/kmirror/share"
 )
 
 // FuzzShareGroupRecords feeds share group records (key types 10 to 15)
 // that may be anything: a replay errors or applies and never panics.
 func FuzzShareGroupRecords(f *testing.F) {
+	withBatches := ShareOffset{StartOffset: 7, LeaderEpoch: 3, StateEpoch: 2,
+		Batches: []share.StateBatch{{First: 8, Last: 9, State: share.PersistedAcknowledged, DeliveryCount: 1}}}
 	m := &shareMember{id: "m", rackID: "r", clientID: "c", clientHost: "/h", topicNames: []string{"a", "b"},
 		epoch: 3, previousEpoch: 2, assigned: Assignment{topicID(1): {0, 2}}}
 	for _, r := range []struct{ key, value []byte }{
@@ -18,8 +22,8 @@ func FuzzShareGroupRecords(f *testing.F) {
 		{shareCurrentRecord("g", m).Key, shareCurrentRecord("g", m).Value},
 		{shareMemberTombstones("g", "m")[0].Key, nil},
 		{[]byte{0, 15, 0, 1, 'g'}, []byte{0, 0, 1, 1, 1, 0}},
-		{shareOffsetRecord("g", topicPartitionID{topicID(1), 2}, &ShareOffset{StartOffset: 7, LeaderEpoch: 3}).Key,
-			shareOffsetRecord("g", topicPartitionID{topicID(1), 2}, &ShareOffset{StartOffset: 7, LeaderEpoch: 3}).Value},
+		{shareOffsetRecord("g", topicPartitionID{topicID(1), 2}, &withBatches).Key,
+			shareOffsetRecord("g", topicPartitionID{topicID(1), 2}, &withBatches).Value},
 	} {
 		f.Add(r.key, r.value)
 	}
@@ -66,5 +70,22 @@ func TestShareGroupRecordsRoundTrip(t *testing.T) {
 	}
 	if err := st.Apply(shareEpochRecord("g", 1).Key, []byte{0, 1}); err == nil {
 		t.Fatal("a value of version 1 was read")
+	}
+}
+
+// A share partition's start offset reads back with its state epoch and
+// in-flight batches.
+func TestShareOffsetRecordRoundTrip(t *testing.T) {
+	t.Parallel()
+	o := ShareOffset{StartOffset: 7, LeaderEpoch: 3, StateEpoch: 2, Batches: []share.StateBatch{
+		{First: 8, Last: 9, State: share.PersistedAcknowledged, DeliveryCount: 1}, {First: 10, Last: 10, DeliveryCount: 3}}}
+	tp := topicPartitionID{topicID(1), 2}
+	st := NewGroupsState()
+	r := shareOffsetRecord("g", tp, &o)
+	if err := st.Apply(r.Key, r.Value); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.ShareOffsets["g"][tp]; !sameShareOffset(got, o) {
+		t.Fatalf("read back %+v, want %+v", got, o)
 	}
 }

@@ -157,29 +157,39 @@ func TestClusterSharePartitionResumesAfterItsLeader(t *testing.T) {
 		t.Fatalf("ShareFetch at the leader: %v %+v", err, fr)
 	}
 	last := fr.Topics[0].Partitions[0].AcquiredRecords[len(fr.Topics[0].Partitions[0].AcquiredRecords)-1].LastOffset
+	// Offset 0 released, the rest accepted: the start offset stays at 0,
+	// and what was accepted past it is in the in-flight state the
+	// coordinator keeps.
+	types := make([]int8, last+1)
+	for i := range types {
+		types[i] = 1
+	}
+	types[0] = 2
 	ack := kmsg.NewPtrShareAcknowledgeRequest()
 	ack.Version, ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = 2, kmsg.StringPtr(group), kmsg.StringPtr("m"), -1
 	ack.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: id, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
 		AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: last,
-			AcknowledgeTypes: []int8{1}}}}}}}
+			AcknowledgeTypes: types}}}}}}
 	if ar, err := ack.RequestWith(ctx, lb); err != nil || ar.ErrorCode != 0 || ar.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ShareAcknowledge at the leader: %v %+v", err, ar)
 	}
 	c.stop(int(leader - 1))
-	// A share consumer on the new leader reads the rest, once.
+	// A share consumer on the new leader reads the released record and
+	// the rest, once each, and none of those accepted before the move.
 	sc := nodetest.Client(t, c.addrs(), kgo.ShareGroup(group), kgo.ConsumeTopics("jobs"), kgo.FetchMaxWait(200*time.Millisecond))
 	seen := map[int64]int{}
-	for len(seen) < int(19-last) && ctx.Err() == nil {
+	want := int(19-last) + 1
+	for len(seen) < want && ctx.Err() == nil {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
 		sc.PollFetches(pctx).EachRecord(func(r *kgo.Record) { seen[r.Offset]++ })
 		pcancel()
 	}
 	for o, k := range seen {
-		if o <= last || k != 1 {
-			t.Fatalf("after the leader moved, offset %d was delivered %d times (%d were accepted before)", o, k, last+1)
+		if (o > 0 && o <= last) || k != 1 {
+			t.Fatalf("after the leader moved, offset %d was delivered %d times (1-%d were accepted before)", o, k, last)
 		}
 	}
-	if len(seen) != int(19-last) {
-		t.Fatalf("read %d records after the move, want %d", len(seen), 19-last)
+	if len(seen) != want || seen[0] != 1 {
+		t.Fatalf("read %v after the move, want offset 0 and %d-19", seen, last+1)
 	}
 }

@@ -8,12 +8,11 @@
 //
 // The package is pure logic: it reads no log and writes no store. The
 // broker reads the batches from the offset Acquire asks for, and persists
-// the start offset when an acknowledgement moves it (group coordinator,
-// group/share_offsets.go), so a new leader starts where the old one had
-// settled everything before. In-flight state past the start offset is
-// kept in memory only: after a leader change those records are delivered
-// again (at-least-once, as KIP-932 promises), with delivery counts
-// starting over.
+// the start offset and the window (State) at every acknowledgement (group
+// coordinator, group/share_offsets.go), so a new leader restores
+// (Restore) what the old one had settled. Acquisitions are not persisted:
+// a record acquired and not settled when its leader dies is delivered
+// again at its earlier delivery count (at-least-once, as KIP-932).
 package share
 
 import (
@@ -297,4 +296,73 @@ func (p *Partition) SkipTo(offset int64) {
 		p.start = offset
 		p.end = max(p.end, offset)
 	}
+}
+
+// The in-flight window as the group's coordinator keeps it (Kafka's
+// persisted delivery states): a leader that takes the partition over
+// restores it, so records accepted past the start offset are not
+// delivered again, and delivery counts go on. An acquired record is kept
+// as available with its delivery count: its lock ends with the leader.
+const (
+	PersistedAvailable    int8 = 0
+	PersistedAcknowledged int8 = 2
+	PersistedArchived     int8 = 4
+)
+
+// StateBatch is a run of window offsets in one persisted state and
+// delivery count.
+type StateBatch struct {
+	First, Last   int64
+	State         int8
+	DeliveryCount int16
+}
+
+// State is the window's offsets that the log holds, as runs.
+func (p *Partition) State() []StateBatch {
+	var out []StateBatch
+	for o := p.start; o < p.end; o++ {
+		r := p.window[o]
+		if r == nil {
+			continue
+		}
+		st := PersistedAvailable
+		switch r.state {
+		case acknowledged:
+			st = PersistedAcknowledged
+		case archived:
+			st = PersistedArchived
+		}
+		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].State == st && out[n-1].DeliveryCount == r.deliveries {
+			out[n-1].Last = o
+			continue
+		}
+		out = append(out, StateBatch{First: o, Last: o, State: st, DeliveryCount: r.deliveries})
+	}
+	return out
+}
+
+// Restore is a share partition at start with the window batches hold
+// (what State gave its previous leader); offsets below start, and
+// unknown states, are left out.
+func Restore(cfg Config, start int64, batches []StateBatch) *Partition {
+	p := New(cfg, start)
+	for _, b := range batches {
+		var st recordState
+		switch b.State {
+		case PersistedAvailable:
+			st = available
+		case PersistedAcknowledged:
+			st = acknowledged
+		case PersistedArchived:
+			st = archived
+		default:
+			continue
+		}
+		for o := max(b.First, start); o <= b.Last && o-start < int64(cfg.MaxLocks); o++ {
+			p.window[o] = &record{state: st, deliveries: b.DeliveryCount}
+			p.end = max(p.end, o+1)
+		}
+	}
+	p.advance()
+	return p
 }

@@ -153,3 +153,32 @@ func TestCompactedRecordsOldMembersAndMidBatchReads(t *testing.T) {
 		t.Fatalf("a mid-batch read acquired %v, want 8-9", runs)
 	}
 }
+
+// What State gives a new leader restores the window: records accepted
+// past the start offset stay settled, a released one and an acquired one
+// (its lock ends with the leader) are available with their delivery
+// counts.
+func TestStateRestores(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	p := New(testCfg, 0)
+	p.Acquire("a", 0, batches(0, 5), 10, now)
+	if _, err := p.Acknowledge("a", 1, 4, []int8{AckAccept, AckRelease, AckReject, AckAccept}, now); err != nil {
+		t.Fatal(err)
+	}
+	st := p.State()
+	if got := fmt.Sprint(st); got != "[{0 0 0 1} {1 1 2 1} {2 2 0 1} {3 3 4 1} {4 4 2 1} {5 5 0 1}]" {
+		t.Fatalf("State %s", got)
+	}
+	q := Restore(testCfg, p.Start(), st)
+	if q.Start() != 0 || q.End() != 6 {
+		t.Fatalf("restored start %d end %d, want 0 and 6", q.Start(), q.End())
+	}
+	runs, _ := q.Acquire("b", 0, batches(0, 7), 10, now)
+	if fmt.Sprint(runs) != "[{0 0 2} {2 2 2} {5 5 2} {6 7 1}]" {
+		t.Fatalf("after the restore b acquired %v, want 0, 2 and 5 again (second delivery) and 6-7 new", runs)
+	}
+	if _, err := q.Acknowledge("b", 0, 0, []int8{AckAccept}, now); err != nil || q.Start() != 2 {
+		t.Fatalf("start %d after 0 was accepted (1 was before the move): %v", q.Start(), err)
+	}
+}
