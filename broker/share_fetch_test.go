@@ -309,3 +309,44 @@ func TestShareReleaseWakesALongPoll(t *testing.T) {
 		t.Fatalf("b's long poll answered after %v: the release did not wake it", took)
 	}
 }
+
+// A lock's end wakes another member's long poll: the records are there
+// to acquire again at once, not at the poll's end.
+func TestShareLockExpiryWakesALongPoll(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, func(c *Config) {
+		c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"}
+		c.GroupShareRecordLockDuration = time.Second
+	})
+	tp := cfgTopic(t, b, "jobs", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"))
+	if err := pr.ProduceSync(ctx, kgo.StringRecord("only")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	at0 := kadm.Offsets{}
+	at0.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
+	if resp, err := kadm.NewClient(pr).AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
+	}
+	fetch := func(member string, wait int32) *kmsg.ShareFetchRequest {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.Version, req.GroupID, req.MemberID, req.MaxRecords, req.MaxWaitMillis = 2, kmsg.StringPtr("g"), kmsg.StringPtr(member), 10, wait
+		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: tp.ID(), Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+		return req
+	}
+	if resp := dialRaw(t, b).roundTrip(fetch("a", 0)).(*kmsg.ShareFetchResponse); len(resp.Topics) != 1 ||
+		len(resp.Topics[0].Partitions[0].AcquiredRecords) != 1 {
+		t.Fatalf("a's fetch: %+v", resp)
+	}
+	began := time.Now()
+	resp := dialRaw(t, b).roundTrip(fetch("b", 10000)).(*kmsg.ShareFetchResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions[0].AcquiredRecords) != 1 ||
+		resp.Topics[0].Partitions[0].AcquiredRecords[0].DeliveryCount != 2 {
+		t.Fatalf("b's long poll: %+v", resp)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("b's long poll answered after %v: a's lock ending (1 s) did not wake it", took)
+	}
+}

@@ -63,6 +63,10 @@ type shareSession struct {
 	used  uint64 // the order of its last request, for eviction
 }
 
+// lockWakeSlack is how long after a lock's end its partition's waiters
+// are woken: past the deadline, so that the records are available.
+const lockWakeSlack = 10 * time.Millisecond
+
 // maxShareSessions bounds the node's share sessions (Kafka's
 // group.share.max.share.sessions default): opening one more evicts the
 // least recently used, whose member's next request is then
@@ -416,6 +420,11 @@ func (b *Broker) acquire(sp *sharePart, p *partition.Partition, member string, m
 		return nil, nil, err
 	}
 	runs, used := sp.p.Acquire(member, from, bs, maxRecords, now)
+	if len(runs) > 0 {
+		// When these locks end the records are there to acquire again:
+		// other members' long polls are woken then, not at their end.
+		time.AfterFunc(sp.p.Config().LockDuration+lockWakeSlack, p.WakeWaiters)
+	}
 	var records []byte
 	for _, i := range used {
 		records = append(records, views[i]...)

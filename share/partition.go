@@ -78,6 +78,9 @@ func New(cfg Config, start int64) *Partition {
 // acquired before keep their locks.
 func (p *Partition) SetConfig(cfg Config) { p.cfg = cfg }
 
+// Config is the partition's settings.
+func (p *Partition) Config() Config { return p.cfg }
+
 // Start is the share-partition start offset.
 func (p *Partition) Start() int64 { return p.start }
 
