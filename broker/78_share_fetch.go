@@ -42,11 +42,12 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	group, member, az, code := b.shareRequester(r, req.GroupID, req.MemberID)
+	rq, code := b.shareRequester(r, req.GroupID, req.MemberID)
 	if code != nil {
 		return fail(code)
 	}
-	resp.AcquisitionLockTimeoutMillis = int32(b.shareLockDuration(group) / time.Millisecond)
+	group, member := rq.group, rq.member
+	resp.AcquisitionLockTimeoutMillis = int32(rq.cfg.LockDuration / time.Millisecond)
 	if req.ShareSessionEpoch == 0 {
 		for _, rt := range req.Topics {
 			for _, rp := range rt.Partitions {
@@ -69,7 +70,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 			}
 		}
 	}
-	out := newShareAnswer(b, &az)
+	out := newShareAnswer(b, &rq.az)
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			k := shareKey{group, rt.TopicID, rp.Partition}
@@ -83,7 +84,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 			for i, a := range rp.AcknowledgementBatches {
 				acks[i] = shareAck{a.FirstOffset, a.LastOffset, a.AcknowledgeTypes}
 			}
-			out.part(k).ackCode = b.settle(ctx, &az, k, member, acks)
+			out.part(k).ackCode = b.settle(ctx, rq, k, acks)
 		}
 	}
 	var forgot []shareKey
@@ -99,7 +100,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	}
 	b.releaseShares(ctx, group, member, forgot)
 	if req.ShareSessionEpoch != -1 && !req.IsRenewAck {
-		b.shareFetchRecords(ctx, r, req, sess, member, out)
+		b.shareFetchRecords(ctx, r, req, sess, rq, out)
 	}
 	out.fill(resp)
 	return resp, nil
@@ -107,23 +108,16 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 
 // settle is one partition's acknowledgements (ShareFetch's or
 // ShareAcknowledge's): its error code, 0 when every batch was settled.
-func (b *Broker) settle(ctx context.Context, az *authzCtx, k shareKey, member string, acks []shareAck) int16 {
-	t := b.partitions.TopicByID(k.topic)
-	switch {
-	case t == nil:
-		return kerr.UnknownTopicID.Code
-	case !az.topic(aclOperationRead, t.Name()):
-		return kerr.TopicAuthorizationFailed.Code
+func (b *Broker) settle(ctx context.Context, rq *shareRequest, k shareKey, acks []shareAck) int16 {
+	p, pcode := b.sharePartitionFor(&rq.az, k)
+	if pcode != 0 {
+		return pcode
 	}
-	p := t.Partition(k.partition)
-	if p == nil {
-		return kerr.UnknownTopicOrPartition.Code
-	}
-	sp, code := b.sharePartition(ctx, k, p)
+	sp, code := b.sharePartition(ctx, k, p, rq.cfg)
 	if code != nil {
 		return code.Code
 	}
-	if err := b.acknowledge(ctx, k, sp, p, member, acks); err != nil {
+	if err := b.acknowledge(ctx, k, sp, p, rq.member, acks); err != nil {
 		return err.Code
 	}
 	return 0
@@ -132,7 +126,7 @@ func (b *Broker) settle(ctx context.Context, az *authzCtx, k shareKey, member st
 // shareFetchRecords acquires records of the session's partitions into
 // out, waiting up to the request's MaxWaitMillis when there are none.
 func (b *Broker) shareFetchRecords(ctx context.Context, r *request, req *kmsg.ShareFetchRequest, sess *shareSession,
-	member string, out *shareAnswer) {
+	rq *shareRequest, out *shareAnswer) {
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	maxRecords := int(req.MaxRecords)
 	if maxRecords <= 0 {
@@ -148,18 +142,18 @@ func (b *Broker) shareFetchRecords(ctx context.Context, r *request, req *kmsg.Sh
 			if left <= 0 || budget <= 0 {
 				break
 			}
-			p, code := b.sharePartitionFor(ctx, out.az, k)
+			p, code := b.sharePartitionFor(out.az, k)
 			if code != 0 {
 				out.part(k).code = code
 				continue
 			}
-			sp, kcode := b.sharePartition(ctx, k, p)
+			sp, kcode := b.sharePartition(ctx, k, p, rq.cfg)
 			if kcode != nil {
 				out.part(k).code = kcode.Code
 				continue
 			}
 			waitOn, wakes = append(waitOn, p), append(wakes, p.Wakes())
-			records, runs, err := b.acquire(sp, p, member, left, budget)
+			records, runs, err := b.acquire(sp, p, rq.member, left, budget)
 			if err != nil {
 				b.log.Warn("share fetch read failed", "topic", p.Topic().Name(), "partition", p.Index(), "err", err)
 				out.part(k).code = kerr.KafkaStorageError.Code
@@ -209,7 +203,7 @@ func (b *Broker) shareFetchRecords(ctx context.Context, r *request, req *kmsg.Sh
 
 // sharePartitionFor is k's partition when this node leads it and the
 // member may read its topic, else the partition's error code.
-func (b *Broker) sharePartitionFor(ctx context.Context, az *authzCtx, k shareKey) (*partition.Partition, int16) {
+func (b *Broker) sharePartitionFor(az *authzCtx, k shareKey) (*partition.Partition, int16) {
 	t := b.partitions.TopicByID(k.topic)
 	switch {
 	case t == nil:

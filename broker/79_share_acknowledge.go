@@ -37,11 +37,12 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	group, member, az, code := b.shareRequester(r, req.GroupID, req.MemberID)
+	rq, code := b.shareRequester(r, req.GroupID, req.MemberID)
 	if code != nil {
 		return fail(code)
 	}
-	resp.AcquisitionLockTimeoutMillis = int32(b.shareLockDuration(group) / time.Millisecond)
+	group, member := rq.group, rq.member
+	resp.AcquisitionLockTimeoutMillis = int32(rq.cfg.LockDuration / time.Millisecond)
 	if req.ShareSessionEpoch == 0 {
 		return fail(kerr.InvalidShareSessionEpoch)
 	}
@@ -62,7 +63,7 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 			}
 			ap := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			ap.Partition = rp.Partition
-			ap.ErrorCode = b.settle(ctx, &az, k, member, acks)
+			ap.ErrorCode = b.settle(ctx, rq, k, acks)
 			ap.CurrentLeader.LeaderID, ap.CurrentLeader.LeaderEpoch = -1, -1
 			at.Partitions = append(at.Partitions, ap)
 		}

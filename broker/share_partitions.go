@@ -167,20 +167,30 @@ func (s *shares) keys(sess *shareSession) []shareKey {
 	return out
 }
 
+// shareRequest is what a ShareFetch or ShareAcknowledge is for: its member
+// of its group, the sender's authorization, and the group's share
+// partition settings, read once for the whole request.
+type shareRequest struct {
+	group, member string
+	az            authzCtx
+	cfg           share.Config
+}
+
 // shareRequester checks what ShareFetch and ShareAcknowledge share: share
 // groups on, a group and a member named, READ on the group.
-func (b *Broker) shareRequester(r *request, groupID, memberID *string) (group, member string, az authzCtx, err *kerr.Error) {
+func (b *Broker) shareRequester(r *request, groupID, memberID *string) (*shareRequest, *kerr.Error) {
 	switch {
 	case !b.cfg.ShareProtocol():
-		return "", "", az, kerr.UnsupportedVersion
+		return nil, kerr.UnsupportedVersion
 	case groupID == nil || *groupID == "" || memberID == nil || *memberID == "":
-		return "", "", az, kerr.InvalidRequest
+		return nil, kerr.InvalidRequest
 	}
-	az = b.authz(r)
-	if !az.group(aclOperationRead, *groupID) {
-		return "", "", az, kerr.GroupAuthorizationFailed
+	rq := &shareRequest{group: *groupID, member: *memberID, az: b.authz(r)}
+	if !rq.az.group(aclOperationRead, rq.group) {
+		return nil, kerr.GroupAuthorizationFailed
 	}
-	return *groupID, *memberID, az, nil
+	rq.cfg = b.shareConfig(rq.group)
+	return rq, nil
 }
 
 // shareConfig is the settings of group's share partitions.
@@ -190,9 +200,9 @@ func (b *Broker) shareConfig(group string) share.Config {
 }
 
 // sharePartition returns k's share partition, which this node leads as
-// p's leader; a leadership that changed since it was made starts it over
-// from the coordinator's start offset.
-func (b *Broker) sharePartition(ctx context.Context, k shareKey, p *partition.Partition) (*sharePart, *kerr.Error) {
+// p's leader, with the group's settings cfg; a leadership that changed
+// since it was made starts it over from the coordinator's state.
+func (b *Broker) sharePartition(ctx context.Context, k shareKey, p *partition.Partition, cfg share.Config) (*sharePart, *kerr.Error) {
 	lead, ok := p.Leadership()
 	if !ok {
 		return nil, kerr.NotLeaderForPartition
@@ -207,7 +217,7 @@ func (b *Broker) sharePartition(ctx context.Context, k shareKey, p *partition.Pa
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if sp.p != nil {
-		sp.p.SetConfig(b.shareConfig(k.group))
+		sp.p.SetConfig(cfg)
 		return sp, nil
 	}
 	o, err := b.readShareStart(ctx, k)
@@ -224,7 +234,7 @@ func (b *Broker) sharePartition(ctx context.Context, k shareKey, p *partition.Pa
 	start = max(logStart, min(start, hw))
 	// The previous leader's in-flight window goes on: what it accepted
 	// is not delivered again, and delivery counts hold.
-	sp.p, sp.persisted, sp.persistedState, sp.stateEpoch = share.Restore(b.shareConfig(k.group), start, o.Batches), -1, nil,
+	sp.p, sp.persisted, sp.persistedState, sp.stateEpoch = share.Restore(cfg, start, o.Batches), -1, nil,
 		o.StateEpoch
 	// Where it starts is durable before anything is delivered: a new
 	// leader must not start later (share.auto.offset.reset=latest
