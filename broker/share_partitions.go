@@ -52,6 +52,10 @@ type sharePart struct {
 	// it was loaded: writes carry it, and an admin's reset since fences
 	// them (the partition is then loaded again).
 	stateEpoch int32
+	// lockWake wakes the partition's waiting share fetches when its
+	// earliest lock ends (armLockWake); at most one runs, due at wakeAt.
+	lockWake *time.Timer
+	wakeAt   time.Time
 }
 
 type shareSessionKey struct{ group, member string }
@@ -431,15 +435,42 @@ func (b *Broker) acquire(sp *sharePart, p *partition.Partition, member string, m
 	}
 	runs, used := sp.p.Acquire(member, from, bs, maxRecords, now)
 	if len(runs) > 0 {
-		// When these locks end the records are there to acquire again:
-		// other members' long polls are woken then, not at their end.
-		time.AfterFunc(sp.p.Config().LockDuration+lockWakeSlack, p.WakeWaiters)
+		b.armLockWake(sp, p)
 	}
 	var records []byte
 	for _, i := range used {
 		records = append(records, views[i]...)
 	}
 	return records, runs, nil
+}
+
+// armLockWake has p's waiting share fetches woken when sp's earliest lock
+// ends: the records are then there to acquire again, and other members'
+// long polls take them at once, not at their end. One timer a partition,
+// moved earlier when a lock ends sooner, and armed again for the next
+// lock when it fires. REQUIRES: sp.mu held.
+func (b *Broker) armLockWake(sp *sharePart, p *partition.Partition) {
+	end, ok := sp.p.NextLockEnd(time.Now())
+	if !ok || (sp.lockWake != nil && !end.Before(sp.wakeAt)) {
+		return
+	}
+	if sp.lockWake != nil {
+		sp.lockWake.Stop()
+	}
+	sp.wakeAt = end
+	var t *time.Timer
+	t = time.AfterFunc(time.Until(end)+lockWakeSlack, func() {
+		sp.mu.Lock() // after armLockWake's caller let go: t is set
+		if sp.lockWake == t {
+			sp.lockWake = nil
+		}
+		if sp.p != nil && sp.lockWake == nil {
+			b.armLockWake(sp, p)
+		}
+		sp.mu.Unlock()
+		p.WakeWaiters()
+	})
+	sp.lockWake = t
 }
 
 // acknowledge applies one partition's acknowledgement batches for member

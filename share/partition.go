@@ -244,6 +244,19 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []int8, 
 	return p.start != before, nil
 }
 
+// NextLockEnd is when the earliest acquisition lock still running ends;
+// false when no record is acquired.
+func (p *Partition) NextLockEnd(now time.Time) (time.Time, bool) {
+	p.expire(now)
+	var first time.Time
+	for _, r := range p.window {
+		if r.state == acquired && (first.IsZero() || r.deadline.Before(first)) {
+			first = r.deadline
+		}
+	}
+	return first, !first.IsZero()
+}
+
 // ReleaseMember releases every record member holds (its share session
 // closed, or it left the group).
 func (p *Partition) ReleaseMember(member string) {

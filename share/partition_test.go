@@ -182,3 +182,25 @@ func TestStateRestores(t *testing.T) {
 		t.Fatalf("start %d after 0 was accepted (1 was before the move): %v", q.Start(), err)
 	}
 }
+
+// NextLockEnd is the earliest running lock's end, and none once every
+// lock ended or was settled.
+func TestNextLockEnd(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	p := New(testCfg, 0)
+	if _, ok := p.NextLockEnd(now); ok {
+		t.Fatal("a lock end with nothing acquired")
+	}
+	p.Acquire("a", 0, batches(0, 0), 10, now)
+	p.Acquire("b", 1, batches(1, 1), 10, now.Add(300*time.Millisecond))
+	if end, ok := p.NextLockEnd(now); !ok || !end.Equal(now.Add(time.Second)) {
+		t.Fatalf("NextLockEnd %v %v, want a's lock end", end, ok)
+	}
+	if end, ok := p.NextLockEnd(now.Add(1100 * time.Millisecond)); !ok || !end.Equal(now.Add(1300*time.Millisecond)) {
+		t.Fatalf("after a's lock ended: %v %v, want b's", end, ok)
+	}
+	if _, ok := p.NextLockEnd(now.Add(2 * time.Second)); ok {
+		t.Fatal("a lock end after every lock ended")
+	}
+}
