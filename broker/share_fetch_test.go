@@ -13,7 +13,41 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/testutil"
+	"github.com/kmirror/kmirror/partition"
 )
+
+// shareGroupsOn serves share groups (KIP-932).
+func shareGroupsOn(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} }
+
+// shareJobs is a broker with share groups on (and mutate), a topic "jobs"
+// of one partition holding records, share group "g" starting at offset
+// 0, and the producer; the test's ctx bounds its requests.
+func shareJobs(t *testing.T, ctx context.Context, records int, mutate ...func(*Config)) (*Broker, *partition.Topic, *kgo.Client) {
+	t.Helper()
+	b := newTestBroker(t, append([]func(*Config){shareGroupsOn}, mutate...)...)
+	tp := cfgTopic(t, b, "jobs", 1, nil)
+	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"))
+	for i := range records {
+		if err := pr.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at0 := kadm.Offsets{}
+	at0.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
+	if resp, err := kadm.NewClient(pr).AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
+	}
+	return b, tp, pr
+}
+
+// shareFetchOf is member's ShareFetch of group "g" opening its session on
+// topic's partition 0: up to 10 records, waiting up to wait ms.
+func shareFetchOf(topic [16]byte, member string, wait int32) *kmsg.ShareFetchRequest {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version, req.GroupID, req.MemberID, req.MaxRecords, req.MaxWaitMillis = 2, kmsg.StringPtr("g"), kmsg.StringPtr(member), 10, wait
+	req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: topic, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+	return req
+}
 
 // franz-go's share consumer (KIP-932) against the broker: two consumers
 // of one share group read every record of a topic, each record delivered
@@ -22,7 +56,7 @@ import (
 // new consumer starts.
 func TestShareConsumersReadEveryRecordOnce(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
+	b := newTestBroker(t, shareGroupsOn)
 	cfgTopic(t, b, "jobs", 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -93,26 +127,15 @@ func TestShareConsumersReadEveryRecordOnce(t *testing.T) {
 // holds, release and redelivery with delivery counts, and lock expiry.
 func TestShareFetchSessionsLocksAndRedelivery(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t, func(c *Config) {
-		c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, tp, pr := shareJobs(t, ctx, 10, func(c *Config) {
 		c.GroupShareRecordLockDuration = time.Second
 		c.GroupShareDeliveryCountLimit = 2
 	})
-	tp := cfgTopic(t, b, "jobs", 1, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"))
-	for i := range 10 {
-		if err := pr.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	adm := kadm.NewClient(pr)
 	at0 := kadm.Offsets{}
 	at0.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
-	if resp, err := adm.AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
-		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
-	}
 	id := tp.ID()
 	raw := dialRaw(t, b)
 	fetch := func(member string, epoch, maxRecords int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
@@ -223,20 +246,10 @@ func TestShareSessionsAreBounded(t *testing.T) {
 // MaxWaitMillis) and answers it at once.
 func TestShareFetchLongPoll(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
-	tp := cfgTopic(t, b, "jobs", 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"))
-	adm := kadm.NewClient(pr)
-	at0 := kadm.Offsets{}
-	at0.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
-	if resp, err := adm.AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
-		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
-	}
-	req := kmsg.NewPtrShareFetchRequest()
-	req.Version, req.GroupID, req.MemberID, req.MaxRecords, req.MaxWaitMillis = 2, kmsg.StringPtr("g"), kmsg.StringPtr("m"), 10, 10000
-	req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: tp.ID(), Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+	b, tp, pr := shareJobs(t, ctx, 0)
+	req := shareFetchOf(tp.ID(), "m", 10000)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		pr.ProduceSync(ctx, kgo.StringRecord("late"))
@@ -264,25 +277,10 @@ func TestShareFetchLongPoll(t *testing.T) {
 // records are there to acquire at once, not at the poll's end.
 func TestShareReleaseWakesALongPoll(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
-	tp := cfgTopic(t, b, "jobs", 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"))
-	if err := pr.ProduceSync(ctx, kgo.StringRecord("only")).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	at0 := kadm.Offsets{}
-	at0.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
-	if resp, err := kadm.NewClient(pr).AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
-		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
-	}
-	fetch := func(member string, wait int32) *kmsg.ShareFetchRequest {
-		req := kmsg.NewPtrShareFetchRequest()
-		req.Version, req.GroupID, req.MemberID, req.MaxRecords, req.MaxWaitMillis = 2, kmsg.StringPtr("g"), kmsg.StringPtr(member), 10, wait
-		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: tp.ID(), Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
-		return req
-	}
+	b, tp, _ := shareJobs(t, ctx, 1)
+	fetch := func(member string, wait int32) *kmsg.ShareFetchRequest { return shareFetchOf(tp.ID(), member, wait) }
 	if resp := dialRaw(t, b).roundTrip(fetch("a", 0)).(*kmsg.ShareFetchResponse); len(resp.Topics) != 1 ||
 		len(resp.Topics[0].Partitions[0].AcquiredRecords) != 1 {
 		t.Fatalf("a's fetch: %+v", resp)
@@ -314,28 +312,10 @@ func TestShareReleaseWakesALongPoll(t *testing.T) {
 // to acquire again at once, not at the poll's end.
 func TestShareLockExpiryWakesALongPoll(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t, func(c *Config) {
-		c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"}
-		c.GroupShareRecordLockDuration = time.Second
-	})
-	tp := cfgTopic(t, b, "jobs", 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pr := newTestClient(t, b, kgo.DefaultProduceTopic("jobs"))
-	if err := pr.ProduceSync(ctx, kgo.StringRecord("only")).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	at0 := kadm.Offsets{}
-	at0.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0})
-	if resp, err := kadm.NewClient(pr).AlterShareGroupOffsets(ctx, "g", at0); err != nil || resp.Error() != nil {
-		t.Fatalf("AlterShareGroupOffsets: %v %v", err, resp.Error())
-	}
-	fetch := func(member string, wait int32) *kmsg.ShareFetchRequest {
-		req := kmsg.NewPtrShareFetchRequest()
-		req.Version, req.GroupID, req.MemberID, req.MaxRecords, req.MaxWaitMillis = 2, kmsg.StringPtr("g"), kmsg.StringPtr(member), 10, wait
-		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: tp.ID(), Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
-		return req
-	}
+	b, tp, _ := shareJobs(t, ctx, 1, func(c *Config) { c.GroupShareRecordLockDuration = time.Second })
+	fetch := func(member string, wait int32) *kmsg.ShareFetchRequest { return shareFetchOf(tp.ID(), member, wait) }
 	if resp := dialRaw(t, b).roundTrip(fetch("a", 0)).(*kmsg.ShareFetchResponse); len(resp.Topics) != 1 ||
 		len(resp.Topics[0].Partitions[0].AcquiredRecords) != 1 {
 		t.Fatalf("a's fetch: %+v", resp)

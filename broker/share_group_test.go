@@ -43,7 +43,7 @@ func TestShareGroupOverTheWire(t *testing.T) {
 	wantCode(t, "ShareFetch with share groups off", raw.roundTrip(fOff).(*kmsg.ShareFetchResponse).ErrorCode,
 		kerr.UnsupportedVersion.Code)
 
-	b := newTestBroker(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
+	b := newTestBroker(t, shareGroupsOn)
 	if keys := apiKeys(b); !slices.Contains(keys, shareGroupHeartbeatKey) || !slices.Contains(keys, shareGroupDescribeKey) {
 		t.Fatalf("share group keys not listed with share groups on: %v", keys)
 	}
@@ -109,7 +109,7 @@ func TestShareGroupOverTheWire(t *testing.T) {
 // read), and a describe of every topic leaves out the topics denied.
 func TestAuthzShareGroups(t *testing.T) {
 	t.Parallel()
-	b := authzFixture(t, func(c *Config) { c.GroupRebalanceProtocols = []string{"classic", "consumer", "share"} })
+	b := authzFixture(t, shareGroupsOn)
 	alice, bob, admin := rawAs(t, b, aliceIP), rawAs(t, b, bobIP), rawAs(t, b, adminIP)
 
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
