@@ -147,14 +147,15 @@ func (c *Coordinator) DescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffs
 			return dp
 		}
 		if rg.Topics == nil {
-			for _, id := range sortedTopicIDs(g.shareOffsetsByTopic()) {
+			held := g.shareOffsetsByTopic()
+			for _, id := range sortedTopicIDs(held) {
 				t, known := byID[id]
 				if !known {
 					continue // deleted: its state goes with the group
 				}
 				dt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 				dt.Topic, dt.TopicID = t.Name, id
-				for _, p := range g.shareOffsetsByTopic()[id] {
+				for _, p := range held[id] {
 					o := g.shareOffsets[topicPartitionID{id, p}]
 					dt.Partitions = append(dt.Partitions, part(p, o, true))
 				}
@@ -293,7 +294,7 @@ func (c *Coordinator) DeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 		return fail(kerr.NonEmptyGroup, "group "+g.name+" has members: stop its consumers first")
 	}
 	byName, _ := c.topicsByName()
-	mark := len(g.share.unwritten)
+	mark, held := len(g.share.unwritten), g.shareOffsetsByTopic()
 	var gone []topicPartitionID
 	for _, rt := range req.Topics {
 		dt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
@@ -303,7 +304,7 @@ func (c *Coordinator) DeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 		if !known {
 			dt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		}
-		for _, p := range g.shareOffsetsByTopic()[t.ID] {
+		for _, p := range held[t.ID] {
 			tp := topicPartitionID{t.ID, p}
 			gone = append(gone, tp)
 			deleted := ShareOffset{StartOffset: -1, LeaderEpoch: -1, StateEpoch: g.shareOffsets[tp].StateEpoch + 1}
