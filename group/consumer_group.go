@@ -689,15 +689,12 @@ func (g *Group) describeConsumer(dg *kmsg.ConsumerGroupDescribeResponseGroup) {
 	if dg.AssignorName == "" {
 		dg.AssignorName = g.c.cfg.ConsumerAssignors[0]
 	}
-	names := map[TopicID]string{}
-	for _, t := range g.c.cfg.Topics() {
-		names[t.ID] = t.Name
-	}
+	_, byID := g.c.topicsByName()
 	described := func(a Assignment) kmsg.Assignment {
 		var out kmsg.Assignment
 		for _, id := range sortedTopicIDs(a) {
 			tp := kmsg.NewAssignmentTopicPartition()
-			tp.TopicID, tp.Topic, tp.Partitions = id, names[id], slices.Clone(a[id])
+			tp.TopicID, tp.Topic, tp.Partitions = id, byID[id].Name, slices.Clone(a[id])
 			out.TopicPartitions = append(out.TopicPartitions, tp)
 		}
 		return out

@@ -270,3 +270,12 @@ func newUUID() string {
 	u := hex.EncodeToString(b[:])
 	return u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
 }
+
+// topicsByName indexes the topics that exist by name and by id.
+func (c *Coordinator) topicsByName() (map[string]TopicMeta, map[TopicID]TopicMeta) {
+	byName, byID := map[string]TopicMeta{}, map[TopicID]TopicMeta{}
+	for _, t := range c.cfg.Topics() {
+		byName[t.Name], byID[t.ID] = t, t
+	}
+	return byName, byID
+}

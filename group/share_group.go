@@ -374,10 +374,7 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 func (g *Group) describeShare(dg *kmsg.ShareGroupDescribeResponseGroup) {
 	sg := g.share
 	dg.GroupState, dg.GroupEpoch, dg.AssignmentEpoch, dg.Assignor = sg.state(), sg.epoch, sg.targetEpoch, shareAssignor
-	names := map[TopicID]string{}
-	for _, t := range g.c.cfg.Topics() {
-		names[t.ID] = t.Name
-	}
+	_, byID := g.c.topicsByName()
 	for _, m := range sg.sortedMembers() {
 		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
 		dm.MemberID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.epoch, m.clientID, m.clientHost
@@ -390,7 +387,7 @@ func (g *Group) describeShare(dg *kmsg.ShareGroupDescribeResponseGroup) {
 		}
 		for _, id := range sortedTopicIDs(m.assigned) {
 			tp := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
-			tp.TopicID, tp.Topic, tp.Partitions = id, names[id], slices.Clone(m.assigned[id])
+			tp.TopicID, tp.Topic, tp.Partitions = id, byID[id].Name, slices.Clone(m.assigned[id])
 			dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, tp)
 		}
 		dg.Members = append(dg.Members, dm)

@@ -355,15 +355,6 @@ func (g *Group) shareOffsetTombstones() []batch.Record {
 	return recs
 }
 
-// topicsByName indexes the topics that exist by name and by id.
-func (c *Coordinator) topicsByName() (map[string]TopicMeta, map[TopicID]TopicMeta) {
-	byName, byID := map[string]TopicMeta{}, map[TopicID]TopicMeta{}
-	for _, t := range c.cfg.Topics() {
-		byName[t.Name], byID[t.ID] = t, t
-	}
-	return byName, byID
-}
-
 // SetShareStart records the start offset a share partition's leader moved
 // to (WriteShareGroupState): the group's members may be active. A group
 // that is not a share group here is GROUP_ID_NOT_FOUND (it was deleted); a
